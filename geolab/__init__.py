@@ -1,0 +1,60 @@
+"""geolab: geometric residual connections in very deep transformers.
+
+The public API of spec §10: operators, metrics, the residual-rule registry, the model and the
+probes, all importable from ``geolab`` directly.
+"""
+
+from geolab.config import GeoConfig
+from geolab.metrics import (
+    amax_gain,
+    beta_stats,
+    cosine_alignment,
+    effective_rank,
+    norm_deviation,
+    rank_collapse_residual,
+    synergy,
+)
+from geolab.model import GeoTransformer, count_params, match_params
+from geolab.operators import (
+    cayley,
+    cayley_angle,
+    cayley_apply,
+    delta_operator,
+    delta_update,
+    gate_regularizer,
+    householder,
+    hybrid_operator,
+    sinkhorn,
+    skew,
+)
+from geolab.probe import rank_profile, record
+from geolab.residuals import RESIDUALS
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "GeoConfig",
+    "GeoTransformer",
+    "RESIDUALS",
+    "amax_gain",
+    "beta_stats",
+    "cayley",
+    "cayley_angle",
+    "cayley_apply",
+    "count_params",
+    "cosine_alignment",
+    "delta_operator",
+    "delta_update",
+    "effective_rank",
+    "gate_regularizer",
+    "householder",
+    "hybrid_operator",
+    "match_params",
+    "norm_deviation",
+    "rank_collapse_residual",
+    "rank_profile",
+    "record",
+    "sinkhorn",
+    "skew",
+    "synergy",
+]

@@ -1,0 +1,5 @@
+import sys
+
+from geolab.cli import main
+
+sys.exit(main())

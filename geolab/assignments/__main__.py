@@ -1,0 +1,25 @@
+"""``python -m geolab.assignments release|grade ...``: the same commands as ``geolab release`` and
+``geolab grade``, for when the ``geolab`` script is not on PATH."""
+
+import argparse
+import sys
+
+from geolab.assignments.grade import add_grade_cli
+from geolab.assignments.release import add_release_cli
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m geolab.assignments")
+    sub = parser.add_subparsers(dest="command", required=True)
+    add_release_cli(sub)
+    add_grade_cli(sub)
+    args = parser.parse_args(argv)
+    try:
+        return args.func(args)
+    except ValueError as err:
+        print(f"{parser.prog} {args.command}: error: {err}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

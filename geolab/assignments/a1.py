@@ -1,0 +1,196 @@
+"""A1 — the Delta operator (spec §2.1–§2.2; seed 000 Eq. 1–2, Appendix A.1–A.3).
+
+Stubs: ``delta_operator(k, beta)``, ``spectrum_and_det(d, beta)``, ``delta_update(x, k, beta, v)``,
+``mode(beta)``. Each check function takes the student's object and returns a list of
+:class:`~geolab.assignments.checks.Check`; inputs are fresh random float64 tensors.
+"""
+
+import torch
+
+from geolab import operators as ref
+from geolab.assignments.checks import close, describe, fail, forbid, run_check
+
+MODES = ("identity", "erase", "reflect", "general")
+LINALG = ("torch.linalg.eigvalsh", "torch.linalg.eigvals", "torch.linalg.eigh")
+LINALG += ("torch.linalg.eig", "torch.linalg.det", "torch.linalg.slogdet", "torch.det")
+
+
+def _rand(g, *shape):
+    return torch.randn(*shape, generator=g, dtype=torch.float64)
+
+
+def check_delta_operator(fn, seed: int = 0):
+    """``delta_operator(k, beta) -> I − β k kᵀ/‖k‖²`` of shape (..., d, d)."""
+    g = torch.Generator().manual_seed(seed)
+    k, beta = _rand(g, 3, 5), torch.rand(3, generator=g, dtype=torch.float64) * 2.5 - 0.25
+    k1 = _rand(g, 4)
+
+    def call(*args):
+        with forbid(["geolab.operators.delta_operator", "geolab.operators.householder"], fn):
+            return fn(*args)
+
+    def matches():
+        want = ref.delta_operator(k, beta)
+        close(call(k, beta), want, f"delta_operator({describe(k=k, beta=beta)})")
+        close(call(k1, 0.7), ref.delta_operator(k1, 0.7), f"delta_operator({describe(k=k1)}, 0.7)")
+
+    def symmetric():
+        A = call(k1, 1.3)
+        close(A.transpose(-1, -2), A, f"Aᵀ for {describe(k=k1, beta=1.3)} (A must be symmetric)")
+
+    def spectrum():
+        for b in (0.3, 1.0, 1.7, -0.5):
+            got = torch.linalg.eigvalsh(call(k1, b))
+            want = torch.sort(torch.tensor([1.0] * 3 + [1 - b], dtype=torch.float64)).values
+            close(got, want, f"eigenvalues of delta_operator({describe(k=k1, beta=b)})")
+
+    def determinant():
+        for b in (0.25, 1.0, 2.0, 3.0):
+            close(
+                torch.linalg.det(call(k1, b)),
+                torch.tensor(1 - b, dtype=torch.float64),
+                f"det delta_operator({describe(k=k1, beta=b)}) (should be 1 − β)",
+            )
+
+    def scale_free():
+        close(
+            call(7.5 * k1, 0.6),
+            call(k1, 0.6),
+            "delta_operator(7.5·k, 0.6) vs (k, 0.6): "
+            "the operator must depend only on the direction of k — divide by ‖k‖²",
+        )
+
+    def modes():
+        I = torch.eye(4, dtype=torch.float64)
+        H = call(k1, 2.0)
+        close(H @ H, I, f"H·H for β = 2 ({describe(k=k1)}): a reflection undoes itself")
+        P = call(k1, 1.0)
+        close(P @ k1, torch.zeros(4, dtype=torch.float64), "A(k, 1)·k: β = 1 must erase k")
+        close(P @ P, P, "A(k, 1)²: the erasure is a projection, so P² = P")
+
+    return [
+        run_check("delta_operator: matches I − β k kᵀ/‖k‖² (batched k, tensor β)", matches),
+        run_check("delta_operator: symmetric", symmetric),
+        run_check("delta_operator: d−1 eigenvalues 1, one 1 − β", spectrum),
+        run_check("delta_operator: det A = 1 − β", determinant),
+        run_check("delta_operator: depends on k only through its direction", scale_free),
+        run_check("delta_operator: β=2 reflects (H² = I), β=1 erases (A k = 0, P² = P)", modes),
+    ]
+
+
+def check_spectrum_and_det(fn, seed: int = 0):
+    """``spectrum_and_det(d, beta) -> (eigenvalues (d,) ascending, det)`` from the formula alone."""
+    g = torch.Generator().manual_seed(seed)
+    cases = [(3, 0.4), (6, 1.0), (5, 2.0), (4, -0.7), (2, 1.9)]
+
+    def predicted():
+        for d, b in cases:
+            A = ref.delta_operator(_rand(g, d), b)
+            want_eig, want_det = torch.linalg.eigvalsh(A), torch.linalg.det(A)
+            with forbid(LINALG + ("geolab.operators.delta_operator",), fn):
+                out = fn(d, b)
+            if not (isinstance(out, tuple) and len(out) == 2):
+                fail(f"spectrum_and_det({d}, {b}) should return a pair (eigenvalues, det)")
+            eig, det = out
+            close(
+                torch.as_tensor(eig, dtype=torch.float64),
+                want_eig,
+                f"eigenvalues (ascending) for d = {d}, β = {b}",
+            )
+            close(torch.as_tensor(det, dtype=torch.float64), want_det, f"det for d = {d}, β = {b}")
+
+    return [run_check("spectrum_and_det: matches the numerical spectrum and det", predicted, 2.0)]
+
+
+def check_delta_update(fn, seed: int = 0):
+    """``delta_update(x, k, beta, v) -> x + β (v − k̂ᵀx) k̂`` of shape (..., d)."""
+    g = torch.Generator().manual_seed(seed)
+    x, k = _rand(g, 2, 3, 6), _rand(g, 2, 3, 6)
+    beta, v = torch.rand(2, 3, generator=g, dtype=torch.float64) * 2, _rand(g, 2, 3)
+    x1, k1 = _rand(g, 6), _rand(g, 6)
+    kh1 = k1 / k1.norm()
+
+    def call(*args):
+        with forbid(["geolab.operators.delta_update", "geolab.operators.delta_update_matrix"], fn):
+            return fn(*args)
+
+    def matches():
+        close(
+            call(x, k, beta, v),
+            ref.delta_update(x, k, beta, v),
+            f"delta_update({describe(x=x, k=k, beta=beta, v=v)})",
+        )
+
+    def expanded():
+        want = ref.delta_operator(k1, 0.8) @ x1 + 0.8 * 1.5 * kh1
+        close(
+            call(x1, k1, 0.8, 1.5),
+            want,
+            "delta_update(x, k, 0.8, 1.5) vs the expanded form A(k, β) x + β v k̂ (k̂ = k/‖k‖)",
+        )
+
+    def writes_v():
+        out = call(x1, k1, 1.0, -2.0)
+        close(
+            out @ kh1,
+            torch.tensor(-2.0, dtype=torch.float64),
+            "k̂ᵀx' for β = 1, v = −2: β = 1 must overwrite the k-component with v",
+        )
+
+    def only_along_k():
+        change = call(x1, k1, 0.6, 0.9) - x1
+        close(
+            change - (change @ kh1) * kh1,
+            torch.zeros(6, dtype=torch.float64),
+            "the part of x' − x orthogonal to k: the update must only move x along k",
+        )
+
+    def identity_at_zero():
+        close(call(x1, k1, 0.0, 3.0), x1, "delta_update(x, k, β = 0, v): β = 0 must return x")
+
+    return [
+        run_check("delta_update: matches x + β (v − k̂ᵀx) k̂ (batched)", matches),
+        run_check("delta_update: equals A(k, β) x + β v k̂", expanded),
+        run_check("delta_update: β = 1 writes v along k", writes_v),
+        run_check("delta_update: changes x only along k", only_along_k),
+        run_check("delta_update: β = 0 is the identity", identity_at_zero),
+    ]
+
+
+def check_mode(fn, seed: int = 0):
+    """``mode(beta) -> "identity" | "erase" | "reflect" | "general"``."""
+    g = torch.Generator().manual_seed(seed)
+    k = _rand(g, 5)
+
+    def named():
+        for b, want in ((0.0, "identity"), (1.0, "erase"), (2.0, "reflect"), (0.5, "general")):
+            got = fn(b)
+            if got != want:
+                fail(f"mode({b}) returned {got!r}, expected one of {MODES} — here {want!r}")
+
+    def consistent():
+        eye = torch.eye(5, dtype=torch.float64)
+        for b in (0.0, 1.0, 2.0, 0.37, 1.5, -0.4, 2.6):
+            A = ref.delta_operator(k, b)
+            orthogonal = torch.allclose(A.T @ A, eye, atol=1e-12)
+            said = fn(b)
+            if orthogonal != (said in ("identity", "reflect")):
+                is_ = "is" if orthogonal else "is not"
+                fail(f"mode({b}) = {said!r}, but A(k, {b}) {is_} orthogonal (AᵀA = I)")
+            if (said == "erase") != bool(abs(torch.linalg.det(A)) < 1e-12):
+                fail(f"mode({b}) = {said!r}, but det A(k, {b}) = {torch.linalg.det(A):.3g}")
+
+    return [
+        run_check("mode: names β = 0, 1, 2 and a generic β", named),
+        run_check(
+            "mode: orthogonal exactly for identity/reflect, singular exactly for erase", consistent
+        ),
+    ]
+
+
+TASKS = {
+    "delta_operator": check_delta_operator,
+    "spectrum_and_det": check_spectrum_and_det,
+    "delta_update": check_delta_update,
+    "mode": check_mode,
+}

@@ -1,0 +1,188 @@
+"""The machinery shared by every assignment's checks: results, comparisons, the reference guard.
+
+A check is one property of one student function, e.g. "delta_operator: det A = 1 − β". It runs
+the student's code on fresh random inputs (so a pasted output cannot pass), compares against
+geolab's reference implementation or a mathematical property, and says on failure which
+property broke on which input. While a student's function runs, the geolab function it is meant
+to replace is swapped for one that raises :class:`ForbiddenCall` (see :func:`forbid`), so
+delegating to the reference fails with a clear message instead of passing.
+"""
+
+import importlib
+from collections.abc import Callable, Iterable
+from contextlib import contextmanager
+from dataclasses import asdict, dataclass
+
+import torch
+
+NOT_IMPLEMENTED = "not implemented yet: replace `raise NotImplementedError` in the stub"
+
+
+@dataclass
+class Check:
+    """One graded property: ``name`` (e.g. "delta_operator: spectrum"), ``passed``, the
+    ``message`` shown to the student (what failed, on which input) and its ``points``."""
+
+    name: str
+    passed: bool
+    message: str = ""
+    points: float = 1.0
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+class Failed(AssertionError):
+    """A property does not hold; the message names the property and the input."""
+
+
+class ForbiddenCall(RuntimeError):
+    """The student's code called the geolab function it is asked to implement."""
+
+
+class TimeLimit(BaseException):
+    """A task ran past the grader's per-task time limit (raised by the grader's alarm). A
+    BaseException, so a student's ``except Exception`` cannot swallow it."""
+
+
+def run_check(name: str, prop: Callable[[], None], points: float = 1.0) -> Check:
+    """Run one property; every exception from student code becomes a failed :class:`Check`
+    (the grader's TimeLimit is a BaseException and passes through to stop the whole task)."""
+    try:
+        prop()
+    except NotImplementedError:
+        return Check(name, False, NOT_IMPLEMENTED, points)
+    except (Failed, ForbiddenCall) as err:
+        return Check(name, False, str(err), points)
+    except Exception as err:  # student code may raise anything; report it, do not crash
+        return Check(name, False, f"your code raised {type(err).__name__}: {err}", points)
+    return Check(name, True, "", points)
+
+
+def fail(message: str) -> None:
+    raise Failed(message)
+
+
+def describe(**inputs) -> str:
+    """'k of shape (4, 5), beta = 0.7' — how a failure message names its input."""
+    parts = []
+    for key, value in inputs.items():
+        if isinstance(value, torch.Tensor) and value.ndim > 0:
+            parts.append(f"{key} of shape {tuple(value.shape)}")
+        elif isinstance(value, torch.Tensor):
+            parts.append(f"{key} = {value.item():.4g}")
+        else:
+            parts.append(f"{key} = {value!r}")
+    return ", ".join(parts)
+
+
+def as_tensor(got, what: str, shape: tuple[int, ...] | None = None) -> torch.Tensor:
+    """The student's output as a tensor of the expected shape, or a Failed naming the mismatch."""
+    if not isinstance(got, torch.Tensor):
+        fail(f"{what} should return a torch.Tensor, got {type(got).__name__}")
+    if shape is not None and tuple(got.shape) != tuple(shape):
+        fail(f"{what} returned shape {tuple(got.shape)}, expected {tuple(shape)}")
+    return got
+
+
+def close(got, want: torch.Tensor, what: str, atol: float = 1e-5, rtol: float = 1e-4) -> None:
+    """Fail unless ``got`` matches ``want`` in shape and value; the message shows a bad entry."""
+    got = as_tensor(got, what, tuple(want.shape)).to(want.dtype)
+    if not torch.isfinite(got).all():
+        fail(f"{what} contains NaN or inf")
+    err = (got - want).abs()
+    bad = err > atol + rtol * want.abs()
+    if bad.any():
+        idx = tuple(int(i) for i in torch.nonzero(bad)[0])
+        fail(
+            f"{what}: max |error| {err.max().item():.3g}; at index {idx} you gave "
+            f"{got[idx].item():.6g}, expected {want[idx].item():.6g}"
+        )
+
+
+def _resolve(path: str):
+    module_name, attr = path.rsplit(".", 1)
+    return importlib.import_module(module_name), attr
+
+
+def _globals_of(obj) -> Iterable[dict]:
+    """The global namespaces the student's function or class methods look names up in."""
+    if isinstance(obj, type):
+        for value in vars(obj).values():
+            yield from _globals_of(value)
+    elif hasattr(obj, "__globals__"):
+        yield obj.__globals__
+
+
+@contextmanager
+def forbid(paths: Iterable[str], *student):
+    """Inside the block, each dotted path (``geolab.operators.delta_operator``,
+    ``torch.linalg.solve``) raises :class:`ForbiddenCall` when called — through its module, the
+    ``geolab`` package namespace, or any name the ``student`` functions/classes bound to it
+    (``from geolab.operators import delta_operator as d``). Everything is restored on exit.
+
+    Checks compute their reference values before entering the block, or through names bound at
+    import time in the checks module, which are not patched.
+    """
+    import geolab
+
+    saved = []  # (owner, key, original, setter), restored in reverse order
+
+    def patch(owner, key, original, setter, guard):
+        saved.append((owner, key, original, setter))
+        setter(owner, key, guard)
+
+    try:
+        for path in paths:
+            module, attr = _resolve(path)
+            original = getattr(module, attr)
+
+            def guard(*args, _path=path, **kwargs):
+                raise ForbiddenCall(
+                    f"your code called {_path}; the point of this exercise is to write it "
+                    "yourself (use torch operations instead)"
+                )
+
+            patch(module, attr, original, setattr, guard)
+            for key, value in list(vars(geolab).items()):
+                if value is original:
+                    patch(geolab, key, value, setattr, guard)
+            for namespace in _globals_of_all(student):
+                for key, value in list(namespace.items()):
+                    if value is original:
+                        patch(namespace, key, value, dict.__setitem__, guard)
+        yield
+    finally:
+        for owner, key, value, setter in reversed(saved):
+            setter(owner, key, value)
+
+
+def _globals_of_all(objs) -> list[dict]:
+    seen, out = set(), []
+    for obj in objs:
+        for namespace in _globals_of(obj):
+            if id(namespace) not in seen:
+                seen.add(id(namespace))
+                out.append(namespace)
+    return out
+
+
+def score(results: list[Check]) -> tuple[float, float]:
+    """(points earned, points available)."""
+    return sum(r.points for r in results if r.passed), sum(r.points for r in results)
+
+
+def callout(title: str, results: list[Check]):
+    """A marimo callout: green when every check passes, amber while the stub is untouched,
+    red otherwise, listing each check with its message."""
+    import marimo as mo
+
+    earned, total = score(results)
+    if all(r.passed for r in results):
+        kind, head = "success", f"**{title}** — all {len(results)} checks pass"
+    elif all(r.message == NOT_IMPLEMENTED for r in results if not r.passed) and earned == 0:
+        kind, head = "warn", f"**{title}** — waiting for your code"
+    else:
+        kind, head = "danger", f"**{title}** — {earned:g}/{total:g} points"
+    lines = [f"- ✅ {r.name}" if r.passed else f"- ❌ {r.name}: {r.message}" for r in results]
+    return mo.callout(mo.md(head + "\n\n" + "\n".join(lines)), kind=kind)

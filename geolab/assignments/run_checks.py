@@ -1,0 +1,92 @@
+"""The grader's child process: load one submission, run one assignment's checks, print JSON.
+
+    python -m geolab.assignments.run_checks SUBMISSION.py --assignment A2 [--task-timeout 30]
+
+Everything the submission prints goes to stderr (file descriptor 1 is pointed at 2 before the
+submission is imported), so stdout carries exactly one JSON object:
+``{"status": "ok" | "error", "error": str, "checks": [Check.to_dict(), ...]}``. "error" means
+the submission itself failed to load; the checks are then all failed with that message.
+"""
+
+import argparse
+import importlib.util
+import json
+import os
+import signal
+import sys
+import traceback
+from contextlib import contextmanager
+from pathlib import Path
+
+from geolab.assignments.catalog import all_failed, check_all, get
+from geolab.assignments.checks import TimeLimit
+
+
+def load_submission(path: Path, stubs) -> dict:
+    """The names a submitted marimo notebook defines.
+
+    Stubs written as marimo top-level functions/classes (``@app.function``) are module
+    attributes, found by importing the file without running its cells. If a stub became an
+    ordinary cell (it reads another cell's variable), the notebook is run once with ``app.run()``
+    and its definitions are added.
+    """
+    spec = importlib.util.spec_from_file_location("submission", path)
+    if spec is None:
+        raise ValueError(f"{path} is not a Python file")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    names = dict(vars(module))
+    app = names.get("app")
+    if hasattr(app, "run") and any(stub not in names for stub in stubs):
+        try:
+            _, defs = app.run()
+            names = {**dict(defs.items()), **names}
+        except Exception:  # a crashing cell must not hide the stubs already found
+            traceback.print_exc()
+    return names
+
+
+@contextmanager
+def alarm(seconds: float):
+    """Raise TimeLimit in the main thread if the block runs longer than ``seconds``."""
+
+    def ring(_signum, _frame):
+        raise TimeLimit(f"did not finish within {seconds:g} s (an endless loop?)")
+
+    previous = signal.signal(signal.SIGALRM, ring)
+    signal.setitimer(signal.ITIMER_REAL, seconds)
+    try:
+        yield
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+
+
+def run(path: Path, assignment: str, task_timeout: float) -> dict:
+    stubs = get(assignment).tasks
+    try:
+        namespace = load_submission(path, stubs)
+    except BaseException as err:  # noqa: B036 — SystemExit from a submission is a load failure too
+        message = f"loading the submission raised {type(err).__name__}: {err}"
+        checks = all_failed(assignment, message)
+        return {"status": "error", "error": message, "checks": [c.to_dict() for c in checks]}
+    checks = check_all(assignment, namespace, time_limit=lambda _stub: alarm(task_timeout))
+    return {"status": "ok", "error": "", "checks": [c.to_dict() for c in checks]}
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m geolab.assignments.run_checks")
+    parser.add_argument("submission", type=Path)
+    parser.add_argument("--assignment", required=True)
+    parser.add_argument("--task-timeout", type=float, default=30.0)
+    args = parser.parse_args(argv)
+    result_fd = os.dup(1)
+    os.dup2(2, 1)  # whatever the submission prints lands on stderr
+    result = run(args.submission.resolve(), args.assignment, args.task_timeout)
+    with os.fdopen(result_fd, "w", encoding="utf-8") as out:
+        json.dump(result, out)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

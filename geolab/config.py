@@ -1,0 +1,151 @@
+"""``GeoConfig``: every knob of a ``GeoTransformer``, validated on construction (spec §4).
+
+Errors name the field, the bad value and what is allowed, so a slider or a command line that
+passes a wrong value gets a message a learner can act on.
+"""
+
+import math
+from dataclasses import asdict, dataclass, fields, replace
+
+from geolab.layers import NORMS
+
+POS = ("learned", "rope", "none")
+GEOMETRIES = ("full", "streams")
+POOLS = ("token", "sequence")
+RESHAPE_RULES = ("jpmhc",)  # rules that view D as n_streams chunks of D/n
+GEOMETRIC_RULES = ("cayley", "householder", "edelta")
+
+
+def _fail(field: str, value, allowed: str):
+    raise ValueError(f"GeoConfig.{field}={value!r} is not allowed; {allowed}")
+
+
+@dataclass(frozen=True)
+class GeoConfig:
+    """Model configuration. Token models set ``vocab_size``; vector models set ``d_in``/``d_out``.
+
+    Rule fields (spec §3.1–§3.5): ``lam``, ``eps``, ``alpha0``, ``beta0`` (None = the rule's own
+    default: 0.5 for the MGT family, 1.0 for ``ddl``), ``gamma0`` (E∆ gate at init, ½ in the
+    paper), ``reg_weight`` (E∆ gate regulariser), ``layerscale_init`` (None = CaiT's depth rule),
+    ``n_streams`` (hyper-connection streams), ``geometry`` and ``pool`` (E∆ family).
+    """
+
+    residual: str = "preln"
+    n_layer: int = 6
+    d_model: int = 128
+    n_head: int = 4
+    seq_len: int = 64
+    vocab_size: int | None = None
+    d_in: int | None = None
+    d_out: int | None = None
+    mlp: bool = True
+    norm: str = "layernorm"
+    pos: str = "learned"
+    dropout: float = 0.0
+    lam: float = 1.0
+    eps: float = 0.0
+    alpha0: float = 0.1
+    beta0: float | None = None
+    gamma0: float = 0.5
+    reg_weight: float = 0.1
+    layerscale_init: float | None = None
+    n_streams: int = 4
+    geometry: str = "full"
+    pool: str = "token"
+    grad_checkpoint: bool = False
+
+    def __post_init__(self):
+        from geolab.residuals import RESIDUALS
+
+        if self.residual not in RESIDUALS:
+            _fail("residual", self.residual, f"allowed: {', '.join(RESIDUALS)}")
+        for name in ("n_layer", "d_model", "n_head", "seq_len", "n_streams"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
+                _fail(name, value, "must be a positive integer")
+        self._check_io()
+        if self.d_model % self.n_head:
+            _fail("d_model", self.d_model, f"must be divisible by n_head={self.n_head}")
+        self._check_streams()
+        if self.norm not in NORMS:
+            _fail("norm", self.norm, f"allowed: {', '.join(NORMS)}")
+        if self.pos not in POS:
+            _fail("pos", self.pos, f"allowed: {', '.join(POS)}")
+        if self.geometry not in GEOMETRIES:
+            _fail("geometry", self.geometry, f"allowed: {', '.join(GEOMETRIES)}")
+        if self.pool not in POOLS:
+            _fail("pool", self.pool, f"allowed: {', '.join(POOLS)}")
+        self._check_rule_numbers()
+
+    def _check_io(self):
+        if self.vocab_size is not None:
+            if self.d_in is not None or self.d_out is not None:
+                _fail("vocab_size", self.vocab_size, "set vocab_size or d_in/d_out, not both")
+            if not isinstance(self.vocab_size, int) or self.vocab_size <= 0:
+                _fail("vocab_size", self.vocab_size, "must be a positive integer")
+            return
+        for name in ("d_in", "d_out"):
+            value = getattr(self, name)
+            if not isinstance(value, int) or isinstance(value, bool) or value <= 0:
+                _fail(name, value, "set vocab_size (token model) or positive d_in and d_out")
+
+    def _check_streams(self):
+        n = self.n_streams
+        if self.residual in GEOMETRIC_RULES and self.geometry == "streams":
+            if n < 2:
+                _fail("n_streams", n, "geometry='streams' needs at least 2 streams")
+            if self.d_model % n:
+                _fail("d_model", self.d_model, f"must be divisible by n_streams={n}")
+        if self.residual in RESHAPE_RULES:
+            if self.d_model % n:
+                _fail("d_model", self.d_model, f"must be divisible by n_streams={n}")
+            if (self.d_model // n) % self.n_head:
+                _fail(
+                    "d_model",
+                    self.d_model,
+                    f"d_model/n_streams={self.d_model // n} must be divisible by "
+                    f"n_head={self.n_head} (jpmhc runs its sublayers at width D/n)",
+                )
+
+    def _check_rule_numbers(self):
+        for name in ("lam", "eps", "alpha0", "gamma0", "reg_weight", "dropout"):
+            value = getattr(self, name)
+            if not isinstance(value, int | float) or not math.isfinite(value):
+                _fail(name, value, "must be a finite number")
+        if self.lam <= 0:
+            _fail("lam", self.lam, "λ must be > 0")
+        if not 0 <= self.dropout < 1:
+            _fail("dropout", self.dropout, "must lie in [0, 1)")
+        if self.reg_weight < 0:
+            _fail("reg_weight", self.reg_weight, "must be >= 0")
+        if not 0 < self.gamma0 < 1:
+            _fail("gamma0", self.gamma0, "γ₀ must lie in the open interval (0, 1)")
+        if self.layerscale_init is not None and not self.layerscale_init > 0:
+            _fail("layerscale_init", self.layerscale_init, "must be > 0 (or None for CaiT's rule)")
+        if self.beta0 is None:
+            return
+        if self.residual == "ddl" and not 0 < self.beta0 < 2:
+            _fail("beta0", self.beta0, "ddl's β = 2σ(·) needs β₀ in the open interval (0, 2)")
+        low, high = -self.lam + self.eps, self.lam + self.eps
+        if self.residual.startswith("mgt") and not low < self.beta0 < high:
+            _fail("beta0", self.beta0, f"MGT's β = λ·tanh(·)+ε needs β₀ in ({low:g}, {high:g})")
+
+    @property
+    def n_steps(self) -> int:
+        """Residual steps in the stack: two per layer (attention, MLP), one without the MLP."""
+        return self.n_layer * (2 if self.mlp else 1)
+
+    def replace(self, **changes) -> "GeoConfig":
+        """A validated copy with ``changes`` applied."""
+        return replace(self, **changes)
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict) -> "GeoConfig":
+        known = {f.name for f in fields(cls)}
+        unknown = sorted(set(data) - known)
+        if unknown:
+            raise ValueError(f"GeoConfig has no field(s) {unknown}; allowed: {sorted(known)}")
+        return cls(**data)

@@ -1,0 +1,213 @@
+"""Text corpora through HF ``datasets``: WikiText-2 (word level) and tiny-shakespeare (characters).
+
+Where the text comes from, in order (spec §6):
+
+1. a local directory: the ``data_dir`` argument (``--data-dir``), else ``$GEOLAB_DATA``. It holds
+   ``wikitext-2/{train,valid,test}.txt`` (the files of pytorch/examples
+   ``word_language_model/data/wikitext-2``) and ``tinyshakespeare/input.txt`` (karpathy/char-rnn),
+   or those files directly. The files are read by the ``datasets`` "text" builder, so this works
+   with ``HF_DATASETS_OFFLINE=1``.
+2. the Hugging Face hub (``Salesforce/wikitext`` ``wikitext-2-v1``; ``karpathy/tiny_shakespeare``),
+   only when no directory is configured, ``HF_HUB_OFFLINE``/``HF_DATASETS_OFFLINE`` are unset and
+   a TCP connection to the hub opens within 2 s — so an offline machine gets a clear error in
+   seconds instead of the hub client's retry loop.
+
+Tokenisation. WikiText-2: words split on whitespace with ``<eos>`` after every line (blank lines
+too), vocabulary from the train split in order of first appearance — exactly pytorch/examples
+``word_language_model/data.py``; 33,278 types, train 2,088,628 tokens. A val/test word missing
+from the train vocabulary maps to ``<unk>`` (none does in WikiText-2). Shakespeare: one id per
+character, vocabulary = sorted distinct characters of the whole text (65), first 90 % of the
+characters train, last 10 % val, as nanoGPT's ``shakespeare_char``.
+
+Tokenised streams are cached as ``<cache>/<corpus>-<sha256 of the sources>.pt`` (loaded with
+``weights_only=True``); the cache root is the ``cache_dir`` argument, else ``$GEOLAB_CACHE``, else
+``~/.cache/geolab``. The ``datasets`` arrow cache lives in ``<cache>/hf``.
+"""
+
+import hashlib
+import os
+import socket
+import threading
+from dataclasses import dataclass
+from pathlib import Path
+from urllib.parse import urlparse
+
+import torch
+
+WIKITEXT2_FILES = {"train": "train.txt", "val": "valid.txt", "test": "test.txt"}
+SHAKESPEARE_FILE = "input.txt"
+SUBDIRS = {"wikitext2": "wikitext-2", "shakespeare": "tinyshakespeare"}
+HUB = {
+    "wikitext2": ("Salesforce/wikitext", "wikitext-2-v1"),
+    "shakespeare": ("karpathy/tiny_shakespeare", None),
+}
+HF_SPLITS = {"train": "train", "val": "validation", "test": "test"}
+CACHE_VERSION = 1
+PROBE_TIMEOUT_S = 2.0
+
+
+@dataclass
+class Corpus:
+    """Token streams per split ("train", "val"[, "test"]) as 1-D int64 tensors, and the vocabulary
+    (id -> token string)."""
+
+    splits: dict[str, torch.Tensor]
+    vocab: list[str]
+
+
+def load_wikitext2(data_dir=None, cache_dir=None) -> Corpus:
+    """WikiText-2, word level, with ``<eos>`` per line (see the module docstring)."""
+    return _load("wikitext2", data_dir, cache_dir)
+
+
+def load_shakespeare(data_dir=None, cache_dir=None) -> Corpus:
+    """tiny-shakespeare, character level, 90/10 split (see the module docstring)."""
+    return _load("shakespeare", data_dir, cache_dir)
+
+
+def _load(corpus: str, data_dir, cache_dir) -> Corpus:
+    root = cache_root(cache_dir)
+    directory = data_dir if data_dir is not None else os.environ.get("GEOLAB_DATA") or None
+    if directory is not None:
+        files = local_files(corpus, Path(directory))
+        key = _digest([p.read_bytes() for p in files.values()])
+    else:
+        online, why = hub_reachable()
+        if not online:
+            raise FileNotFoundError(_how_to(corpus, f"no local directory is set and {why}"))
+        files, key = None, _digest([repr(HUB[corpus]).encode()])
+    cached = root / f"{corpus}-{key[:16]}.pt"
+    if cached.exists():
+        blob = torch.load(cached, weights_only=True)
+        if blob.get("version") == CACHE_VERSION:
+            return Corpus(blob["splits"], blob["vocab"])
+    texts = _read_local(corpus, files, root) if files else _read_hub(corpus, root)
+    result = tokenize_words(texts) if corpus == "wikitext2" else tokenize_chars(texts["train"])
+    root.mkdir(parents=True, exist_ok=True)
+    tmp = cached.with_suffix(f".tmp{os.getpid()}")
+    torch.save({"version": CACHE_VERSION, "splits": result.splits, "vocab": result.vocab}, tmp)
+    os.replace(tmp, cached)
+    return result
+
+
+def cache_root(cache_dir=None) -> Path:
+    if cache_dir is not None:
+        return Path(cache_dir)
+    env = os.environ.get("GEOLAB_CACHE")
+    return Path(env) if env else Path.home() / ".cache" / "geolab"
+
+
+def local_files(corpus: str, directory: Path) -> dict[str, Path]:
+    """The source files of ``corpus`` under ``directory`` (or its conventional subdirectory)."""
+    names = WIKITEXT2_FILES if corpus == "wikitext2" else {"train": SHAKESPEARE_FILE}
+    for base in (directory / SUBDIRS[corpus], directory):
+        files = {split: base / name for split, name in names.items()}
+        if all(p.is_file() for p in files.values()):
+            return files
+    raise FileNotFoundError(_how_to(corpus, f"the data directory {str(directory)!r} lacks them"))
+
+
+def _how_to(corpus: str, why: str) -> str:
+    sub = SUBDIRS[corpus]
+    wanted = ", ".join(WIKITEXT2_FILES.values()) if corpus == "wikitext2" else SHAKESPEARE_FILE
+    hub, config = HUB[corpus]
+    return (
+        f"cannot load {corpus}: {why}. Provide the data with --data-dir DIR or GEOLAB_DATA=DIR, "
+        f"where DIR/{sub}/ (or DIR itself) holds {wanted}; or go online so that `datasets` can "
+        f"fetch {hub}{'/' + config if config else ''} from the Hugging Face hub."
+    )
+
+
+def hub_reachable(timeout: float = PROBE_TIMEOUT_S) -> tuple[bool, str]:
+    """(True, "") when the hub (or the HTTPS proxy) accepts a TCP connection within ``timeout``.
+
+    The probe runs in a daemon thread so that a hanging DNS lookup cannot exceed the timeout.
+    """
+    for var in ("HF_HUB_OFFLINE", "HF_DATASETS_OFFLINE"):
+        if os.environ.get(var, "").strip().lower() in ("1", "true", "yes", "on"):
+            return False, f"{var} is set"
+    proxy = os.environ.get("HTTPS_PROXY") or os.environ.get("https_proxy")
+    url = urlparse(proxy or os.environ.get("HF_ENDPOINT", "https://huggingface.co"))
+    address = (url.hostname, url.port or (443 if url.scheme == "https" else 80))
+    outcome = []
+
+    def probe():
+        try:
+            socket.create_connection(address, timeout=timeout).close()
+            outcome.append("")
+        except OSError as err:
+            outcome.append(str(err))
+
+    thread = threading.Thread(target=probe, daemon=True)
+    thread.start()
+    thread.join(timeout)
+    if outcome and not outcome[0]:
+        return True, ""
+    reason = outcome[0] if outcome else f"no answer within {timeout:g} s"
+    return False, f"the Hugging Face hub at {address[0]}:{address[1]} is unreachable ({reason})"
+
+
+def _digest(parts: list[bytes]) -> str:
+    h = hashlib.sha256(f"geolab-data-v{CACHE_VERSION}".encode())
+    for part in parts:
+        h.update(hashlib.sha256(part).digest())
+    return h.hexdigest()
+
+
+def _read_local(corpus: str, files: dict[str, Path], root: Path) -> dict[str, list[str]]:
+    import datasets
+
+    sample_by = "line" if corpus == "wikitext2" else "document"
+    ds = datasets.load_dataset(
+        "text",
+        data_files={split: str(path) for split, path in files.items()},
+        sample_by=sample_by,
+        cache_dir=str(root / "hf"),
+    )
+    return {split: ds[split]["text"] for split in files}
+
+
+def _read_hub(corpus: str, root: Path) -> dict[str, list[str]]:
+    import datasets
+
+    name, config = HUB[corpus]
+    try:
+        ds = datasets.load_dataset(name, config, cache_dir=str(root / "hf"))
+    except Exception as err:
+        raise FileNotFoundError(_how_to(corpus, f"the hub failed ({err})")) from err
+    if corpus == "wikitext2":
+        return {split: ds[hf]["text"] for split, hf in HF_SPLITS.items()}
+    return {"train": ["".join(t for split in HF_SPLITS.values() for t in ds[split]["text"])]}
+
+
+def tokenize_words(texts: dict[str, list[str]]) -> Corpus:
+    """Word-level ids with ``<eos>`` per line; vocabulary from texts["train"] (first appearance)."""
+    index: dict[str, int] = {}
+    for line in texts["train"]:
+        for word in line.split() + ["<eos>"]:
+            index.setdefault(word, len(index))
+    unk = index.get("<unk>")
+    splits = {}
+    for split, lines in texts.items():
+        ids = []
+        for line in lines:
+            for word in line.split() + ["<eos>"]:
+                i = index.get(word, unk)
+                if i is None:
+                    raise ValueError(
+                        f"word {word!r} of split {split!r} is not in the train "
+                        "vocabulary and the vocabulary has no <unk>"
+                    )
+                ids.append(i)
+        splits[split] = torch.tensor(ids, dtype=torch.int64)
+    return Corpus(splits, list(index))
+
+
+def tokenize_chars(text: list[str], train_fraction: float = 0.9) -> Corpus:
+    """Character ids over the sorted character set; first ``train_fraction`` train, rest val."""
+    full = "".join(text)
+    vocab = sorted(set(full))
+    lookup = {ch: i for i, ch in enumerate(vocab)}
+    ids = torch.tensor([lookup[ch] for ch in full], dtype=torch.int64)
+    n = int(train_fraction * len(ids))
+    return Corpus({"train": ids[:n].clone(), "val": ids[n:].clone()}, vocab)

@@ -1,0 +1,84 @@
+"""The sublayers F of a transformer layer: causal self-attention and a GELU MLP, plus norms.
+
+Spec §1: F is causal multi-head self-attention (``F.scaled_dot_product_attention``) or a GELU MLP
+of width 4D. Residual rules receive these as plain callables on an un-normalised input and decide
+themselves where the norm goes. Shapes: (..., S, D) in, (..., S, D) out.
+"""
+
+import math
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+NORMS = ("layernorm", "rmsnorm")
+
+
+def make_norm(kind: str, dim: int) -> nn.Module:
+    """LayerNorm (default) or RMSNorm over the last dimension ``dim``."""
+    if kind == "layernorm":
+        return nn.LayerNorm(dim)
+    if kind == "rmsnorm":
+        return nn.RMSNorm(dim)
+    raise ValueError(f"norm={kind!r} is not a norm; allowed: {', '.join(NORMS)}")
+
+
+def rope(x: torch.Tensor) -> torch.Tensor:
+    """Rotary position embedding (Su et al. 2021) on (B, H, S, hd), rotating pairs (i, i + hd/2)."""
+    seq, hd = x.shape[-2], x.shape[-1]
+    half = hd // 2
+    freq = 10000.0 ** (-torch.arange(half, device=x.device, dtype=torch.float32) / half)
+    ang = torch.arange(seq, device=x.device, dtype=torch.float32)[:, None] * freq
+    cos, sin = ang.cos().to(x.dtype), ang.sin().to(x.dtype)
+    x1, x2 = x[..., :half], x[..., half : 2 * half]
+    rotated = torch.cat([x1 * cos - x2 * sin, x1 * sin + x2 * cos], dim=-1)
+    return torch.cat([rotated, x[..., 2 * half :]], dim=-1)
+
+
+class CausalSelfAttention(nn.Module):
+    """Causal multi-head self-attention: softmax(QKᵀ/√hd + causal mask) V, then W_o.
+
+    ``proj_std`` is the init std of W_o (GPT-2 scales it by 1/√(number of residual steps)).
+    """
+
+    def __init__(self, dim: int, n_head: int, dropout: float, use_rope: bool, proj_std: float):
+        super().__init__()
+        self.n_head, self.dropout, self.use_rope = n_head, dropout, use_rope
+        self.qkv = nn.Linear(dim, 3 * dim)
+        self.proj = nn.Linear(dim, dim)
+        nn.init.normal_(self.qkv.weight, std=0.02)
+        nn.init.normal_(self.proj.weight, std=proj_std)
+        nn.init.zeros_(self.qkv.bias)
+        nn.init.zeros_(self.proj.bias)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        *lead, seq, dim = x.shape
+        q, k, v = self.qkv(x).reshape(-1, seq, 3, self.n_head, dim // self.n_head).unbind(2)
+        q, k, v = (t.transpose(1, 2) for t in (q, k, v))
+        if self.use_rope:
+            q, k = rope(q), rope(k)
+        drop = self.dropout if self.training else 0.0
+        y = F.scaled_dot_product_attention(q, k, v, is_causal=True, dropout_p=drop)
+        return self.proj(y.transpose(1, 2).reshape(*lead, seq, dim))
+
+
+class MLP(nn.Module):
+    """Position-wise GELU MLP: W₂ GELU(W₁ x), hidden width 4D."""
+
+    def __init__(self, dim: int, dropout: float, proj_std: float):
+        super().__init__()
+        self.fc = nn.Linear(dim, 4 * dim)
+        self.proj = nn.Linear(4 * dim, dim)
+        self.drop = nn.Dropout(dropout)
+        nn.init.normal_(self.fc.weight, std=0.02)
+        nn.init.normal_(self.proj.weight, std=proj_std)
+        nn.init.zeros_(self.fc.bias)
+        nn.init.zeros_(self.proj.bias)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.drop(self.proj(F.gelu(self.fc(x))))
+
+
+def gpt2_proj_std(n_steps: int) -> float:
+    """GPT-2's init for projections that write into the residual stream: 0.02/√(n_steps)."""
+    return 0.02 / math.sqrt(max(n_steps, 1))

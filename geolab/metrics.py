@@ -1,0 +1,404 @@
+"""Metrics on residual states and gates (spec §5): pure functions on torch tensors.
+
+Every function is batched over leading dimensions and works on any device. Inputs in bf16/fp16
+(or integer) are cast up to float32 before any reduction; float64 stays float64. Results come
+back in that computation dtype, except `amax_gain`/`composite_gain_curve` (always float64) and
+the `beta_stats` family (Python floats and lists, ready for JSON and plotly).
+
+Scale: the norm-based metrics divide each matrix/vector by its largest absolute entry before
+squaring, so they are exactly scale-invariant and neither overflow at 1e30 nor underflow at 1e-30.
+Degenerate inputs (all-zero matrices, zero vectors) have documented finite values, never NaN.
+Non-finite entries (a diverged run) make the affected result NaN, like any torch reduction,
+except in `beta_stats`, which raises.
+"""
+
+import math
+from collections.abc import Sequence
+from numbers import Real
+
+import torch
+
+
+def _real_float(x, name: str, fn: str) -> torch.Tensor:
+    """`x` as a real float tensor, at least float32 (bf16/fp16/int cast up, float64 kept)."""
+    x = torch.as_tensor(x)
+    if x.is_complex():
+        raise ValueError(f"{fn}: {name} has complex dtype {x.dtype}; only real tensors are allowed")
+    return x if x.dtype == torch.float64 else x.to(torch.float32)
+
+
+def _check_matrix(X: torch.Tensor, name: str, fn: str) -> None:
+    if X.ndim < 2:
+        raise ValueError(
+            f"{fn}: {name} must have shape (..., S, D) with at least 2 dims; "
+            f"got shape {tuple(X.shape)}"
+        )
+    if X.shape[-2] == 0 or X.shape[-1] == 0:
+        raise ValueError(f"{fn}: {name} needs S >= 1 and D >= 1; got shape {tuple(X.shape)}")
+
+
+def _check_vectors(x: torch.Tensor, name: str, fn: str) -> None:
+    if x.ndim < 1 or x.shape[-1] == 0:
+        raise ValueError(
+            f"{fn}: {name} must have shape (..., d) with d >= 1; got shape {tuple(x.shape)}"
+        )
+
+
+def _broadcast(a: torch.Tensor, b: torch.Tensor, names: str, fn: str):
+    if a.shape[-1] != b.shape[-1]:
+        raise ValueError(
+            f"{fn}: {names} must share the last dim; got shapes {tuple(a.shape)} and "
+            f"{tuple(b.shape)}"
+        )
+    try:
+        a, b = torch.broadcast_tensors(a, b)
+    except RuntimeError as e:
+        raise ValueError(
+            f"{fn}: {names} leading dims must broadcast; got shapes {tuple(a.shape)} and "
+            f"{tuple(b.shape)}"
+        ) from e
+    dtype = torch.promote_types(a.dtype, b.dtype)
+    return a.to(dtype), b.to(dtype)
+
+
+def _safe_div(num: torch.Tensor, den: torch.Tensor) -> torch.Tensor:
+    """num / den where den > 0, else num unchanged (callers only hit den = 0 with num = 0)."""
+    return num / torch.where(den > 0, den, torch.ones_like(den))
+
+
+def _unit_scale(x: torch.Tensor, dims: tuple[int, ...]) -> torch.Tensor:
+    """Divide by max |x| over `dims` (all-zero blocks stay zero): makes later squares safe."""
+    return _safe_div(x, x.abs().amax(dim=dims, keepdim=True))
+
+
+def _check_reduce(reduce: str, fn: str) -> None:
+    if reduce not in ("mean", "none"):
+        raise ValueError(f"{fn}: reduce={reduce!r} is not allowed; use 'mean' or 'none'")
+
+
+def effective_rank(X) -> torch.Tensor:
+    """Normalised effective rank of each S×D matrix — seed 000 Eq. 8 (spec §5).
+
+        Rank_eff(X) = exp(H(σ̂)) / min(S, D),   H(σ̂) = −Σ_i σ̂_i log σ̂_i,   σ̂ = σ / Σ_j σ_j
+
+    σ are the singular values of X (torch.linalg.svdvals) and 0·log 0 = 0. exp(H) is the
+    Roy & Vetterli (2007) effective rank; dividing by min(S, D) puts it in [0, 1]:
+    1/min(S, D) for rank 1, 1 when all singular values are equal (e.g. orthogonal X).
+
+    Geolab's choices: an all-zero matrix (no spectrum) gives exactly 0; each matrix is divided by
+    its largest |entry| before the SVD (the metric is scale-invariant, so this only removes
+    overflow/underflow at 1e±30); floating-point rounding above 1 is clipped to 1.
+
+    X: (..., S, D), S, D >= 1 -> (...), float32 (float64 for float64 input). Matrices with a
+    non-finite entry give NaN.
+    """
+    fn = "effective_rank"
+    X = _real_float(X, "X", fn)
+    _check_matrix(X, "X", fn)
+    finite = torch.isfinite(X).all(dim=-1).all(dim=-1)
+    # LAPACK refuses non-finite input; zero those matrices here and mark them NaN at the end.
+    X = torch.where(finite[..., None, None], X, torch.zeros((), dtype=X.dtype, device=X.device))
+    sigma = torch.linalg.svdvals(_unit_scale(X, (-2, -1)))
+    total = sigma.sum(dim=-1, keepdim=True)
+    p = _safe_div(sigma, total)
+    entropy = -torch.xlogy(p, p).sum(dim=-1)
+    rank = (torch.exp(entropy) / min(X.shape[-2], X.shape[-1])).clamp(max=1.0)
+    rank = torch.where(total.squeeze(-1) > 0, rank, torch.zeros_like(rank))
+    return torch.where(finite, rank, torch.full_like(rank, math.nan))
+
+
+def rank_collapse_residual(X, norm: str = "fro") -> torch.Tensor:
+    """Relative distance of each S×D matrix from rank 1 with identical rows (spec §5).
+
+        r(X) = ‖X − 1 x̄ᵀ‖ / ‖X‖,   x̄ = (1/S) Σ_t X_t  (mean over tokens)
+
+    Source: Dong, Cordonnier & Loukas, "Attention is not all you need: pure attention loses rank
+    doubly exponentially with depth", ICML 2021, §2: res(X) = X − 1xᵀ with
+    x = argmin_x ‖X − 1xᵀ‖, measured in the composite ℓ1,ℓ∞ "norm" ‖M‖_{1,∞} = √(‖M‖_1 ‖M‖_∞)
+    (‖·‖_1 max absolute column sum, ‖·‖_∞ max absolute row sum).
+
+    norm="fro" (default, geolab's choice): Frobenius norm. Here the token mean is exactly Dong's
+    argmin, so r is their residual relative to ‖X‖_F; r in [0, 1].
+    norm="l1inf": Dong's composite norm with the token mean as x (geolab's choice: an upper bound
+    of Dong's minimum, which has no closed form); r in [0, 2).
+
+    r = 0 iff all tokens are identical; an all-zero matrix gives 0. Each matrix is divided by its
+    largest |entry| first (r is scale-invariant) so the norms cannot overflow.
+
+    X: (..., S, D), S, D >= 1 -> (...), float32 (float64 for float64 input).
+    """
+    fn = "rank_collapse_residual"
+    if norm not in ("fro", "l1inf"):
+        raise ValueError(f"{fn}: norm={norm!r} is not allowed; use 'fro' or 'l1inf'")
+    X = _real_float(X, "X", fn)
+    _check_matrix(X, "X", fn)
+    X = _unit_scale(X, (-2, -1))
+    R = X - X.mean(dim=-2, keepdim=True)
+    if norm == "fro":
+        num, den = torch.linalg.matrix_norm(R, "fro"), torch.linalg.matrix_norm(X, "fro")
+    else:
+        num = torch.sqrt(torch.linalg.matrix_norm(R, 1) * torch.linalg.matrix_norm(R, math.inf))
+        den = torch.sqrt(torch.linalg.matrix_norm(X, 1) * torch.linalg.matrix_norm(X, math.inf))
+    return _safe_div(num, den)
+
+
+def norm_deviation(x_in, x_out, reduce: str = "mean") -> torch.Tensor:
+    """Relative change of vector norms between input and output (spec §5, §8).
+
+        dev_i = | ‖x_out,i‖ − ‖x_in,i‖ | / ‖x_in,i‖      (Euclidean norms over the last dim)
+
+    reduce="mean" returns the mean of dev_i over all vectors i (a 0-dim tensor); reduce="none"
+    returns dev per vector. This is the E∆ "norm deviation" of seed 003 §4 / spec §8 (0.001 for
+    E∆-MHC-Geo on echo): pass the inputs and the model's outputs over the 100 evaluated steps,
+    e.g. x_in, x_out of shape (B, 100, d); an exactly norm-preserving map gives 0.
+
+    Geolab's choice for ‖x_in,i‖ = 0: dev_i = 0 if ‖x_out,i‖ = 0 too (norm kept), else +inf (an
+    unbounded relative change) — never NaN. Each pair is divided by its common largest |entry|
+    first, so norms cannot overflow.
+
+    x_in, x_out: (..., d), same d, leading dims broadcast -> () or (...). Dtype float32 (float64
+    if either input is float64).
+    """
+    fn = "norm_deviation"
+    _check_reduce(reduce, fn)
+    x_in, x_out = _real_float(x_in, "x_in", fn), _real_float(x_out, "x_out", fn)
+    _check_vectors(x_in, "x_in", fn)
+    _check_vectors(x_out, "x_out", fn)
+    x_in, x_out = _broadcast(x_in, x_out, "x_in and x_out", fn)
+    scale = torch.maximum(x_in.abs().amax(dim=-1), x_out.abs().amax(dim=-1)).unsqueeze(-1)
+    n_in = torch.linalg.vector_norm(_safe_div(x_in, scale), dim=-1)
+    n_out = torch.linalg.vector_norm(_safe_div(x_out, scale), dim=-1)
+    diff = (n_out - n_in).abs()
+    dev = torch.where(
+        n_in > 0,
+        _safe_div(diff, n_in),
+        torch.where(diff > 0, torch.full_like(diff, math.inf), torch.zeros_like(diff)),
+    )
+    return dev.mean() if reduce == "mean" else dev
+
+
+def cosine_alignment(pred, target, reduce: str = "mean") -> torch.Tensor:
+    """Cosine similarity between predictions and targets over the last dim (spec §5, §8).
+
+        cos_i = ⟨p_i, t_i⟩ / (‖p_i‖ ‖t_i‖)
+
+    reduce="mean" returns the mean over all vectors i (0-dim tensor), reduce="none" returns cos
+    per vector. This is the E∆ inversion-task alignment of seed 003 §4 (target y = −x; E∆ 0.96).
+
+    Geolab's choices: a pair with a zero vector gives 0 (no direction, no alignment), never NaN;
+    each vector is divided by its largest |entry| first (cos is scale-invariant); rounding outside
+    [−1, 1] is clipped.
+
+    pred, target: (..., d), same d, leading dims broadcast -> () or (...). Dtype float32 (float64
+    if either input is float64).
+    """
+    fn = "cosine_alignment"
+    _check_reduce(reduce, fn)
+    pred, target = _real_float(pred, "pred", fn), _real_float(target, "target", fn)
+    _check_vectors(pred, "pred", fn)
+    _check_vectors(target, "target", fn)
+    pred, target = _broadcast(pred, target, "pred and target", fn)
+    p, t = _unit_scale(pred, (-1,)), _unit_scale(target, (-1,))
+    norms = torch.linalg.vector_norm(p, dim=-1) * torch.linalg.vector_norm(t, dim=-1)
+    cos = _safe_div((p * t).sum(dim=-1), norms).clamp(-1.0, 1.0)
+    return cos.mean() if reduce == "mean" else cos
+
+
+def synergy(L_base, L_mhc, L_ddl, L_mgt):
+    """Synergy coefficient of the MGT ablation — seed 000 Eq. 9 (spec §5, §8 protocol 2).
+
+        𝒮 = (L_base − L_MGT) − (L_base − L_mHC) − (L_base − L_DDL)
+
+    i.e. the MGT gain minus the gains of its two components alone (losses: lower is better).
+    𝒮 > 0 means the combination beats the sum of its parts (the "orthogonal synergy" hypothesis).
+
+    Arguments are Python numbers (-> float) or tensors of broadcastable shapes (-> tensor), e.g.
+    per-seed losses of shape (n_seeds,).
+    """
+    args = {"L_base": L_base, "L_mhc": L_mhc, "L_ddl": L_ddl, "L_mgt": L_mgt}
+    for name, value in args.items():
+        if isinstance(value, bool) or not isinstance(value, Real | torch.Tensor):
+            raise ValueError(
+                f"synergy: {name}={value!r} is not allowed; pass a real number or a tensor"
+            )
+    return (L_base - L_mgt) - (L_base - L_mhc) - (L_base - L_ddl)
+
+
+def _stream_mixers(H_list, fn: str) -> list[torch.Tensor]:
+    if isinstance(H_list, torch.Tensor):
+        if H_list.ndim < 3:
+            raise ValueError(
+                f"{fn}: H_list as a tensor must have shape (L, ..., n, n); "
+                f"got shape {tuple(H_list.shape)}"
+            )
+        H_list = list(H_list.unbind(0))
+    elif not isinstance(H_list, Sequence):
+        raise ValueError(f"{fn}: H_list must be a sequence of (..., n, n) tensors or a tensor")
+    if len(H_list) == 0:
+        raise ValueError(f"{fn}: H_list is empty; pass at least one (..., n, n) matrix")
+    mats = []
+    for i, H in enumerate(H_list):
+        H = _real_float(H, f"H_list[{i}]", fn).to(torch.float64)
+        if H.ndim < 2 or H.shape[-1] != H.shape[-2] or H.shape[-1] == 0:
+            raise ValueError(
+                f"{fn}: H_list[{i}] must be square with shape (..., n, n), n >= 1; "
+                f"got shape {tuple(H.shape)}"
+            )
+        if mats and H.shape[-1] != mats[0].shape[-1]:
+            raise ValueError(
+                f"{fn}: H_list[{i}] is {H.shape[-1]}×{H.shape[-1]} but H_list[0] is "
+                f"{mats[0].shape[-1]}×{mats[0].shape[-1]}; all mixers must share n"
+            )
+        mats.append(H)
+    return mats
+
+
+def _gains(P: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """(‖P‖_∞, ‖P‖_1): max absolute row sum and max absolute column sum of (..., n, n)."""
+    return P.abs().sum(dim=-1).amax(dim=-1), P.abs().sum(dim=-2).amax(dim=-1)
+
+
+def _compose(P: torch.Tensor, H: torch.Tensor, i: int, fn: str) -> torch.Tensor:
+    try:
+        return H @ P
+    except RuntimeError as e:
+        raise ValueError(
+            f"{fn}: leading dims of H_list[{i}] {tuple(H.shape)} do not broadcast with the "
+            f"product so far {tuple(P.shape)}"
+        ) from e
+
+
+def amax_gain(H_list) -> tuple[torch.Tensor, torch.Tensor]:
+    """Amax gain of the composite stream mixer — the mHC stability measure (spec §5).
+
+        P = H_L ⋯ H_2 H_1
+        forward = ‖P‖_∞ = max_i Σ_j |P_ij|,   backward = ‖P‖_1 = max_j Σ_i |P_ij|
+
+    Source: Xie et al., "mHC: Manifold-Constrained Hyper-Connections" (2025), the "Amax Gain
+    Magnitude" of the composite residual mapping: the forward signal gain is the max absolute
+    row sum, the backward gradient gain the max absolute column sum. A product of doubly
+    stochastic (mHC) or permutation matrices has both gains exactly 1; unconstrained HC mixers
+    can grow or vanish geometrically with depth.
+
+    H_list: the H_res matrices in order of application (H_list[0] acts first), each (..., n, n)
+    with broadcastable leading dims, or one tensor (L, ..., n, n). Products run in float64
+    (a 200-layer product of HC mixers overflows float32).
+    Returns (forward, backward), each (...) float64.
+    """
+    fn = "amax_gain"
+    mats = _stream_mixers(H_list, fn)
+    P = mats[0]
+    for i, H in enumerate(mats[1:], start=1):
+        P = _compose(P, H, i, fn)
+    return _gains(P)
+
+
+def composite_gain_curve(H_list) -> tuple[torch.Tensor, torch.Tensor]:
+    """Amax gains of the partial products over depth (spec §9, notebook 05).
+
+        P_l = H_l ⋯ H_1,   forward[l−1] = ‖P_l‖_∞,   backward[l−1] = ‖P_l‖_1,   l = 1..L
+
+    so forward[-1], backward[-1] equal `amax_gain(H_list)`. Same input and dtype rules as
+    `amax_gain`. Returns (forward_curve, backward_curve), each (L, ...) float64, with the leading
+    dims broadcast over all of H_list.
+    """
+    fn = "composite_gain_curve"
+    mats = _stream_mixers(H_list, fn)
+    P = mats[0]
+    curve = [_gains(P)]
+    for i, H in enumerate(mats[1:], start=1):
+        P = _compose(P, H, i, fn)
+        curve.append(_gains(P))
+    shape = P.shape[:-2]
+    forward = torch.stack([f.expand(shape) for f, _ in curve])
+    backward = torch.stack([b.expand(shape) for _, b in curve])
+    return forward, backward
+
+
+def _flat_beta(beta, name: str, fn: str) -> torch.Tensor:
+    b = _real_float(beta, name, fn).detach().to("cpu", torch.float64).flatten()
+    if b.numel() == 0:
+        raise ValueError(f"{fn}: {name} is empty; pass at least one β value")
+    bad = int((~torch.isfinite(b)).sum())
+    if bad:
+        raise ValueError(
+            f"{fn}: {name} has {bad} non-finite entries of {b.numel()}; only finite β allowed"
+        )
+    return b
+
+
+def _hist_range(lo: float, hi: float, range, fn: str) -> tuple[float, float]:
+    if range is None:
+        # A constant β (e.g. at init) still gets one bin of width 1 centred on it.
+        return (lo - 0.5, hi + 0.5) if lo == hi else (lo, hi)
+    try:
+        r_lo, r_hi = (float(v) for v in range)
+    except (TypeError, ValueError) as e:
+        raise ValueError(f"{fn}: range={range!r} must be a pair (lo, hi) of numbers") from e
+    if not (math.isfinite(r_lo) and math.isfinite(r_hi) and r_lo < r_hi):
+        raise ValueError(f"{fn}: range={range!r} must be finite with lo < hi")
+    return r_lo, r_hi
+
+
+def _check_bins(bins, fn: str) -> None:
+    if isinstance(bins, bool) or not isinstance(bins, int) or bins < 1:
+        raise ValueError(f"{fn}: bins={bins!r} is not allowed; use an int >= 1")
+
+
+def _stats(b: torch.Tensor, bins: int, lo: float, hi: float) -> dict:
+    hist, edges = torch.histogram(b, bins=bins, range=(lo, hi))
+    return {
+        "count": b.numel(),
+        "mean": b.mean().item(),
+        "std": b.std(correction=0).item(),
+        "frac_negative": (b < 0).double().mean().item(),
+        "min": b.min().item(),
+        "max": b.max().item(),
+        "hist": [int(c) for c in hist.tolist()],
+        "edges": edges.tolist(),
+    }
+
+
+def beta_stats(beta, bins: int = 20, range=None) -> dict:
+    """Summary of a set of β gates (spec §5; seed 000 §5 experiment 3, the β sign "phase
+    transition": E[β] > 0 in early layers, a sizeable fraction β < 0 in deep ones).
+
+    beta: tensor of any shape (e.g. one layer's (B, S) or (B, S, D) gates), flattened; finite.
+    bins: number of equal-width histogram bins (int >= 1).
+    range: (lo, hi) of the histogram; default (min β, max β), widened to (β − ½, β + ½) when
+      all β are equal (geolab's choice). Values outside a given range are not counted in "hist".
+
+    Returns Python values (JSON-ready): "count" (number of β), "mean", "std" (population,
+    correction 0, so one value gives 0), "frac_negative" (fraction with β < 0 strictly), "min",
+    "max", "hist" (list of `bins` ints; the last bin includes its right edge), "edges" (list of
+    bins + 1 floats).
+    """
+    fn = "beta_stats"
+    _check_bins(bins, fn)
+    b = _flat_beta(beta, "beta", fn)
+    lo, hi = _hist_range(b.min().item(), b.max().item(), range, fn)
+    return _stats(b, bins, lo, hi)
+
+
+def beta_stats_per_layer(betas, bins: int = 20, range=None) -> dict:
+    """`beta_stats` for each layer, with one histogram range shared by all layers.
+
+    betas: sequence of tensors, one per layer (or residual step), any shapes.
+    range: as in `beta_stats`, but the default spans the min/max over all layers so the
+      histograms line up as rows of a depth × β heatmap.
+
+    Returns a dict of lists over layers for "count", "mean", "std", "frac_negative", "min",
+    "max" and "hist" (list of per-layer count lists), plus "edges": the shared bins + 1 edges.
+    """
+    fn = "beta_stats_per_layer"
+    _check_bins(bins, fn)
+    if isinstance(betas, torch.Tensor) or not isinstance(betas, Sequence) or len(betas) == 0:
+        raise ValueError(f"{fn}: betas must be a non-empty sequence of tensors, one per layer")
+    flat = [_flat_beta(b, f"betas[{i}]", fn) for i, b in enumerate(betas)]
+    lo = min(b.min().item() for b in flat)
+    hi = max(b.max().item() for b in flat)
+    lo, hi = _hist_range(lo, hi, range, fn)
+    per_layer = [_stats(b, bins, lo, hi) for b in flat]
+    out = {key: [s[key] for s in per_layer] for key in per_layer[0] if key != "edges"}
+    out["edges"] = per_layer[0]["edges"]
+    return out

@@ -1,0 +1,159 @@
+"""``GeoTransformer``: embedding → L layers of (attention step, MLP step) → final norm → head.
+
+Spec §4. Each layer has two residual steps, each with its own residual-rule instance; the rule
+named by ``cfg.residual`` decides the shortcut. Token models (``vocab_size``) map (B, S) int64 to
+logits (B, S, vocab); vector models (``d_in``/``d_out``) map (B, S, d_in) to (B, S, d_out).
+``model.rules`` lists the rule modules in order and ``model.aux_loss()`` returns the E∆ gate
+regulariser of the last forward. ``hook_embed`` is a named probe point on the embedding output.
+"""
+
+import math
+from functools import partial
+
+import torch
+from torch import nn
+from torch.utils.checkpoint import checkpoint
+
+from geolab.config import GeoConfig
+from geolab.layers import MLP, CausalSelfAttention, gpt2_proj_std, make_norm
+from geolab.residuals import RESIDUALS
+
+
+class Layer(nn.Module):
+    """One transformer layer: attention step, then MLP step, each through its own rule."""
+
+    def __init__(self, cfg: GeoConfig):
+        super().__init__()
+        rule_cls = RESIDUALS[cfg.residual]
+        width = rule_cls.sublayer_width(cfg)
+        std = gpt2_proj_std(cfg.n_steps)
+        self.attn = CausalSelfAttention(width, cfg.n_head, cfg.dropout, cfg.pos == "rope", std)
+        self.res_attn = rule_cls(cfg)
+        self.mlp = MLP(width, cfg.dropout, std) if cfg.mlp else None
+        self.res_mlp = rule_cls(cfg) if cfg.mlp else None
+        rule_cls.init_sublayers(cfg, self.attn, self.mlp)
+        self.grad_checkpoint = cfg.grad_checkpoint
+
+    def _wrap(self, sublayer):
+        # Checkpoint the sublayers only: they hold the activations that matter (4D MLP hidden,
+        # attention), and the rules' gates and regulariser stay ordinary graph nodes.
+        if self.grad_checkpoint and torch.is_grad_enabled():
+            return partial(checkpoint, sublayer, use_reentrant=False)
+        return sublayer
+
+    def forward(self, x):
+        x = self.res_attn(x, self._wrap(self.attn))
+        if self.mlp is not None:
+            x = self.res_mlp(x, self._wrap(self.mlp))
+        return x
+
+
+class GeoTransformer(nn.Module):
+    """A decoder-only transformer whose residual connections are ``cfg.residual``."""
+
+    def __init__(self, cfg: GeoConfig):
+        super().__init__()
+        self.cfg = cfg
+        self.rule_cls = RESIDUALS[cfg.residual]
+        d = cfg.d_model
+        if cfg.vocab_size is not None:
+            self.embed = nn.Embedding(cfg.vocab_size, d)
+            self.head = nn.Linear(d, cfg.vocab_size, bias=False)
+        else:
+            self.embed = nn.Linear(cfg.d_in, d)
+            self.head = nn.Linear(d, cfg.d_out)
+        nn.init.normal_(self.embed.weight, std=0.02)
+        nn.init.normal_(self.head.weight, std=0.02)
+        self.pos = nn.Embedding(cfg.seq_len, d) if cfg.pos == "learned" else None
+        if self.pos is not None:
+            nn.init.normal_(self.pos.weight, std=0.02)
+        self.hook_embed = nn.Identity()
+        self.layers = nn.ModuleList(Layer(cfg) for _ in range(cfg.n_layer))
+        self.norm = make_norm(cfg.norm, d)
+
+    @property
+    def rules(self) -> list[nn.Module]:
+        """The residual-rule modules in the order they act (attention, MLP, attention, …)."""
+        out = []
+        for layer in self.layers:
+            out.append(layer.res_attn)
+            if layer.res_mlp is not None:
+                out.append(layer.res_mlp)
+        return out
+
+    def embed_input(self, x: torch.Tensor) -> torch.Tensor:
+        """Tokens (B, S) or vectors (B, S, d_in) -> (B, S, D), with learned positions if set."""
+        seq = x.shape[1]
+        if seq > self.cfg.seq_len and self.pos is not None:
+            raise ValueError(
+                f"input length {seq} exceeds GeoConfig.seq_len={self.cfg.seq_len} "
+                "(learned positions); raise seq_len or use pos='rope'"
+            )
+        h = self.embed(x)
+        if self.pos is not None:
+            h = h + self.pos.weight[:seq]
+        return self.hook_embed(h)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        h = self.rule_cls.expand(self.embed_input(x), self.cfg)
+        for layer in self.layers:
+            h = layer(h)
+        return self.head(self.norm(self.rule_cls.merge(h)))
+
+    def aux_loss(self) -> torch.Tensor:
+        """E∆ gate regulariser of the last forward: reg_weight · Σ_operators mean 4γ(1−γ)."""
+        regs = [rule.reg for rule in self.rules if rule.reg is not None]
+        if not regs:
+            return torch.zeros((), device=self.head.weight.device)
+        return self.cfg.reg_weight * torch.stack(regs).sum()
+
+
+def count_params(model: nn.Module) -> int:
+    """Number of trainable parameters (shared tensors counted once)."""
+    return sum(p.numel() for p in model.parameters() if p.requires_grad)
+
+
+def _count(cfg: GeoConfig) -> int:
+    with torch.device("meta"):
+        return count_params(GeoTransformer(cfg))
+
+
+def _d_model_step(cfg: GeoConfig) -> int:
+    """The granularity d_model must keep: n_head, and n_streams·n_head for reshaping rules."""
+    if cfg.residual == "jpmhc":
+        return cfg.n_head * cfg.n_streams
+    if cfg.residual in ("cayley", "householder", "edelta") and cfg.geometry == "streams":
+        return math.lcm(cfg.n_head, cfg.n_streams)
+    return cfg.n_head
+
+
+def match_params(cfg: GeoConfig, budget: int, vary: str = "n_layer") -> GeoConfig:
+    """The config, varying ``n_layer`` or ``d_model``, whose parameter count is nearest ``budget``.
+
+    Counts are exact (models built on the meta device, no memory). ``d_model`` moves in steps that
+    keep it divisible by ``n_head`` (and by ``n_streams`` where the rule reshapes D).
+    """
+    if vary not in ("n_layer", "d_model"):
+        raise ValueError(f"vary={vary!r} is not allowed; allowed: 'n_layer', 'd_model'")
+    if not budget > 0:
+        raise ValueError(f"budget={budget!r} is not allowed; it must be a positive count")
+    step = 1 if vary == "n_layer" else _d_model_step(cfg)
+
+    def count_at(units: int) -> int:
+        return _count(cfg.replace(**{vary: units * step}))
+
+    # Counts grow monotonically with depth and width: double, then bisect for the first
+    # value at or above the budget, and keep whichever neighbour is nearer.
+    hi = 1
+    while count_at(hi) < budget:
+        hi *= 2
+    lo = hi // 2
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        if count_at(mid) < budget:
+            lo = mid
+        else:
+            hi = mid
+    candidates = [u for u in (lo, hi) if u >= 1]
+    best = min(candidates, key=lambda u: abs(count_at(u) - budget))
+    return cfg.replace(**{vary: best * step})

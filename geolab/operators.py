@@ -1,0 +1,363 @@
+"""Residual operators as pure, batched, differentiable functions (spec §2).
+
+Every function broadcasts over arbitrary leading dimensions. `beta`, `gamma` (and the scalar
+write value `v` of `delta_update`) may be Python numbers or tensors broadcastable to the leading
+shape `(...)`. Shapes below use `d` for the operator width.
+
+Sources: seed 000 = review of "Geometric and Dynamic Scaling in Deep Transformers" (MGT / DDL),
+seed 003 = overview of the E∆-MHC-Geo transformer. Where a choice is geolab's own it says so.
+"""
+
+import math
+
+import torch
+
+
+def _vec(name, t, d=None, ref=None):
+    """Validate a (..., d) floating tensor; `d`/`ref` name the width it must match."""
+    if not isinstance(t, torch.Tensor):
+        raise ValueError(
+            f"{name}: expected a torch.Tensor of shape (..., d), got {type(t).__name__}"
+        )
+    if t.ndim < 1:
+        raise ValueError(f"{name}: expected shape (..., d) with at least one dim, got shape ()")
+    if not t.is_floating_point():
+        raise ValueError(f"{name}: expected a floating-point tensor, got dtype {t.dtype}")
+    if d is not None and t.shape[-1] != d:
+        raise ValueError(
+            f"{name}: last dim is {t.shape[-1]} (shape {tuple(t.shape)}); it must equal "
+            f"d={d}, the last dim of {ref}"
+        )
+    return t
+
+
+def _lead(**shapes):
+    """Broadcast the leading shapes of the named arguments, or raise naming all of them."""
+    try:
+        return torch.broadcast_shapes(*shapes.values())
+    except RuntimeError as err:
+        listed = ", ".join(f"{k}: {tuple(s)}" for k, s in shapes.items())
+        raise ValueError(
+            f"leading shapes do not broadcast ({listed}); allowed: broadcastable (...)"
+        ) from err
+
+
+def _scalar(name, value, like, lead, trailing):
+    """A per-leading-index scalar (Python number or tensor) as a tensor ready to broadcast.
+
+    `trailing` singleton dims are appended so it lines up with (..., d) or (..., d, d) operands.
+    """
+    if isinstance(value, bool) or not isinstance(value, (int, float, torch.Tensor)):
+        raise ValueError(
+            f"{name}: expected a Python number or a tensor of the leading shape, "
+            f"got {type(value).__name__}"
+        )
+    if not isinstance(value, torch.Tensor):
+        if not math.isfinite(value):
+            raise ValueError(f"{name}: must be finite, got {value}")
+        return torch.tensor(value, dtype=like.dtype, device=like.device)
+    if not (value.is_floating_point() or value.dtype in (torch.int32, torch.int64)):
+        raise ValueError(f"{name}: expected a real tensor, got dtype {value.dtype}")
+    _lead(**{"operands": lead, name: value.shape})
+    value = value.to(torch.promote_types(value.dtype, like.dtype))
+    return value.reshape(value.shape + (1,) * trailing)
+
+
+def _unit(x):
+    """(‖x‖, x/‖x‖) over the last dim; the unit vector is 0 where x = 0.
+
+    Pre-scaling by max|x_i| keeps ‖x‖ free of overflow/underflow for huge or tiny x; the where()
+    guards keep both values and gradients finite at x = 0.
+    """
+    scale = x.abs().amax(-1, keepdim=True)
+    nz = scale > 0
+    xs = x / torch.where(nz, scale, torch.ones_like(scale))
+    n = torch.linalg.vector_norm(xs, dim=-1, keepdim=True)
+    return scale * n, xs / torch.where(nz, n, torch.ones_like(n))
+
+
+def _dot(a, b):
+    return (a * b).sum(-1, keepdim=True)
+
+
+def delta_operator(k, beta):
+    """Delta operator of Deep Delta Learning, `A(k, β) = I − β k kᵀ / ‖k‖²`.
+
+    Source: seed 000 Eq. 1, Appendix A.1–A.3 (spec §2.1). Eigenvalues: 1 on k⊥ (d−1 times) and
+    1−β along k; det A = 1−β; β=1 projects onto k⊥, β=2 is the Householder reflection.
+
+    k: (..., d); beta: number or (...) tensor -> (..., d, d).
+    k = 0 (geolab's choice): the direction is undefined, so nothing is erased and the result is
+    the identity, not NaN; the gradient w.r.t. k there is 0.
+    """
+    _vec("k", k)
+    _, kh = _unit(k)
+    b = _scalar("beta", beta, k, k.shape[:-1], 2)
+    eye = torch.eye(k.shape[-1], dtype=k.dtype, device=k.device)
+    return eye - b * kh.unsqueeze(-1) * kh.unsqueeze(-2)
+
+
+def householder(k):
+    """Householder reflection `H₂(k) = I − 2 k̂ k̂ᵀ`, k̂ = k/‖k‖.
+
+    Source: seed 000 Appendix A.1, seed 003 §2.2 (spec §2.4). k: (..., d) -> (..., d, d).
+    k = 0 gives the identity (same choice as `delta_operator`; it is not a reflection there).
+    """
+    return delta_operator(k, 2.0)
+
+
+def householder_apply(x, k):
+    """`H₂(k) x = x − 2 k̂ (k̂ᵀx)` in O(d), without forming the matrix.
+
+    Source: seed 003 §2.2 (spec §2.4). x: (..., d), k: (..., d) -> (..., d). k = 0 gives x.
+    """
+    _vec("x", x)
+    _vec("k", k, x.shape[-1], "x")
+    _lead(x=x.shape[:-1], k=k.shape[:-1])
+    _, kh = _unit(k)
+    return x - 2 * kh * _dot(kh, x)
+
+
+def delta_update(x, k, beta, v):
+    """Vector delta residual update `x' = x + β (v − k̂ᵀx) k̂` (= A(k,β) x + β v k̂).
+
+    Source: seed 000 Eq. 2 with d_v = 1, Appendix A.5–A.6, Eq. 16 (spec §2.2).
+    x: (..., d); k: (..., d); beta, v: numbers or (...) tensors -> (..., d).
+    k is normalised here (k̂ = k/‖k‖); k = 0 leaves x unchanged.
+    """
+    _vec("x", x)
+    _vec("k", k, x.shape[-1], "x")
+    lead = _lead(x=x.shape[:-1], k=k.shape[:-1])
+    b = _scalar("beta", beta, x, lead, 1)
+    val = _scalar("v", v, x, lead, 1)
+    _, kh = _unit(k)
+    return x + b * (val - _dot(kh, x)) * kh
+
+
+def delta_update_matrix(X, k, beta, v):
+    """Matrix delta residual update `X' = X + β k̂ (vᵀ − k̂ᵀX)` (= A(k,β) X + β k̂ vᵀ).
+
+    Source: seed 000 Eq. 2, 13–15 (spec §2.2). X: (..., d, dv); k: (..., d); v: (..., dv);
+    beta: number or (...) tensor -> (..., d, dv). k is normalised here; k = 0 leaves X unchanged.
+    """
+    if not isinstance(X, torch.Tensor) or X.ndim < 2:
+        raise ValueError(f"X: expected a tensor of shape (..., d, dv), got {_shape_of(X)}")
+    _vec("X", X)
+    _vec("k", k, X.shape[-2], "X (its dim -2)")
+    _vec("v", v, X.shape[-1], "X")
+    lead = _lead(X=X.shape[:-2], k=k.shape[:-1], v=v.shape[:-1])
+    b = _scalar("beta", beta, X, lead, 2)
+    _, kh = _unit(k)
+    erased = (kh.unsqueeze(-1) * X).sum(-2)
+    return X + b * kh.unsqueeze(-1) * (v - erased).unsqueeze(-2)
+
+
+def _shape_of(t):
+    return f"shape {tuple(t.shape)}" if isinstance(t, torch.Tensor) else type(t).__name__
+
+
+def skew(u, v):
+    """Rank-2 skew-symmetric generator `A = u vᵀ − v uᵀ` (Aᵀ = −A for any u, v).
+
+    Source: seed 003 §2.1 (spec §2.3). u, v: (..., d) -> (..., d, d).
+    """
+    _vec("u", u)
+    _vec("v", v, u.shape[-1], "u")
+    _lead(u=u.shape[:-1], v=v.shape[:-1])
+    return u.unsqueeze(-1) * v.unsqueeze(-2) - v.unsqueeze(-1) * u.unsqueeze(-2)
+
+
+def _plane(u, v):
+    """Orthonormal basis (e1, e2) of span{u, v}, ‖u‖, ‖v‖ and sin∠(u, v).
+
+    e2 comes from p = (û·û) v̂ − (û·v̂) û, which is exactly 0 when v̂ = ±û (e.g. v = u, v = 2u),
+    so exactly parallel inputs give e2 = 0 and sin = 0; one re-orthogonalisation pass keeps
+    e2 ⟂ e1 to rounding even when p is tiny (nearly parallel u, v).
+    """
+    nu, uh = _unit(u)
+    nv, vh = _unit(v)
+    p = _dot(uh, uh) * vh - _dot(uh, vh) * uh
+    p = p - _dot(p, uh) * uh
+    sin, e2 = _unit(p)
+    return uh, e2, nu, nv, sin
+
+
+def cayley_apply(x, u, v, beta):
+    """Cayley rotation `Q x`, `Q = (I + cA)⁻¹(I − cA)`, `A = u vᵀ − v uᵀ`, `c = β/2`, no solve.
+
+    Source: seed 003 §2.1 (spec §2.3). With ω² = ‖u‖²‖v‖² − (u·v)² (A³ = −ω²A), t = cω:
+        Q = I − 2c/(1+t²)·A + 2c²/(1+t²)·A²      (rotation of span{u,v} by θ = 2·atan t).
+    x, u, v: (..., d); beta: number or (...) tensor -> (..., d). O(d) per vector.
+
+    Numerics (geolab's own): two exact forms of the same Q, chosen per leading index by the
+    size of the generator m = |c|‖u‖‖v‖ ≥ |t|.
+    * m ≤ 1: the polynomial above, as Q x = x − 2/(1+t²)·(cAx − cA(cAx)) with
+      cAx = (cu)(v·x) − v((cu)·x). It is a rational function of (u, v, β), so values and
+      gradients are exact at u = 0, v = 0, u ∥ v and β = 0 (Ax = 0 there and Q x = x exactly).
+    * m > 1: the same rotation in an orthonormal basis (e1, e2) of the plane,
+        Q x = x − sinθ·(e1 (e2·x) − e2 (e1·x)) − (1 − cosθ)·(e1 (e1·x) + e2 (e2·x)),
+      with sinθ = 2t/(1+t²), 1−cosθ = 2t²/(1+t²) rewritten in r = 1/t when |t| > 1. No c² or
+      t² is ever formed, so huge β (1e30 in float32) gives neither overflow nor inf/inf, and Q
+      stays orthogonal to rounding even for nearly parallel u, v (where the polynomial form
+      would amplify the rounding of Ax by c). θ → π as β → ∞ but the exact θ never reaches π.
+    Exactly parallel u, v (v̂ = ±û) with m > 1 return x exactly, but the gradient there is
+    that of the identity (0 w.r.t. u, v): the plane basis is undefined, so the exact derivative
+    −2c(dA)x is not recovered in that branch (it is for m ≤ 1, which covers u = 0 and v = 0).
+    """
+    _vec("x", x)
+    d = x.shape[-1]
+    _vec("u", u, d, "x")
+    _vec("v", v, d, "x")
+    lead = _lead(x=x.shape[:-1], u=u.shape[:-1], v=v.shape[:-1])
+    c = _scalar("beta", beta, x, lead, 1) / 2
+    e1, e2, nu, nv, sin = _plane(u, v)
+    m = c.abs() * nu * nv
+    small = m <= 1
+
+    # Polynomial form, written with cA (u scaled by c) so that c² is never formed: no overflow
+    # in values or gradients for huge β with tiny ‖u‖‖v‖. c is zeroed where this branch is not
+    # selected, which keeps its backward finite there.
+    c1 = torch.where(small, c, torch.zeros_like(c))
+    uc = c1 * u
+    cax = uc * _dot(v, x) - v * _dot(uc, x)
+    ccax = uc * _dot(v, cax) - v * _dot(uc, cax)
+    # t² = c²ω² = (c‖u‖‖v‖)² − (c u·v)² is ≥ 0 exactly; the computed difference can be
+    # −O(eps)·m² by cancellation when u ∥ v. Clamping that rounding at 0 changes no input.
+    t2 = ((c1.abs() * nu * nv) ** 2 - _dot(uc, v) ** 2).clamp_min(0)
+    q_poly = x - 2 / (1 + t2) * (cax - ccax)
+
+    # Plane form: t = cω with ω = ‖u‖‖v‖ sin∠(u, v); multiplying sin in first keeps t = 0
+    # (not inf·0) for parallel u, v even when c‖u‖‖v‖ overflows.
+    t = c * (nu * (nv * sin))
+    big = t.abs() > 1
+    t_lo = torch.where(big, torch.zeros_like(t), t)
+    r = 1 / torch.where(big, t, torch.ones_like(t))
+    sin_theta = torch.where(big, 2 * r / (1 + r * r), 2 * t_lo / (1 + t_lo * t_lo))
+    one_m_cos = torch.where(big, 2 / (1 + r * r), 2 * t_lo * t_lo / (1 + t_lo * t_lo))
+    p1, p2 = _dot(e1, x), _dot(e2, x)
+    q_plane = x - sin_theta * (e1 * p2 - e2 * p1) - one_m_cos * (e1 * p1 + e2 * p2)
+
+    return torch.where(small, q_poly, q_plane)
+
+
+def cayley_angle(u, v, beta):
+    """Rotation angle of the rank-2 Cayley map, `θ = 2·arctan(β/2 · ω)`, ω = ‖u‖‖v‖ sin∠(u,v).
+
+    Source: seed 003 §2.1, Theorem 4.6 (spec §2.3). Q has eigenvalues e^{±iθ} and 1 (d−2 times);
+    |θ| < π for every finite β (the computed value rounds to π once tan(θ/2) exceeds ~1/eps).
+    u, v: (..., d); beta: number or (...) tensor -> (...). ω is computed from an orthonormal
+    basis of the plane (no cancellation for nearly parallel u, v); u = 0, v = 0, u ∥ v give 0.
+    """
+    _vec("u", u)
+    _vec("v", v, u.shape[-1], "u")
+    lead = _lead(u=u.shape[:-1], v=v.shape[:-1])
+    c = _scalar("beta", beta, u, lead, 1) / 2
+    _, _, nu, nv, sin = _plane(u, v)
+    return (2 * torch.atan(c * (nu * (nv * sin)))).squeeze(-1)
+
+
+def cayley(A, beta):
+    """Dense Cayley transform `Q = (I + βA/2)⁻¹ (I − βA/2)` via `torch.linalg.solve`.
+
+    Source: seed 003 §2.1 (spec §2.3, §3.5 streams). A: (..., n, n), beta: number or (...)
+    tensor -> (..., n, n). Q is orthogonal with det +1 when A is skew-symmetric (Aᵀ = −A); that
+    is not checked here (a data-dependent check would force a host sync). I + cA is invertible
+    for every skew A and real c. Reference and teaching path; models use `cayley_apply`.
+    """
+    if not isinstance(A, torch.Tensor) or A.ndim < 2 or A.shape[-1] != A.shape[-2]:
+        raise ValueError(f"A: expected a square (..., n, n) tensor, got {_shape_of(A)}")
+    if not A.is_floating_point():
+        raise ValueError(f"A: expected a floating-point tensor, got dtype {A.dtype}")
+    c = _scalar("beta", beta, A, A.shape[:-2], 2) / 2
+    eye = torch.eye(A.shape[-1], dtype=A.dtype, device=A.device)
+    return torch.linalg.solve(eye + c * A, eye - c * A)
+
+
+def _cayley_matrix(u, v, beta):
+    """Dense rank-2 Cayley Q (..., d, d) from the closed form applied to the identity columns."""
+    d = u.shape[-1]
+    eye = torch.eye(d, dtype=u.dtype, device=u.device)
+    if isinstance(beta, torch.Tensor):
+        beta = beta.unsqueeze(-1)
+    return cayley_apply(eye, u.unsqueeze(-2), v.unsqueeze(-2), beta).transpose(-1, -2)
+
+
+def hybrid_operator(u, v, k, beta, gamma):
+    """Dense E∆-MHC-Geo hybrid `G_γ = γ Q(u, v, β) + (1 − γ) H₂(k)`.
+
+    Source: seed 003 §2.2 (spec §2.4). Orthogonal only at γ ∈ {0, 1}; in between its singular
+    values drop below 1 (a convex combination of two orthogonal maps has ‖G‖₂ ≤ 1).
+    u, v, k: (..., d); beta, gamma: numbers or (...) tensors -> (..., d, d).
+    Q is built from the closed form (`cayley_apply`) applied to the identity.
+    """
+    _vec("u", u)
+    d = u.shape[-1]
+    _vec("v", v, d, "u")
+    _vec("k", k, d, "u")
+    lead = _lead(u=u.shape[:-1], v=v.shape[:-1], k=k.shape[:-1])
+    g = _scalar("gamma", gamma, u, lead, 2)
+    return g * _cayley_matrix(u, v, beta) + (1 - g) * householder(k)
+
+
+def hybrid_apply(x, u, v, k, beta, gamma):
+    """`G_γ x = γ Q x + (1 − γ) H₂(k) x` in O(d) per vector (seed 003 §2.2, spec §2.4, §3.5).
+
+    x, u, v, k: (..., d); beta, gamma: numbers or (...) tensors -> (..., d).
+    """
+    _vec("x", x)
+    _vec("k", k, x.shape[-1], "x")
+    q = cayley_apply(x, u, v, beta)
+    lead = _lead(x=x.shape[:-1], u=u.shape[:-1], v=v.shape[:-1], k=k.shape[:-1])
+    g = _scalar("gamma", gamma, q, lead, 1)
+    return g * q + (1 - g) * householder_apply(x, k)
+
+
+def gate_regularizer(gamma):
+    """Midpoint-collapse regulariser `L_gate(γ) = 4γ(1 − γ)`; dL/dγ = 4 − 8γ, zero at γ = ½.
+
+    Source: seed 003 §2.2, Theorem 7.3 (spec §2.4). gamma: number or tensor -> same shape.
+    """
+    if isinstance(gamma, bool) or not isinstance(gamma, (int, float, torch.Tensor)):
+        raise ValueError(f"gamma: expected a number or a tensor, got {type(gamma).__name__}")
+    return 4 * gamma * (1 - gamma)
+
+
+def _log_normalize(f, dim):
+    """f − log Σ_dim exp(f), with the max subtracted first so no entry under/overflows."""
+    g = f - f.amax(dim, keepdim=True)
+    return g - g.exp().sum(dim, keepdim=True).log()
+
+
+def sinkhorn(logits, iters=20, return_error=False):
+    """Sinkhorn–Knopp projection towards the doubly stochastic matrices (mHC).
+
+    Source: spec §2.5 (mHC residual mixing; seed 003 §1 on its approximation error).
+    M⁰ = exp(logits − max), then `iters` rounds of column normalisation followed by row
+    normalisation, so rows sum to 1 exactly (to rounding) and columns only approximately.
+    logits: (..., n, n) -> M (..., n, n); with return_error=True returns (M, err), err (...) the
+    max |column sum − 1| of each matrix (the residual seed 003 criticises).
+
+    Computed in float32 (float64 input stays float64), with autocast disabled, and returned in
+    that dtype. The normalisations run in the log domain — identical iterates in exact
+    arithmetic — so a column that underflows to zero in exp(logits − max) (logit spreads ≳ 100)
+    cannot produce 0/0; every finite input gives a finite M.
+    """
+    if not isinstance(logits, torch.Tensor) or logits.ndim < 2:
+        raise ValueError(f"logits: expected a (..., n, n) tensor, got {_shape_of(logits)}")
+    if logits.shape[-1] != logits.shape[-2]:
+        raise ValueError(f"logits: expected square (..., n, n), got shape {tuple(logits.shape)}")
+    if not logits.is_floating_point():
+        raise ValueError(f"logits: expected a floating-point tensor, got dtype {logits.dtype}")
+    if isinstance(iters, bool) or not isinstance(iters, int) or iters < 1:
+        raise ValueError(f"iters: must be an int >= 1, got {iters!r}")
+    dtype = torch.promote_types(logits.dtype, torch.float32)
+    with torch.autocast(device_type=logits.device.type, enabled=False):
+        f = logits.to(dtype)
+        f = f - f.amax((-2, -1), keepdim=True)
+        for _ in range(iters):
+            f = _log_normalize(f, -2)
+            f = _log_normalize(f, -1)
+        M = f.exp()
+    if not return_error:
+        return M
+    return M, (M.sum(-2) - 1).abs().amax(-1)

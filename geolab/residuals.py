@@ -1,0 +1,143 @@
+"""The residual-rule zoo (spec §3): sixteen rules behind one call, ``rule(x, sublayer)``.
+
+This file holds the classic shortcuts and the registry ``RESIDUALS``; the Delta/MGT family lives
+in ``rules_delta.py``, the hyper-connection family in ``rules_streams.py`` and the E∆ geometric
+family in ``rules_geometric.py``. Notation: X the residual state (B, S, D), F the sublayer,
+LN the configured norm.
+"""
+
+import torch
+from torch import nn
+
+from geolab.config import GeoConfig
+from geolab.layers import make_norm
+from geolab.rule import Rule
+
+
+class PostLN(Rule):
+    """Post-LN: ``X' = LN(X + F(X))`` — Vaswani et al. 2017, the MGT paper's baseline."""
+
+    def __init__(self, cfg: GeoConfig):
+        super().__init__(cfg)
+        self.ln = make_norm(cfg.norm, cfg.d_model)
+
+    def forward(self, x, sublayer):
+        return self.ln(x + sublayer(x))
+
+
+class PreLN(Rule):
+    """Pre-LN: ``X' = X + F(LN X)`` — Xiong et al. 2020, the strong modern baseline."""
+
+    def __init__(self, cfg: GeoConfig):
+        super().__init__(cfg)
+        self.ln = make_norm(cfg.norm, cfg.d_model)
+
+    def forward(self, x, sublayer):
+        return x + sublayer(self.ln(x))
+
+
+class ReZero(Rule):
+    """ReZero: ``X' = X + a·F(X)``, scalar a = 0 at init, no norm — Bachlechner et al. 2021."""
+
+    def __init__(self, cfg: GeoConfig):
+        super().__init__(cfg)
+        self.a = nn.Parameter(torch.zeros(()))
+
+    def forward(self, x, sublayer):
+        self.keep(a=self.a)
+        return x + self.a * sublayer(x)
+
+
+def cait_layerscale_init(n_layer: int) -> float:
+    """CaiT's s₀ (Touvron et al. 2021, §3): 0.1 up to 18 layers, 1e-5 up to 24, 1e-6 deeper."""
+    if n_layer <= 18:
+        return 0.1
+    if n_layer <= 24:
+        return 1e-5
+    return 1e-6
+
+
+class LayerScale(Rule):
+    """LayerScale: ``X' = X + diag(s)·F(LN X)``, s = s₀·1 — CaiT (Touvron et al. 2021)."""
+
+    def __init__(self, cfg: GeoConfig):
+        super().__init__(cfg)
+        s0 = cfg.layerscale_init or cait_layerscale_init(cfg.n_layer)
+        self.ln = make_norm(cfg.norm, cfg.d_model)
+        self.s = nn.Parameter(torch.full((cfg.d_model,), float(s0)))
+
+    def forward(self, x, sublayer):
+        self.keep(s=self.s)
+        return x + self.s * sublayer(self.ln(x))
+
+
+class DeepNorm(Rule):
+    """DeepNorm: ``X' = LN(a·X + F(X))``, a = (2N)^¼ — DeepNet (Wang et al. 2022), decoder-only.
+
+    The FFN, value and output projections are initialised ×b with b = (8N)^−¼, N = layers.
+    """
+
+    def __init__(self, cfg: GeoConfig):
+        super().__init__(cfg)
+        self.alpha = (2 * cfg.n_layer) ** 0.25
+        self.ln = make_norm(cfg.norm, cfg.d_model)
+
+    @staticmethod
+    def init_sublayers(cfg, attn, mlp):
+        b = (8 * cfg.n_layer) ** -0.25
+        d = cfg.d_model
+        with torch.no_grad():
+            attn.qkv.weight[2 * d :].mul_(b)  # value rows of the fused QKV projection
+            attn.proj.weight.mul_(b)
+            if mlp is not None:
+                mlp.fc.weight.mul_(b)
+                mlp.proj.weight.mul_(b)
+
+    def forward(self, x, sublayer):
+        return self.ln(self.alpha * x + sublayer(x))
+
+
+class NoSkip(Rule):
+    """No shortcut: ``X' = F(LN X)``. With ``mlp=False`` it is Dong et al. 2021's pure attention,
+    whose token representations collapse to rank 1 doubly exponentially with depth."""
+
+    def __init__(self, cfg: GeoConfig):
+        super().__init__(cfg)
+        self.ln = make_norm(cfg.norm, cfg.d_model)
+
+    def forward(self, x, sublayer):
+        return sublayer(self.ln(x))
+
+
+def _registry() -> dict[str, type[Rule]]:
+    from geolab.rules_delta import DDL, MGT, MGTDDL, MGTmHC
+    from geolab.rules_geometric import Cayley, EDelta, Householder
+    from geolab.rules_streams import HC, MHC, JPmHC
+
+    return {
+        "postln": PostLN,
+        "preln": PreLN,
+        "rezero": ReZero,
+        "layerscale": LayerScale,
+        "deepnorm": DeepNorm,
+        "noskip": NoSkip,
+        "mgt_mhc": MGTmHC,
+        "mgt_ddl": MGTDDL,
+        "mgt": MGT,
+        "ddl": DDL,
+        "hc": HC,
+        "mhc": MHC,
+        "jpmhc": JPmHC,
+        "cayley": Cayley,
+        "householder": Householder,
+        "edelta": EDelta,
+    }
+
+
+RESIDUALS: dict[str, type[Rule]] = _registry()
+
+
+def describe(name: str) -> str:
+    """The first line of a rule's docstring, for ``geolab info``."""
+    doc = RESIDUALS[name].__doc__ or ""
+    return doc.strip().splitlines()[0] if doc.strip() else name

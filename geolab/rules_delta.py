@@ -1,0 +1,115 @@
+"""The Delta family: MGT's gated updates (seed 000 Eq. 5–7, Algorithm 1) and DDL (d_v = 1).
+
+MGT (Algorithm 1), elementwise over the width D:
+    V_raw  = F(LN X)
+    V_mHC  = V_raw ⊙ σ(LN(X W_gate))             soft tangent gate, Eq. 5
+    β      = λ·tanh(X W_β + b_β) + ε             Delta controller, Eq. 6
+    X'     = X + β ⊙ (V_mHC − α X)               update, Eq. 7
+Both gates read the raw state X (not LN X); only the sublayer reads LN X. The ablations drop one
+gate: ``mgt_mhc`` keeps the tangent gate only (X + V_mHC), ``mgt_ddl`` the controller only.
+Defaults (spec §3.1, geolab's own — the paper gives none): λ = 1, ε = 0, α₀ = 0.1 learnable,
+W_β = 0 and b_β = atanh((β₀ − ε)/λ) with β₀ = 0.5 so every token starts at β₀,
+W_gate ~ N(0, 0.02).
+"""
+
+import math
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from geolab.config import GeoConfig
+from geolab.layers import make_norm
+from geolab.operators import delta_update
+from geolab.rule import Rule, float32_gates, logit, upcast
+
+
+class _MGTBlock(Rule):
+    """Shared body of ``mgt_mhc``, ``mgt_ddl`` and ``mgt``; ``tangent``/``delta`` pick the gates."""
+
+    tangent = True
+    delta = True
+
+    def __init__(self, cfg: GeoConfig):
+        super().__init__(cfg)
+        d = cfg.d_model
+        self.ln = make_norm(cfg.norm, d)
+        if self.tangent:
+            self.w_gate = nn.Linear(d, d, bias=False)
+            nn.init.normal_(self.w_gate.weight, std=0.02)
+            self.ln_gate = make_norm(cfg.norm, d)
+        if self.delta:
+            beta0 = 0.5 if cfg.beta0 is None else cfg.beta0
+            self.lam, self.eps = cfg.lam, cfg.eps
+            self.w_beta = nn.Linear(d, d)
+            nn.init.zeros_(self.w_beta.weight)
+            nn.init.constant_(self.w_beta.bias, math.atanh((beta0 - cfg.eps) / cfg.lam))
+            self.alpha = nn.Parameter(torch.tensor(float(cfg.alpha0)))
+
+    def forward(self, x, sublayer):
+        v = sublayer(self.ln(x))
+        gates = {}
+        with float32_gates(x):
+            xf = upcast(x)
+            if self.tangent:
+                gate = torch.sigmoid(self.ln_gate(self.w_gate(xf)))
+                v = v * gate.to(v.dtype)
+                gates["gate"] = gate
+            if self.delta:
+                beta = self.lam * torch.tanh(self.w_beta(xf)) + self.eps
+                gates.update(beta=beta, alpha=self.alpha)
+        self.keep(**gates)
+        if not self.delta:
+            return x + v
+        return x + beta.to(x.dtype) * (v - self.alpha.to(x.dtype) * x)
+
+
+class MGTmHC(_MGTBlock):
+    """MGT ablation "+mHC only": ``X' = X + F(LN X) ⊙ σ(LN(X W_gate))`` — seed 000 Eq. 5."""
+
+    tangent, delta = True, False
+
+
+class MGTDDL(_MGTBlock):
+    """MGT ablation "+DDL only": ``X' = X + β ⊙ (F(LN X) − α X)`` — seed 000 Eq. 6–7."""
+
+    tangent, delta = False, True
+
+
+class MGT(_MGTBlock):
+    """MGT full: ``X' = X + β ⊙ (F(LN X) ⊙ σ(LN(X W_gate)) − α X)`` — seed 000 Algorithm 1."""
+
+    tangent, delta = True, True
+
+
+class DDL(Rule):
+    """Deep Delta Learning, d_v = 1: ``x' = x + β (v − kᵀx) k`` per token — DDL official code.
+
+    k = F(RMSNorm x)/‖F(RMSNorm x)‖ (the sublayer output is the direction),
+    β = 2σ(w_β·RMSNorm(x) + b_β) with b_β = logit(β₀/2), β₀ = 1 (β ∈ (0, 2): identity → erasure
+    → reflection), v = 4σ(w_v·x + b_v) a scalar per token read from the raw state (spec §3.2).
+    DDL always uses RMSNorm, as its code does. geolab's choices: w_β = 0 so β starts exactly at
+    β₀; w_v ~ N(0, 0.02), b_v = 0 so v starts near 2.
+    """
+
+    def __init__(self, cfg: GeoConfig):
+        super().__init__(cfg)
+        d = cfg.d_model
+        beta0 = 1.0 if cfg.beta0 is None else cfg.beta0
+        self.norm = nn.RMSNorm(d)
+        self.w_beta = nn.Linear(d, 1)
+        nn.init.zeros_(self.w_beta.weight)
+        nn.init.constant_(self.w_beta.bias, logit(beta0 / 2))
+        self.w_v = nn.Linear(d, 1)
+        nn.init.normal_(self.w_v.weight, std=0.02)
+        nn.init.zeros_(self.w_v.bias)
+
+    def forward(self, x, sublayer):
+        xn = self.norm(x)
+        k = sublayer(xn)
+        with float32_gates(x):
+            beta = 2 * torch.sigmoid(self.w_beta(upcast(xn))).squeeze(-1)
+            v = 4 * torch.sigmoid(self.w_v(upcast(x))).squeeze(-1)
+            out = delta_update(upcast(x), F.normalize(upcast(k), dim=-1), beta, v)
+        self.keep(beta=beta, v=v)
+        return out.to(x.dtype)

@@ -1,0 +1,138 @@
+"""The E∆-MHC-Geo family: a geometric shortcut, then a mapped sublayer (seed 003 §2–3, spec §3.5).
+
+Per residual step and token t:
+  1. u_t, v_t, k_t, β_t from a small MLP of x_t (hidden D/4, GELU; one hidden layer shared by the
+     heads — geolab's choice, which lands the six-layer D = 128 model at the paper's ≈1.79M
+     parameters), β = softplus(·), k normalised, and the gate γ_t = σ(w_γ·x_t + b_γ) with w_γ = 0
+     and b_γ = logit(γ₀), γ₀ = ½: exactly where Theorem 7.3 says the regulariser is flat.
+     Geometric shortcut ``Y = G_γ X = γ Q(u, v, β) X + (1 − γ) H₂(k) X``.
+  2. ``X' = Y + H_post F(H_pre LN(Y))``, H_pre and H_post D×D linear maps initialised to I.
+  3. The loss adds ``reg_weight · mean 4γ(1−γ)`` summed over operators (``rule.reg`` holds the
+     mean of this step; the model sums and weights them).
+
+``geometry="full"`` (default, geolab's own): u, v, k ∈ R^D and the rank-2 Cayley acts on the
+whole width through the O(D) closed form. ``geometry="streams"``: u, v, k ∈ R^n, X is viewed as
+n streams of D/n and the dense n×n Q and H₂ act on the stream axis (the reference layout).
+``pool="sequence"`` computes u, v, k, β, γ from the mean over the whole sequence, as the
+reference does; it lets token t see tokens after t, so it warns.
+"""
+
+import warnings
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from geolab.config import GeoConfig
+from geolab.layers import make_norm
+from geolab.operators import (
+    cayley,
+    cayley_apply,
+    gate_regularizer,
+    householder,
+    householder_apply,
+    hybrid_apply,
+    hybrid_operator,
+    skew,
+)
+from geolab.rule import Rule, float32_gates, logit, upcast
+
+POOL_WARNING = (
+    "pool='sequence' computes the geometric gates from the mean over the whole sequence, so "
+    "token t sees tokens after t: next-step prediction becomes non-causal. Use pool='token' "
+    "unless you are reproducing the reference implementation."
+)
+
+
+class _Geometric(Rule):
+    """Shared body; ``mode`` is "hybrid" (edelta), "rotation" (cayley) or "reflection"."""
+
+    mode = "hybrid"
+
+    def __init__(self, cfg: GeoConfig):
+        super().__init__(cfg)
+        d = cfg.d_model
+        self.streams = cfg.geometry == "streams"
+        self.pool = cfg.pool
+        if cfg.pool == "sequence":
+            warnings.warn(POOL_WARNING, UserWarning, stacklevel=2)
+        g = cfg.n_streams if self.streams else d
+        heads = {"rotation": 2 * g + 1, "reflection": g, "hybrid": 3 * g + 1}[self.mode]
+        self.g = g
+        self.trunk = nn.Linear(d, d // 4)
+        self.heads = nn.Linear(d // 4, heads)
+        for lin in (self.trunk, self.heads):
+            nn.init.normal_(lin.weight, std=0.02)
+            nn.init.zeros_(lin.bias)
+        if self.mode == "hybrid":
+            self.w_gamma = nn.Linear(d, 1)
+            nn.init.zeros_(self.w_gamma.weight)
+            nn.init.constant_(self.w_gamma.bias, logit(cfg.gamma0))
+        self.ln = make_norm(cfg.norm, d)
+        self.h_pre = nn.Linear(d, d, bias=False)
+        self.h_post = nn.Linear(d, d, bias=False)
+        nn.init.eye_(self.h_pre.weight)
+        nn.init.eye_(self.h_post.weight)
+
+    def _geometry(self, x: torch.Tensor):
+        """u, v, k (…, g), β, γ (…) from the (pooled) raw state, in float32."""
+        src = x.mean(dim=-2, keepdim=True).expand_as(x) if self.pool == "sequence" else x
+        src = upcast(src)
+        out = self.heads(F.gelu(self.trunk(src)))
+        g = self.g
+        u = v = k = beta = gamma = None
+        if self.mode == "reflection":
+            k = out
+        else:
+            u, v, beta = out[..., :g], out[..., g : 2 * g], F.softplus(out[..., 2 * g])
+            if self.mode == "hybrid":
+                k = out[..., 2 * g + 1 :]
+        if k is not None:
+            k = F.normalize(k, dim=-1)
+        if self.mode == "hybrid":
+            gamma = torch.sigmoid(self.w_gamma(src)).squeeze(-1)
+        return u, v, k, beta, gamma
+
+    def _shortcut(self, x, u, v, k, beta, gamma):
+        """Y = γ Q X + (1 − γ) H₂ X, per token (full) or on the stream axis (streams)."""
+        if not self.streams:
+            if self.mode == "rotation":
+                return cayley_apply(x, u, v, beta)
+            if self.mode == "reflection":
+                return householder_apply(x, k)
+            return hybrid_apply(x, u, v, k, beta, gamma)
+        if self.mode == "rotation":
+            op = cayley(skew(u, v), beta)
+        elif self.mode == "reflection":
+            op = householder(k)
+        else:
+            op = hybrid_operator(u, v, k, beta, gamma)
+        streams = x.unflatten(-1, (self.g, -1))
+        return torch.einsum("...ij,...jd->...id", op, streams).flatten(-2)
+
+    def forward(self, x, sublayer):
+        with float32_gates(x):
+            u, v, k, beta, gamma = self._geometry(x)
+            y = self._shortcut(upcast(x), u, v, k, beta, gamma).to(x.dtype)
+        gates = {name: t for name, t in (("beta", beta), ("gamma", gamma)) if t is not None}
+        self.keep(**gates)
+        self.reg = gate_regularizer(gamma).mean() if gamma is not None else None
+        return y + self.h_post(sublayer(self.h_pre(self.ln(y))))
+
+
+class EDelta(_Geometric):
+    """E∆-MHC-Geo: ``X' = G_γX + H_post F(H_pre LN(G_γX))``, G_γ = γQ + (1−γ)H₂ — seed 003 §2–3."""
+
+    mode = "hybrid"
+
+
+class Cayley(_Geometric):
+    """E∆ ablation, rotation only (γ ≡ 1): ``X' = Q X + H_post F(H_pre LN(Q X))`` — seed 003."""
+
+    mode = "rotation"
+
+
+class Householder(_Geometric):
+    """E∆ ablation, reflection only (γ ≡ 0): ``X' = H₂X + H_post F(H_pre LN(H₂X))`` — seed 003."""
+
+    mode = "reflection"

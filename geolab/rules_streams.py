@@ -1,0 +1,143 @@
+"""Hyper-connection family: n parallel residual streams mixed by per-token matrices (spec §3.3–3.4).
+
+``hc``  — Hyper-Connections (Zhu et al. 2024): H_res unconstrained.
+``mhc`` — Manifold-constrained HC (Xie et al. 2025, DeepSeek): H_res doubly stochastic by
+          Sinkhorn, so products over depth keep spectral norm ≤ 1.
+``jpmhc`` — JPmHC: an orthogonal H_res by a fixed-point Cayley iteration, streams as a reshape
+          of D. No official code exists; this follows the public description (seed 003 §4).
+
+HC/mHC state: (B, S, n, D). The embedding is copied into the n streams and the streams are
+summed before the final norm. Per token, with x̃ = RMSNorm(flatten X) ∈ R^{nD}:
+    H_pre  = σ(α_pre · x̃ φ_pre + b_pre)                 ∈ R^n
+    H_post = 2σ(α_post · x̃ φ_post + b_post)             ∈ R^n
+    H_res  = Sinkhorn(α_res · mat(x̃ φ_res) + b_res)     ∈ R^{n×n}   (mhc, 20 iterations)
+    X'     = H_res X + H_postᵀ ⊗ F(LN(H_pre X))
+Init (geolab's values, spec §3.3): α's = 0.01, φ ~ N(0, 0.02); b_pre = logit(1/n) so H_pre ≈ 1/n
+(H_pre X is then the mean stream, i.e. the embedding itself); b_post = 0 so H_post ≈ 1;
+b_res = 0 on the diagonal and −8 off it, so Sinkhorn gives H_res ≈ I (off-diagonal ≈ 3e-4).
+"""
+
+import torch
+from torch import nn
+
+from geolab.config import GeoConfig
+from geolab.layers import make_norm
+from geolab.operators import sinkhorn
+from geolab.rule import Rule, float32_gates, logit, upcast
+
+SINKHORN_ITERS = 20
+OFF_DIAGONAL_BIAS = -8.0
+
+
+class _Streams(Rule):
+    """Shared body of ``hc`` and ``mhc``; ``mix`` turns the H_res logits into the mixer."""
+
+    def __init__(self, cfg: GeoConfig):
+        super().__init__(cfg)
+        n, d = cfg.n_streams, cfg.d_model
+        self.n = n
+        self.norm_in = nn.RMSNorm(n * d)
+        self.ln = make_norm(cfg.norm, d)
+        self.phi = nn.Linear(n * d, 2 * n + n * n, bias=False)  # [φ_pre | φ_post | φ_res]
+        nn.init.normal_(self.phi.weight, std=0.02)
+        self.alpha = nn.Parameter(torch.full((3,), 0.01))  # α_pre, α_post, α_res
+        self.b_pre = nn.Parameter(torch.full((n,), logit(1 / n) if n > 1 else 4.0))
+        self.b_post = nn.Parameter(torch.zeros(n))
+        self.b_res = nn.Parameter(self.res_bias_init(n))
+
+    @staticmethod
+    def expand(h, cfg):
+        return h.unsqueeze(-2).expand(*h.shape[:-1], cfg.n_streams, h.shape[-1]).contiguous()
+
+    @staticmethod
+    def merge(h):
+        return h.sum(-2)
+
+    def forward(self, x, sublayer):
+        n = self.n
+        with float32_gates(x):
+            z = self.phi(self.norm_in(upcast(x.flatten(-2))))
+            a_pre, a_post, a_res = self.alpha
+            h_pre = torch.sigmoid(a_pre * z[..., :n] + self.b_pre)
+            h_post = 2 * torch.sigmoid(a_post * z[..., n : 2 * n] + self.b_post)
+            h_res, extra = self.mix(a_res, z[..., 2 * n :].unflatten(-1, (n, n)))
+        self.keep(H_pre=h_pre, H_post=h_post, H_res=h_res, **extra)
+        xin = torch.einsum("...i,...id->...d", h_pre.to(x.dtype), x)
+        f = sublayer(self.ln(xin))
+        mixed = torch.einsum("...ij,...jd->...id", h_res.to(x.dtype), x)
+        return mixed + h_post.to(x.dtype).unsqueeze(-1) * f.unsqueeze(-2)
+
+
+class HC(_Streams):
+    """Hyper-Connections: ``X' = H_res X + H_postᵀ ⊗ F(LN(H_pre X))``, H_res unconstrained —
+    Zhu et al. 2024. As in their dynamic HC, ``H_res = B_res + α_res·tanh(mat(x̃ φ_res))``: a
+    learnable static B_res (= I at init) plus a tanh-bounded dynamic part."""
+
+    @staticmethod
+    def res_bias_init(n):
+        return torch.eye(n)
+
+    def mix(self, a_res, z_res):
+        return self.b_res + a_res * torch.tanh(z_res), {}
+
+
+class MHC(_Streams):
+    """mHC: ``X' = H_res X + H_postᵀ ⊗ F(LN(H_pre X))``, H_res = Sinkhorn(·) doubly stochastic —
+    Xie et al. 2025 (DeepSeek), spec §3.3. The gates report Sinkhorn's column-sum error."""
+
+    @staticmethod
+    def res_bias_init(n):
+        return OFF_DIAGONAL_BIAS * (1 - torch.eye(n))
+
+    def mix(self, a_res, z_res):
+        h_res, err = sinkhorn(a_res * z_res + self.b_res, iters=SINKHORN_ITERS, return_error=True)
+        return h_res, {"sinkhorn_error": err}
+
+
+class JPmHC(Rule):
+    """JPmHC: ``X' = Y X + H_postᵀ F(LN(H_pre X))`` with Y orthogonal-ish by fixed-point Cayley.
+
+    Streams are a reshape of D into n chunks of D/n, and the sublayers run at width D/n. Per token,
+    ``[H̃_pre | H̃_post | H̃_res] = W·LN(x)``; H_pre, H_post = softmax over streams;
+    W_s = H̃_res − H̃_resᵀ (skew); Y from ``Y ← I + (a/2) W_s (I + Y)`` with a = 0.1, two
+    iterations from Y = I (the fixed point is the Cayley transform (I − aW_s/2)⁻¹(I + aW_s/2)).
+    No official code exists; this follows the public description (spec §3.4). geolab's choices:
+    W = 0 at init (uniform H_pre/H_post, Y = I) and an LN on the sublayer input like every
+    pre-LN rule here.
+    """
+
+    CAYLEY_A = 0.1
+    CAYLEY_ITERS = 2
+
+    def __init__(self, cfg: GeoConfig):
+        super().__init__(cfg)
+        n, d = cfg.n_streams, cfg.d_model
+        self.n = n
+        self.ln_in = make_norm(cfg.norm, d)
+        self.ln = make_norm(cfg.norm, d // n)
+        self.w = nn.Linear(d, 2 * n + n * n)
+        nn.init.zeros_(self.w.weight)
+        nn.init.zeros_(self.w.bias)
+
+    @staticmethod
+    def sublayer_width(cfg):
+        return cfg.d_model // cfg.n_streams
+
+    def forward(self, x, sublayer):
+        n = self.n
+        with float32_gates(x):
+            z = self.w(self.ln_in(upcast(x)))
+            h_pre = torch.softmax(z[..., :n], dim=-1)
+            h_post = torch.softmax(z[..., n : 2 * n], dim=-1)
+            r = z[..., 2 * n :].unflatten(-1, (n, n))
+            w_s = r - r.transpose(-1, -2)
+            eye = torch.eye(n, device=x.device, dtype=z.dtype)
+            y = eye.expand_as(w_s)
+            for _ in range(self.CAYLEY_ITERS):
+                y = eye + (self.CAYLEY_A / 2) * w_s @ (eye + y)
+        self.keep(H_pre=h_pre, H_post=h_post, H_res=y)
+        streams = x.unflatten(-1, (n, -1))
+        xin = torch.einsum("...i,...id->...d", h_pre.to(x.dtype), streams)
+        f = sublayer(self.ln(xin))
+        mixed = torch.einsum("...ij,...jd->...id", y.to(x.dtype), streams)
+        return (mixed + h_post.to(x.dtype).unsqueeze(-1) * f.unsqueeze(-2)).flatten(-2)

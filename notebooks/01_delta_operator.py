@@ -1,0 +1,130 @@
+import marimo
+
+__generated_with = "0.25.2"
+app = marimo.App(width="medium", app_title="01 · The Delta operator")
+
+
+@app.cell
+def _():
+    import marimo as mo
+
+    from geolab import explore
+
+    return explore, mo
+
+
+@app.cell(hide_code=True)
+def _(mo):
+    mo.md(r"""
+    # 01 · The Delta operator
+
+    **What you will see.** One matrix, $A(k,\beta) = I - \beta\,\dfrac{k k^\top}{\lVert k\rVert^2}$,
+    turns into the identity, an eraser and a mirror as you slide $\beta$. Its eigenvalues, its
+    determinant and the picture of the unit circle answer at once, and the invariant
+    $\det A = 1-\beta$ is checked live against a numerical determinant.
+
+    The Delta operator is the heart of *Deep Delta Learning* (seed 000, Eq. 1): a residual
+    connection that can **erase** along one direction $k$ before it **writes** something new.
+    """)
+    return
+
+
+@app.cell(hide_code=True)
+def _(mo):
+    mo.md(r"""
+    ## The spectrum in one line
+
+    Every vector orthogonal to $k$ is left alone, so $d-1$ eigenvalues equal $1$. Along $k$,
+    $A k = (1-\beta) k$, so the last eigenvalue is $1-\beta$ and $\det A = 1 - \beta$.
+    Three values of $\beta$ are special (the shaded band $[0, 2]$ is where DDL's gate lives):
+
+    | $\beta$ | operator | $\det A$ |
+    |:--|:--|:--|
+    | $0$ | identity | $1$ |
+    | $1$ | projection onto $k^\perp$: the component along $k$ is **erased** | $0$ |
+    | $2$ | Householder reflection $H_k$, $H_k^2 = I$ | $-1$ |
+
+    $A$ is orthogonal only at $\beta \in \{0, 2\}$: watch $\lVert A^\top A - I\rVert_F$.
+    """)
+    return
+
+
+@app.cell
+def _(mo):
+    beta = mo.ui.slider(
+        -1.0, 3.0, step=0.05, value=0.5, label=r"gate $\beta$", show_value=True, full_width=True
+    )
+    phi = mo.ui.slider(
+        -3.14, 3.14, step=0.02, value=0.5, label=r"direction of $k$: angle $\varphi$",
+        show_value=True, full_width=True,
+    )
+    v = mo.ui.slider(
+        -2.0, 2.0, step=0.05, value=1.0, label=r"written value $v$", show_value=True,
+        full_width=True,
+    )
+    mo.vstack([beta, phi, v])
+    return beta, phi, v
+
+
+@app.cell
+def _(explore, mo):
+    @mo.cache
+    def delta_view(beta, phi, v):
+        return explore.delta_view(beta, phi, v)
+
+    return (delta_view,)
+
+
+@app.cell
+def _(beta, delta_view, phi, v):
+    view = delta_view(beta.value, phi.value, v.value)
+    return (view,)
+
+
+@app.cell
+def _(mo, view):
+    mo.md(view.markdown())
+    return
+
+
+@app.cell
+def _(mo, view):
+    mo.hstack([view.figures["spectrum"], view.figures["det"]], widths="equal")
+    return
+
+
+@app.cell(hide_code=True)
+def _(mo):
+    mo.md(r"""
+    ## What $A$ does to the unit circle
+
+    In the plane that contains $k$, the circle is squeezed along $k$ by the factor $1-\beta$:
+    to a segment at $\beta = 1$ (erasure loses one dimension, hence $\det = 0$), and flipped
+    back to the same circle at $\beta = 2$ (a mirror keeps lengths). Grey segments join a
+    point $x$ to its image $Ax$.
+    """)
+    return
+
+
+@app.cell(hide_code=True)
+def _(mo):
+    mo.md(r"""
+    ## Erase and write
+
+    The residual update of Deep Delta Learning (Eq. 2) is
+    $x' = x + \beta\,(v - k^\top x)\,k$ for a unit $k$, which equals $A(k,\beta)\,x + \beta v k$.
+    Along $k$ the new state holds $k^\top x' = (1-\beta)\,k^\top x + \beta v$: at $\beta = 1$
+    the old value is erased and exactly $v$ is written. Slide $v$ and compare the last two
+    rows of the table above.
+    """)
+    return
+
+
+@app.cell
+def _(mo, view):
+    mo.hstack([view.figures["image"], view.figures["update"]], widths="equal")
+    return
+
+
+if __name__ == "__main__":
+    app.run()

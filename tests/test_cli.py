@@ -1,0 +1,43 @@
+"""The command line: geolab info and geolab rank (also as python -m geolab)."""
+
+import json
+import subprocess
+import sys
+
+from geolab.cli import main
+from geolab.residuals import RESIDUALS
+
+
+def test_info_lists_every_rule(capsys):
+    assert main(["info"]) == 0
+    out = capsys.readouterr().out
+    assert "torch" in out
+    for name in RESIDUALS:
+        assert f"  {name} " in out
+
+
+def test_rank_table_and_json(capsys):
+    assert main(["rank", "--residual", "mgt", "--layers", "3", "--d-model", "32"]) == 0
+    table = capsys.readouterr().out.splitlines()
+    assert len([line for line in table if line.strip() and line.split()[0].isdigit()]) == 7
+    assert main(["rank", "--residual", "postln", "--layers", "3", "--d-model", "32", "--json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert len(data["profile"]) == 7
+    assert all(0 <= row["effective_rank"] <= 1 for row in data["profile"])
+
+
+def test_rank_bad_rule_is_a_clear_error(capsys):
+    assert main(["rank", "--residual", "nope"]) == 2
+    err = capsys.readouterr().err
+    assert "residual" in err and "nope" in err and "preln" in err
+
+
+def test_python_dash_m_geolab():
+    out = subprocess.run(
+        [sys.executable, "-m", "geolab", "rank", "--layers", "100", "--residual", "postln"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert out.returncode == 0, out.stderr
+    assert len([line for line in out.stdout.splitlines() if line.split()[:1] == ["200"]]) == 1

@@ -1,0 +1,31 @@
+"""pyproject.toml and environment.yml declare the same dependencies; .ci/run calls `make test`."""
+
+import re
+from pathlib import Path
+
+import pytest
+
+tomllib = pytest.importorskip("tomllib")  # Python 3.11+
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def _name(req: str) -> str:
+    return re.split(r"[<>=!~\[ ;]", req.strip(), maxsplit=1)[0].lower()
+
+
+def test_environment_yml_matches_pyproject():
+    project = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]
+    declared = {_name(r) for r in project["dependencies"] + project["optional-dependencies"]["dev"]}
+    env_lines = (REPO / "environment.yml").read_text().splitlines()
+    pip_section = env_lines[env_lines.index("  - pip:") + 1 :]
+    conda = {_name(line.split("- ", 1)[1]) for line in pip_section if line.strip().startswith("- ")}
+    conda.discard("-e")
+    assert declared == conda
+
+
+def test_ci_runs_the_readme_test_command():
+    readme = (REPO / "README.md").read_text()
+    ci = (REPO / ".ci" / "run").read_text()
+    assert "make test" in readme.split("\n## ", 1)[0]  # in the opening, before any section
+    assert re.search(r"^make test$", ci, re.M)
