@@ -7,8 +7,11 @@ Spec §2.3 promises Q x in O(d) per vector with no solve. Contenders, on N token
   and is slower still; it is reported too);
 * Householder: ``householder_apply(x, k)``, the other O(d) map of the E∆ hybrid.
 The dense routes cost O(d³) per token, so they run on a slice of the tokens and their time is
-scaled to N (the per-token work is independent); the notes say how many. Sinkhorn: 20 iterations
-on N matrices of size n×n for several n, relative to n = 4 (mHC's default).
+scaled to N (the per-token work is independent); the notes say how many. Above d = 128 they run
+one token at a time: in this torch build (2.13 CPU, MKL) batched LU with more than one thread
+returns garbage pivots for n ≳ 150, so a batched ``torch.linalg.solve`` raises (and ``det`` is
+silently wrong). Sinkhorn: 20 iterations on N matrices of size n×n for several n, relative to
+n = 4 (mHC's default).
 """
 
 import torch
@@ -17,6 +20,7 @@ from bench.timing import interleaved, median_ratio, spread
 from geolab.operators import cayley, cayley_apply, householder_apply, sinkhorn, skew
 
 N_TOKENS = 4096
+BATCHED_LU_MAX_D = 128
 
 
 def _dense_solve(x, u, v, beta):
@@ -31,6 +35,13 @@ def _dense_reference(x, u, v, beta):
     return (cayley(skew(u, v), beta) @ x[..., None])[..., 0]
 
 
+def _dense(fn, x, u, v, beta):
+    """``fn`` on the whole slice, or token by token where batched LU is unreliable (see above)."""
+    if x.shape[-1] <= BATCHED_LU_MAX_D:
+        return fn(x, u, v, beta)
+    return [fn(x[i : i + 1], u[i : i + 1], v[i : i + 1], beta[i : i + 1]) for i in range(len(x))]
+
+
 def _cayley_rows(d: int, quick: bool) -> list[dict]:
     g = torch.Generator().manual_seed(d)
     n = 256 if quick else N_TOKENS
@@ -43,8 +54,8 @@ def _cayley_rows(d: int, quick: bool) -> list[dict]:
         {
             "closed": lambda: cayley_apply(x, u, v, beta),
             "householder": lambda: householder_apply(x, k),
-            "solve": lambda: _dense_solve(xs, us, vs, bs),
-            "reference": lambda: _dense_reference(xs, us, vs, bs),
+            "solve": lambda: _dense(_dense_solve, xs, us, vs, bs),
+            "reference": lambda: _dense(_dense_reference, xs, us, vs, bs),
         },
         rounds=3 if quick else 11,
         min_time=0.002 if quick else 0.05,
@@ -56,7 +67,9 @@ def _cayley_rows(d: int, quick: bool) -> list[dict]:
     vs_ref = median_ratio(reference, closed)
     vs_hh = median_ratio(closed, times["householder"])
     ms = sorted(closed)[len(closed) // 2] * 1e3
-    dense_note = f"dense timed on {m} of {n} tokens, scaled ×{scale:g}"
+    dense_note = f"dense timed on {m} of {n} tokens, scaled ×{scale:g}" + (
+        ", one token per call" if d > BATCHED_LU_MAX_D else ""
+    )
     shape = f"N={n}, d={d}"
     target_solve = "≥ 300×" if d == 128 else None
     return [

@@ -89,6 +89,16 @@ def build_parser() -> argparse.ArgumentParser:
     rank.add_argument("--no-mlp", action="store_true", help="attention-only layers")
     rank.add_argument("--json", action="store_true", help="print JSON instead of a table")
     rank.set_defaults(func=cmd_rank)
+
+    from geolab.assignments.grade import add_grade_cli
+    from geolab.assignments.release import add_release_cli
+    from geolab.tasks import add_tasks_cli
+    from geolab.train import add_train_cli
+
+    add_tasks_cli(sub)
+    add_train_cli(sub)
+    add_grade_cli(sub)
+    add_release_cli(sub)
     return parser
 
 

@@ -10,7 +10,9 @@ Where the text comes from, in order (spec §6):
 2. the Hugging Face hub (``Salesforce/wikitext`` ``wikitext-2-v1``; ``karpathy/tiny_shakespeare``),
    only when no directory is configured, ``HF_HUB_OFFLINE``/``HF_DATASETS_OFFLINE`` are unset and
    a TCP connection to the hub opens within 2 s — so an offline machine gets a clear error in
-   seconds instead of the hub client's retry loop.
+   seconds instead of the hub client's retry loop. A corpus fetched once is cached (below) and
+   then loads offline too. (The hub path could not be exercised on the offline development
+   machine; the local path is what the tests cover.)
 
 Tokenisation. WikiText-2: words split on whitespace with ``<eos>`` after every line (blank lines
 too), vocabulary from the train split in order of first appearance — exactly pytorch/examples
@@ -72,15 +74,16 @@ def _load(corpus: str, data_dir, cache_dir) -> Corpus:
         files = local_files(corpus, Path(directory))
         key = _digest([p.read_bytes() for p in files.values()])
     else:
-        online, why = hub_reachable()
-        if not online:
-            raise FileNotFoundError(_how_to(corpus, f"no local directory is set and {why}"))
         files, key = None, _digest([repr(HUB[corpus]).encode()])
     cached = root / f"{corpus}-{key[:16]}.pt"
     if cached.exists():
         blob = torch.load(cached, weights_only=True)
         if blob.get("version") == CACHE_VERSION:
             return Corpus(blob["splits"], blob["vocab"])
+    if files is None:
+        online, why = hub_reachable()
+        if not online:
+            raise FileNotFoundError(_how_to(corpus, f"no local directory is set and {why}"))
     texts = _read_local(corpus, files, root) if files else _read_hub(corpus, root)
     result = tokenize_words(texts) if corpus == "wikitext2" else tokenize_chars(texts["train"])
     root.mkdir(parents=True, exist_ok=True)
@@ -183,22 +186,25 @@ def _read_hub(corpus: str, root: Path) -> dict[str, list[str]]:
 def tokenize_words(texts: dict[str, list[str]]) -> Corpus:
     """Word-level ids with ``<eos>`` per line; vocabulary from texts["train"] (first appearance)."""
     index: dict[str, int] = {}
-    for line in texts["train"]:
-        for word in line.split() + ["<eos>"]:
-            index.setdefault(word, len(index))
-    unk = index.get("<unk>")
     splits = {}
-    for split, lines in texts.items():
-        ids = []
-        for line in lines:
-            for word in line.split() + ["<eos>"]:
-                i = index.get(word, unk)
-                if i is None:
-                    raise ValueError(
-                        f"word {word!r} of split {split!r} is not in the train "
-                        "vocabulary and the vocabulary has no <unk>"
-                    )
-                ids.append(i)
+    for split in ["train"] + [s for s in texts if s != "train"]:
+        ids: list = []
+        for line in texts[split]:
+            words = line.split()
+            words.append("<eos>")
+            if split == "train":
+                ids.extend([index.setdefault(w, len(index)) for w in words])
+            else:
+                ids.extend([index.get(w) for w in words])
+        if split != "train" and None in ids:
+            unk = index.get("<unk>")
+            if unk is None:
+                word = next(w for line in texts[split] for w in line.split() if w not in index)
+                raise ValueError(
+                    f"word {word!r} of split {split!r} is not in the train "
+                    "vocabulary and the vocabulary has no <unk>"
+                )
+            ids = [unk if i is None else i for i in ids]
         splits[split] = torch.tensor(ids, dtype=torch.int64)
     return Corpus(splits, list(index))
 

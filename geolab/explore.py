@@ -8,8 +8,9 @@ check), a ``readout`` of (LaTeX label, formatted value) rows (what the learner r
 (``geolab.widgets``), the tests and the latency benchmark all call these same functions, so a test
 that injects slider values exercises exactly the code path a learner's slider does.
 
-All operator algebra runs in float64 so the printed invariants (‖QᵀQ − I‖, det) show the maths,
-not float32 rounding.
+Operator algebra (01, 03) runs in float64 so the printed invariants (‖QᵀQ − I‖, det) show the
+maths, not float32 rounding; the model-based views (02, 04) and Sinkhorn (05) run in float32, as
+the rules do.
 """
 
 from __future__ import annotations
@@ -79,6 +80,11 @@ def _num(x: float) -> str:
     if x == 0 or 1e-3 <= abs(x) < 1e4:
         return f"{x:.4f}"
     return f"{x:.2e}"
+
+
+def _fixed(x: float) -> str:
+    """Four decimals with −0 shown as 0: for quantities whose exact value is the point (det)."""
+    return f"{float(x) + 0.0:.4f}".replace("-0.0000", "0.0000")
 
 
 def _check_range(name: str, value: float, low: float, high: float) -> float:
@@ -160,7 +166,7 @@ def delta_view(beta: float, phi: float, v: float, d: int = 4) -> View:
         (r"mode", mode),
         (r"eigenvalues equal to $1$ (on $k^\perp$)", f"{n_unit} of {d}"),
         (r"eigenvalue along $k$: $1-\beta$", _num(1 - beta)),
-        (r"$\det A$ (computed)", _num(det)),
+        (r"$\det A$ (computed)", _fixed(det)),
         (r"$\lVert A^\top A - I\rVert_F$", _num(orth)),
         (r"$k^\top x$ before", _num(kx)),
         (r"$k^\top x'$ after", _num(kx_new)),
@@ -391,12 +397,12 @@ def cayley_view(beta: float, angle: float, gamma: float) -> View:
             r"$\min_i \lvert\lambda_i(Q) + 1\rvert$ (never $0$)",
             _num(numbers["distance_to_minus_one"]),
         ),
-        (r"$\det Q$", _num(numbers["det_q"])),
+        (r"$\det Q$", _fixed(numbers["det_q"])),
         (r"$\lVert Q^\top Q - I\rVert_F$", _num(numbers["orthogonality_error"])),
         (r"closed form vs dense solve", _num(numbers["closed_vs_dense"])),
-        (r"$\det H_2(k)$", _num(numbers["det_h"])),
+        (r"$\det H_2(k)$", _fixed(numbers["det_h"])),
         (r"$G_\gamma$: $\sigma_{min}$ / $\sigma_{max}$", f"{_num(sv.min())} / {_num(sv.max())}"),
-        (r"$\det G_\gamma$", _num(numbers["det_g"])),
+        (r"$\det G_\gamma$", _fixed(numbers["det_g"])),
         (r"$L_{gate}(\gamma) = 4\gamma(1-\gamma)$", _num(reg.item())),
         (r"$L_{gate}'(\gamma)$ (autograd; $0$ at $\gamma=\tfrac12$)", _num(grad.item())),
     ]
@@ -457,8 +463,8 @@ def rule_fields(rule: str, beta0: float, lam: float, alpha0: float, gamma0: floa
     """The GeoConfig fields the 04 sliders set for one rule.
 
     β₀, λ, α₀ reach only the MGT rules with a Delta controller (``mgt``, ``mgt_ddl``; ``mgt_mhc``
-    has none) and γ₀ only ``edelta`` (spec §3.1, §3.5); every other rule keeps its own defaults, so moving a
-    slider recomputes only the rules it changes.
+    has none) and γ₀ only ``edelta`` (spec §3.1, §3.5); every other rule keeps its own
+    defaults, so moving a slider recomputes only the rules it changes.
     """
     if rule in ("mgt", "mgt_ddl"):
         return {"beta0": beta0, "lam": lam, "alpha0": alpha0}

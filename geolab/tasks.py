@@ -167,6 +167,21 @@ def rotate_in_planes(
     return traj
 
 
+def _regression(name, x, y, dim, metrics=("mse", "norm_dev"), info=None) -> Task:
+    return Task(
+        name=name,
+        kind="regression",
+        description=TASK_LINES[name],
+        seq_len=x["train"].shape[1],
+        x=x,
+        y=y,
+        d_in=dim,
+        d_out=dim,
+        metrics=metrics,
+        info=info or {},
+    )
+
+
 def copy(seed: int = 0, m: int = 32, vocab_size: int = 16, n_train: int = 8000, n_val: int = 1000):
     """MGT synthetic copy (seed 000 §5): a₁…a_m a₁…a_m, next-token prediction.
 
@@ -292,25 +307,12 @@ def near_pi(
     x, y = {}, {}
     for split, n in (("train", n_train), ("val", n_val)):
         v0 = _unit((n, dim), _generator(seed, split))
-        traj = rotate_in_planes(v0, torch.full((n,), theta, dtype=torch.float64), pairs.expand(n, -1, -1), steps)
+        traj = rotate_in_planes(
+            v0, torch.full((n,), theta, dtype=torch.float64), pairs.expand(n, -1, -1), steps
+        )
         x[split], y[split] = _next_step(traj)
     name = "near_pi" if mode == "single" else "near_pi_multi"
     return _regression(name, x, y, dim, info={"theta": theta, "planes": pairs})
-
-
-def _regression(name, x, y, dim, metrics=("mse", "norm_dev"), info=None) -> Task:
-    return Task(
-        name=name,
-        kind="regression",
-        description=TASK_LINES[name],
-        seq_len=x["train"].shape[1],
-        x=x,
-        y=y,
-        d_in=dim,
-        d_out=dim,
-        metrics=metrics,
-        info=info or {},
-    )
 
 
 def near_pi_multi(seed: int = 0, **kwargs):
@@ -382,8 +384,9 @@ def get_task(name: str, seed: int = 0, **overrides) -> Task:
         raise ValueError(f"unknown task {name!r}; allowed: {', '.join(TASKS)}")
     if isinstance(seed, bool) or not isinstance(seed, int):
         raise ValueError(f"seed={seed!r} must be an integer")
+    fixed = ("seed", "mode") if name == "near_pi_multi" else ("seed",)
     builder = near_pi if name == "near_pi_multi" else TASKS[name]
-    allowed = [p for p in inspect.signature(builder).parameters if p not in ("seed", "mode")]
+    allowed = [p for p in inspect.signature(builder).parameters if p not in fixed]
     unknown = sorted(set(overrides) - set(allowed))
     if unknown:
         raise ValueError(f"task {name!r} has no option(s) {unknown}; allowed: {allowed}")

@@ -151,7 +151,7 @@ class TrainResult:
     metrics: dict
     history: list[dict] = field(default_factory=list)
     out_dir: Path | None = None
-    steps_per_s: float = 0.0
+    steps_per_s: float = 0.0  # optimizer steps per second, evaluation and checkpoints excluded
 
 
 def lr_at(step: int, cfg: TrainConfig) -> float:
@@ -407,7 +407,7 @@ def _run(model_cfg, task, tc, callback, model, device, out, saved, rank, world) 
     local = tc.batch_size // world
     n_train = task.n_samples("train")
     metrics, last_ckpt = {}, (start if saved is not None else None)
-    t0, step = time.perf_counter(), start
+    t0, t_other = time.perf_counter(), 0.0  # t_other: evaluation and checkpoint time
     raw.train()
     try:
         for step in range(start, tc.steps):
@@ -455,17 +455,21 @@ def _run(model_cfg, task, tc, callback, model, device, out, saved, rank, world) 
             }
             if done == tc.steps or (tc.eval_every and done % tc.eval_every == 0):
                 if lead:
+                    t_eval = time.perf_counter()
                     metrics = {
                         "step": done,
-                        **evaluate(raw, task, "val", local, tc.eval_batches, tc.bf16),
+                        **evaluate(raw, task, "val", tc.batch_size, tc.eval_batches, tc.bf16),
                     }
+                    t_other += time.perf_counter() - t_eval
                     record.update({f"val_{k}": v for k, v in metrics.items() if k != "step"})
                     if bar is not None:
                         bar.write(_summary(metrics))
             if done == tc.steps or (tc.ckpt_every and done % tc.ckpt_every == 0):
                 if out is not None:
+                    t_save = time.perf_counter()
                     _save(out / CKPT, raw, opt, data_gen, done, model_cfg, tc, device, world, lead)
                     last_ckpt = done
+                    t_other += time.perf_counter() - t_save
             if lead:
                 history.append(record)
                 if log is not None:
@@ -481,9 +485,9 @@ def _run(model_cfg, task, tc, callback, model, device, out, saved, rank, world) 
             log.close()
         if bar is not None:
             bar.close()
-    elapsed = time.perf_counter() - t0
+    train_s = time.perf_counter() - t0 - t_other
     raw.eval()
-    return TrainResult(raw, metrics, history, out, (tc.steps - start) / max(elapsed, 1e-9))
+    return TrainResult(raw, metrics, history, out, (tc.steps - start) / max(train_s, 1e-9))
 
 
 def _summary(metrics: dict) -> str:
@@ -581,7 +585,7 @@ def run_train_cli(args: argparse.Namespace) -> int:
         if lead:
             n = count_params(GeoTransformer(cfg))
             print(
-                f"geolab train: {task.name} with {cfg.residual}, {cfg.n_layer} layers, "
+                f"geolab train: {task.name} with {cfg.residual}, L={cfg.n_layer}, "
                 f"D={cfg.d_model}, {n:,} parameters -> {out}"
             )
         result = train(cfg, task, tc)

@@ -6,11 +6,13 @@ app = marimo.App(width="medium", app_title="01 · The Delta operator")
 
 @app.cell
 def _():
+    import functools
+
     import marimo as mo
 
     from geolab import explore
 
-    return explore, mo
+    return explore, functools, mo
 
 
 @app.cell(hide_code=True)
@@ -55,11 +57,21 @@ def _(mo):
         -1.0, 3.0, step=0.05, value=0.5, label=r"gate $\beta$", show_value=True, full_width=True
     )
     phi = mo.ui.slider(
-        -3.14, 3.14, step=0.02, value=0.5, label=r"direction of $k$: angle $\varphi$",
-        show_value=True, full_width=True,
+        -3.14,
+        3.14,
+        step=0.02,
+        value=0.5,
+        label=r"direction of $k$: angle $\varphi$",
+        show_value=True,
+        full_width=True,
     )
     v = mo.ui.slider(
-        -2.0, 2.0, step=0.05, value=1.0, label=r"written value $v$", show_value=True,
+        -2.0,
+        2.0,
+        step=0.05,
+        value=1.0,
+        label=r"written value $v$",
+        show_value=True,
         full_width=True,
     )
     mo.vstack([beta, phi, v])
@@ -67,11 +79,11 @@ def _(mo):
 
 
 @app.cell
-def _(explore, mo):
-    @mo.cache
-    def delta_view(beta, phi, v):
-        return explore.delta_view(beta, phi, v)
-
+def _(explore, functools, mo):
+    # mo.cache keys on the slider values; it needs marimo's runtime, so the Jupyter export
+    # (where app_meta().mode is None) falls back to functools.
+    cache = mo.cache if mo.app_meta().mode else functools.lru_cache(maxsize=32)
+    delta_view = cache(explore.delta_view)
     return (delta_view,)
 
 

@@ -8,7 +8,7 @@ Stubs: ``delta_operator(k, beta)``, ``spectrum_and_det(d, beta)``, ``delta_updat
 import torch
 
 from geolab import operators as ref
-from geolab.assignments.checks import close, describe, fail, forbid, run_check
+from geolab.assignments.checks import as_tensor, close, describe, fail, forbid, run_check
 
 MODES = ("identity", "erase", "reflect", "general")
 LINALG = ("torch.linalg.eigvalsh", "torch.linalg.eigvals", "torch.linalg.eigh")
@@ -25,9 +25,10 @@ def check_delta_operator(fn, seed: int = 0):
     k, beta = _rand(g, 3, 5), torch.rand(3, generator=g, dtype=torch.float64) * 2.5 - 0.25
     k1 = _rand(g, 4)
 
-    def call(*args):
+    def call(k, beta):
         with forbid(["geolab.operators.delta_operator", "geolab.operators.householder"], fn):
-            return fn(*args)
+            out = fn(k, beta)
+        return as_tensor(out, "delta_operator", (*k.shape, k.shape[-1]))
 
     def matches():
         want = ref.delta_operator(k, beta)
@@ -110,9 +111,9 @@ def check_delta_update(fn, seed: int = 0):
     x1, k1 = _rand(g, 6), _rand(g, 6)
     kh1 = k1 / k1.norm()
 
-    def call(*args):
+    def call(x, *args):
         with forbid(["geolab.operators.delta_update", "geolab.operators.delta_update_matrix"], fn):
-            return fn(*args)
+            return as_tensor(fn(x, *args), "delta_update", tuple(x.shape))
 
     def matches():
         close(

@@ -54,6 +54,8 @@ def run_check(name: str, prop: Callable[[], None], points: float = 1.0) -> Check
         return Check(name, False, NOT_IMPLEMENTED, points)
     except (Failed, ForbiddenCall) as err:
         return Check(name, False, str(err), points)
+    except SystemExit:
+        return Check(name, False, "your code called sys.exit() / exit()", points)
     except Exception as err:  # student code may raise anything; report it, do not crash
         return Check(name, False, f"your code raised {type(err).__name__}: {err}", points)
     return Check(name, True, "", points)
@@ -186,3 +188,16 @@ def callout(title: str, results: list[Check]):
         kind, head = "danger", f"**{title}** — {earned:g}/{total:g} points"
     lines = [f"- ✅ {r.name}" if r.passed else f"- ❌ {r.name}: {r.message}" for r in results]
     return mo.callout(mo.md(head + "\n\n" + "\n".join(lines)), kind=kind)
+
+
+def demo(render: Callable[[], object], waiting: str):
+    """``render()`` for a notebook's exploration cell, or a short note while the student's stub
+    is not implemented or raises — so the notebook never stops on a half-written stub."""
+    import marimo as mo
+
+    try:
+        return render()
+    except NotImplementedError:
+        return mo.md(f"*{waiting}*")
+    except Exception as err:  # the student's code; show the error instead of stopping the cell
+        return mo.md(f"*Your code raised {type(err).__name__}: {err}*")

@@ -34,6 +34,7 @@ def load_submission(path: Path, stubs) -> dict:
     if spec is None:
         raise ValueError(f"{path} is not a Python file")
     module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # marimo's app.run() looks the notebook module up here
     spec.loader.exec_module(module)
     names = dict(vars(module))
     app = names.get("app")

@@ -1,0 +1,66 @@
+"""Live views: how long a notebook waits for the effective-rank profile of a deep random stack.
+
+``rank_profile(model, x)`` (spec §5/§10) on a freshly initialised 200-layer model in eval mode,
+batch 4 (the ``geolab rank`` default), for preln, mgt and edelta. These are absolute times, so
+each is the median of interleaved repetitions (the minimum is in the notes: what a quiet machine
+would show). Targets (issue 7): ≤ 100 ms at D = 128, S = 32 and ≤ 400 ms at D = 256, S = 64. The
+time to build the model is reported beside it, without a target (a slider that changes a rule's
+init rebuilds the model; one that changes the input does not).
+"""
+
+import statistics
+import time
+
+import torch
+
+from bench.timing import interleaved
+from geolab.config import GeoConfig
+from geolab.model import GeoTransformer
+from geolab.probe import rank_profile
+
+RULES = ("preln", "mgt", "edelta")
+BATCH = 4
+
+
+def _build(rule, n_layer, d, seq):
+    torch.manual_seed(0)
+    cfg = GeoConfig(
+        residual=rule, n_layer=n_layer, d_model=d, n_head=4, seq_len=seq, d_in=d, d_out=d
+    )
+    return GeoTransformer(cfg).eval()
+
+
+def _rows(n_layer, d, seq, target_ms, rounds) -> list[dict]:
+    x = torch.randn(BATCH, seq, d, generator=torch.Generator().manual_seed(0))
+    models, build_ms = {}, {}
+    for rule in RULES:
+        start = time.perf_counter()
+        models[rule] = _build(rule, n_layer, d, seq)
+        build_ms[rule] = (time.perf_counter() - start) * 1e3
+    times = interleaved(
+        {rule: (lambda m=m: rank_profile(m, x)) for rule, m in models.items()}, rounds=rounds
+    )
+    rows = []
+    for rule in RULES:
+        ms = [t * 1e3 for t in times[rule]]
+        value = statistics.median(ms)
+        rows.append(
+            {
+                "group": "views",
+                "name": f"rank_profile {rule} ({n_layer} layers, D={d}, S={seq}, B={BATCH})",
+                "value": value,
+                "unit": "ms",
+                "target": f"≤ {target_ms} ms" if target_ms else None,
+                "met": value <= target_ms if target_ms else None,
+                "notes": f"min {min(ms):.0f} ms over {len(ms)} runs; model build "
+                f"{build_ms[rule]:.0f} ms",
+            }
+        )
+    return rows
+
+
+def run(quick: bool) -> list[dict]:
+    with torch.no_grad():
+        if quick:
+            return _rows(4, 32, 8, None, rounds=2)
+        return _rows(200, 128, 32, 100, rounds=7) + _rows(200, 256, 64, 400, rounds=5)

@@ -1,0 +1,310 @@
+"""A2 — the Cayley rotation of a rank-2 generator, Householder, and the hybrid gate (spec §2.3–
+§2.4; seed 003 §2.1–§2.2, Theorems 4.6 and 7.3).
+
+Stubs: ``skew``, ``cayley_apply`` (closed form, no solve), ``cayley_angle``, ``cayley_matrix``,
+``minus_one_gap``, ``householder_apply``, ``hybrid_apply``, ``gate_regularizer``. References
+are computed with geolab's operators before the student's function runs.
+"""
+
+import torch
+
+from geolab import operators as ref
+from geolab.assignments.checks import as_tensor, close, describe, fail, forbid, run_check
+
+F64 = torch.float64
+NO_SOLVE = (
+    "torch.linalg.solve",
+    "torch.linalg.inv",
+    "torch.inverse",
+    "torch.linalg.matrix_exp",
+    "torch.matrix_exp",
+    "torch.linalg.lstsq",
+    "torch.linalg.pinv",
+)
+NO_EIG = ("torch.linalg.eigvals", "torch.linalg.eig", "torch.linalg.eigvalsh", "torch.linalg.eigh")
+OPS = "geolab.operators."
+
+
+def _rand(g, *shape):
+    return torch.randn(*shape, generator=g, dtype=F64)
+
+
+def _dense_q(u, v, beta):
+    """(I + cA)⁻¹(I − cA), c = β/2, A = u vᵀ − v uᵀ, by a linear solve (the teaching path)."""
+    return ref.cayley(ref.skew(u, v), beta)
+
+
+def _plane_vector(g, u, v):
+    """A unit vector in span{u, v}."""
+    w = torch.rand(2, generator=g, dtype=F64) + 0.5
+    x = w[0] * u + w[1] * v
+    return x / x.norm()
+
+
+def check_skew(fn, seed: int = 0):
+    """``skew(u, v) -> u vᵀ − v uᵀ`` of shape (..., d, d)."""
+    g = torch.Generator().manual_seed(seed)
+    u, v = _rand(g, 2, 5), _rand(g, 2, 5)
+
+    def call(u, v):
+        with forbid([OPS + "skew"], fn):
+            return as_tensor(fn(u, v), "skew", (*u.shape, u.shape[-1]))
+
+    def matches():
+        close(call(u, v), ref.skew(u, v), f"skew({describe(u=u, v=v)})")
+
+    def antisymmetric():
+        A = call(u[0], v[0])
+        close(A.T, -A, "skew(u, v)ᵀ (must equal −skew(u, v))")
+        close(call(u[0], u[0]), torch.zeros(5, 5, dtype=F64), "skew(u, u) (must be 0)")
+
+    return [
+        run_check("skew: matches u vᵀ − v uᵀ (batched)", matches),
+        run_check("skew: Aᵀ = −A and skew(u, u) = 0", antisymmetric),
+    ]
+
+
+def check_cayley_apply(fn, seed: int = 0):
+    """``cayley_apply(x, u, v, beta) -> Q x`` from the closed form, O(d), no solve."""
+    g = torch.Generator().manual_seed(seed)
+    x, u, v = _rand(g, 3, 6), _rand(g, 3, 6), _rand(g, 3, 6)
+    beta = torch.rand(3, generator=g, dtype=F64) * 3
+    u1, v1, x1 = _rand(g, 6), _rand(g, 6), _rand(g, 6)
+    banned = [OPS + n for n in ("cayley_apply", "cayley", "hybrid_apply", "hybrid_operator")]
+
+    def call(x, *args):
+        with forbid(banned + list(NO_SOLVE), fn):
+            return as_tensor(fn(x, *args), "cayley_apply", tuple(x.shape))
+
+    def matches():
+        want = (_dense_q(u, v, beta) @ x.unsqueeze(-1)).squeeze(-1)
+        close(call(x, u, v, beta), want, f"cayley_apply({describe(x=x, u=u, v=v, beta=beta)})")
+
+    def norm():
+        out = as_tensor(call(x1, u1, v1, 1.7), "cayley_apply", (6,))
+        close(out.norm(), x1.norm(), "‖Q x‖ for β = 1.7 (a rotation keeps lengths)")
+
+    def fixes_complement():
+        basis = torch.stack([u1, v1, x1])
+        q, _ = torch.linalg.qr(basis.T)
+        w = x1 - q[:, :2] @ (q[:, :2].T @ x1)  # x with its span{u, v} part removed
+        close(call(w, u1, v1, 0.9), w, "Q w for w ⟂ u, v (vectors outside the plane stay put)")
+
+    def degenerate():
+        close(call(x1, u1, v1, 0.0), x1, "cayley_apply(x, u, v, β = 0) (must return x)")
+        close(call(x1, u1, 2 * u1, 1.3), x1, "cayley_apply(x, u, 2u, 1.3): u ∥ v means A = 0")
+
+    def huge_beta():
+        out = as_tensor(call(x1, u1, v1, 1e6), "cayley_apply", (6,))
+        if not torch.isfinite(out).all():
+            fail("cayley_apply(x, u, v, β = 1e6) contains NaN or inf")
+        close(out.norm(), x1.norm(), "‖Q x‖ for β = 1e6 (must stay a rotation)")
+
+    return [
+        run_check("cayley_apply: matches (I + cA)⁻¹(I − cA) x (batched, tensor β)", matches, 2.0),
+        run_check("cayley_apply: preserves the norm", norm),
+        run_check("cayley_apply: fixes vectors orthogonal to u and v", fixes_complement),
+        run_check("cayley_apply: β = 0 and u ∥ v give x exactly", degenerate),
+        run_check("cayley_apply: finite and orthogonal for β = 1e6", huge_beta),
+    ]
+
+
+def check_cayley_angle(fn, seed: int = 0):
+    """``cayley_angle(u, v, beta) -> θ = 2·arctan(β/2 · ω)``, shape (...)."""
+    g = torch.Generator().manual_seed(seed)
+    u, v = _rand(g, 4, 5), _rand(g, 4, 5)
+    beta = torch.rand(4, generator=g, dtype=F64) * 4
+
+    def call(*args):
+        with forbid([OPS + "cayley_angle"], fn):
+            return fn(*args)
+
+    def matches():
+        want = ref.cayley_angle(u, v, beta)
+        close(call(u, v, beta), want, f"cayley_angle({describe(u=u, v=v, beta=beta)})")
+
+    def measured():
+        x = _plane_vector(g, u[0], v[0])
+        qx = ref.cayley_apply(x, u[0], v[0], 1.1)
+        angle = torch.arccos((x @ qx).clamp(-1, 1))
+        got = as_tensor(call(u[0], v[0], 1.1), "cayley_angle").abs()
+        close(got, angle, "cayley_angle vs the angle between x and Q x for x in span{u, v}")
+
+    def below_pi():
+        for b in (10.0, 1e3, 1e6):
+            theta = as_tensor(call(u[0], v[0], b), "cayley_angle").abs()
+            if not theta < torch.pi:
+                fail(f"cayley_angle(u, v, β = {b:g}) = {float(theta):.17g} is not < π")
+
+    return [
+        run_check("cayley_angle: matches 2·arctan(β/2 · ω)", matches),
+        run_check("cayley_angle: equals the measured rotation angle in the plane", measured),
+        run_check("cayley_angle: stays below π for huge β", below_pi),
+    ]
+
+
+def check_cayley_matrix(fn, seed: int = 0):
+    """``cayley_matrix(u, v, beta) -> Q`` (d, d): orthogonal, det +1, the Cayley transform."""
+    g = torch.Generator().manual_seed(seed)
+    u, v = _rand(g, 5), _rand(g, 5)
+    eye = torch.eye(5, dtype=F64)
+
+    def call(*args):
+        with forbid([OPS + "cayley", OPS + "hybrid_operator"], fn):
+            return as_tensor(fn(*args), "cayley_matrix", (5, 5))
+
+    def matches():
+        close(call(u, v, 0.8), _dense_q(u, v, 0.8), "cayley_matrix(u, v, 0.8)")
+
+    def orthogonal():
+        for b in (0.3, 2.0, 50.0):
+            Q = call(u, v, b)
+            close(Q.T @ Q, eye, f"QᵀQ for β = {b:g} (must be I)")
+
+    def rotation():
+        for b in (0.3, 2.0, 50.0):
+            close(torch.linalg.det(call(u, v, b)), torch.tensor(1.0, dtype=F64),
+                  f"det Q for β = {b:g} (a rotation has det +1)")  # fmt: skip
+
+    return [
+        run_check("cayley_matrix: matches the dense Cayley transform", matches),
+        run_check("cayley_matrix: QᵀQ = I", orthogonal),
+        run_check("cayley_matrix: det Q = +1", rotation),
+    ]
+
+
+def check_minus_one_gap(fn, seed: int = 0):
+    """``minus_one_gap(u, v, beta) -> min over eigenvalues λ of Q of |λ + 1|`` from θ alone."""
+    g = torch.Generator().manual_seed(seed)
+    u, v = _rand(g, 4), _rand(g, 4)
+
+    def call(*args):
+        with forbid(list(NO_EIG) + [OPS + "cayley", OPS + "cayley_angle"], fn):
+            return as_tensor(fn(*args), "minus_one_gap")
+
+    def matches():
+        for b in (0.5, 3.0, 40.0):
+            lam = torch.linalg.eigvals(_dense_q(u, v, b))
+            want = (lam + 1).abs().min()
+            close(call(u, v, b), want, f"minus_one_gap(u, v, β = {b:g}) vs numerical eigenvalues")
+
+    def positive():
+        gaps = [float(call(u, v, b)) for b in (1.0, 1e2, 1e4)]
+        if not all(gap > 0 for gap in gaps):
+            fail(f"gaps for β = 1, 1e2, 1e4 are {gaps}: −1 must stay out of reach (gap > 0)")
+        if not gaps[0] > gaps[1] > gaps[2]:
+            fail(f"gaps for β = 1, 1e2, 1e4 are {gaps}: they should shrink as β grows")
+
+    return [
+        run_check("minus_one_gap: matches the numerical distance of the spectrum from −1", matches),
+        run_check("minus_one_gap: positive for every finite β, shrinking as β grows", positive),
+    ]
+
+
+def check_householder_apply(fn, seed: int = 0):
+    """``householder_apply(x, k) -> x − 2 k̂ (k̂ᵀx)`` of shape (..., d)."""
+    g = torch.Generator().manual_seed(seed)
+    x, k = _rand(g, 3, 5), _rand(g, 3, 5)
+    x1, k1 = _rand(g, 5), _rand(g, 5)
+    banned = [OPS + n for n in ("householder_apply", "householder", "delta_operator")]
+
+    def call(x, k):
+        with forbid(banned + [OPS + "delta_update"], fn):
+            return as_tensor(fn(x, k), "householder_apply", tuple(x.shape))
+
+    def matches():
+        close(call(x, k), ref.householder_apply(x, k), f"householder_apply({describe(x=x, k=k)})")
+
+    def involution():
+        close(call(call(x1, k1), k1), x1, "H(H x) (a reflection undoes itself)")
+
+    def flips_k():
+        close(call(3 * k1, k1), -3 * k1, "H(3k) with mirror normal k (must be −3k)")
+        w = x1 - (x1 @ k1) / (k1 @ k1) * k1
+        close(call(w, k1), w, "H w for w ⟂ k (the mirror plane stays put)")
+
+    return [
+        run_check("householder_apply: matches x − 2 k̂ (k̂ᵀx) (batched)", matches),
+        run_check("householder_apply: H² = I", involution),
+        run_check("householder_apply: k → −k, k⟂ fixed", flips_k),
+    ]
+
+
+def check_hybrid_apply(fn, seed: int = 0):
+    """``hybrid_apply(x, u, v, k, beta, gamma) -> γ Q x + (1 − γ) H₂(k) x``."""
+    g = torch.Generator().manual_seed(seed)
+    x, u, v, k = (_rand(g, 2, 5) for _ in range(4))
+    beta, gamma = torch.rand(2, generator=g, dtype=F64) * 2, torch.rand(2, generator=g, dtype=F64)
+    u1, v1, k1 = u[0], v[0], k[0]
+    eye = torch.eye(5, dtype=F64)
+    banned = [OPS + n for n in ("hybrid_apply", "hybrid_operator", "cayley_apply", "cayley")]
+
+    def call(x, *args):
+        with forbid(banned + [OPS + "householder_apply", OPS + "householder"], fn):
+            return as_tensor(fn(x, *args), "hybrid_apply", tuple(x.shape))
+
+    def matches():
+        want = ref.hybrid_apply(x, u, v, k, beta, gamma)
+        close(call(x, u, v, k, beta, gamma), want, f"hybrid_apply({describe(beta=beta)}, …)")
+
+    def endpoints():
+        close(call(x[0], u1, v1, k1, 0.7, 1.0), ref.cayley_apply(x[0], u1, v1, 0.7),
+              "hybrid_apply with γ = 1 (must be the Cayley rotation)")  # fmt: skip
+        close(call(x[0], u1, v1, k1, 0.7, 0.0), ref.householder_apply(x[0], k1),
+              "hybrid_apply with γ = 0 (must be the Householder reflection)")  # fmt: skip
+
+    def shrinks():
+        G = as_tensor(call(eye, u1, v1, k1, 0.7, 0.5), "hybrid_apply on the rows of I", (5, 5))
+        s = torch.linalg.svdvals(G)
+        if s.max() > 1 + 1e-9 or s.min() > 1 - 1e-3:
+            fail(f"singular values of G at γ = ½ are {s.tolist()}: expected all ≤ 1, some < 1")
+
+    return [
+        run_check("hybrid_apply: matches γ Q x + (1 − γ) H₂(k) x (batched)", matches),
+        run_check("hybrid_apply: γ = 1 rotates, γ = 0 reflects", endpoints),
+        run_check("hybrid_apply: not orthogonal at γ = ½ (singular values drop below 1)", shrinks),
+    ]
+
+
+def check_gate_regularizer(fn, seed: int = 0):
+    """``gate_regularizer(gamma) -> 4γ(1 − γ)``, differentiable."""
+    g = torch.Generator().manual_seed(seed)
+    gamma = torch.rand(7, generator=g, dtype=F64)
+
+    def call(gamma):
+        with forbid([OPS + "gate_regularizer"], fn):
+            return as_tensor(fn(gamma), "gate_regularizer", tuple(gamma.shape))
+
+    def matches():
+        close(
+            call(gamma), ref.gate_regularizer(gamma), f"gate_regularizer({describe(gamma=gamma)})"
+        )
+
+    def symmetric():
+        close(call(1 - gamma), call(gamma), "r(1 − γ) vs r(γ) (the regulariser is symmetric)")
+
+    def flat_at_half():
+        half = torch.tensor(0.5, dtype=F64, requires_grad=True)
+        out = as_tensor(call(half), "gate_regularizer")
+        if not out.requires_grad:
+            fail("gate_regularizer(γ) must be differentiable in γ (use torch operations)")
+        (grad,) = torch.autograd.grad(out, half)
+        close(grad, torch.tensor(0.0, dtype=F64), "dr/dγ at γ = ½ (Theorem 7.3: exactly 0)")
+
+    return [
+        run_check("gate_regularizer: matches 4γ(1 − γ)", matches),
+        run_check("gate_regularizer: r(γ) = r(1 − γ)", symmetric),
+        run_check("gate_regularizer: zero gradient at γ = ½", flat_at_half),
+    ]
+
+
+TASKS = {
+    "skew": check_skew,
+    "cayley_apply": check_cayley_apply,
+    "cayley_angle": check_cayley_angle,
+    "cayley_matrix": check_cayley_matrix,
+    "minus_one_gap": check_minus_one_gap,
+    "householder_apply": check_householder_apply,
+    "hybrid_apply": check_hybrid_apply,
+    "gate_regularizer": check_gate_regularizer,
+}

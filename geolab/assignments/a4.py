@@ -1,0 +1,162 @@
+"""A4 — a residual rule of your own: MGT's "+DDL only" update against the common interface.
+
+The student writes ``MyRule(Rule)`` for ``mgt_ddl`` (seed 000 Eq. 6–7, spec §3 and §3.1):
+``X' = X + β ⊙ (F(LN X) − α X)``, ``β = λ·tanh(X W_β + b_β) + ε``, and trains it with the geolab
+trainer. :func:`register_rule` puts a student's class into ``RESIDUALS`` for the length of a
+``with`` block, so ``GeoConfig(residual=name)`` and ``GeoTransformer`` accept it.
+"""
+
+import math
+from contextlib import contextmanager
+
+import torch
+
+from geolab import rules_delta
+from geolab.assignments.checks import as_tensor, close, fail, forbid, run_check
+from geolab.config import GeoConfig
+from geolab.model import GeoTransformer
+from geolab.residuals import RESIDUALS
+from geolab.rule import Rule
+from geolab.tasks import get_task
+from geolab.train import TrainConfig, train
+
+REFERENCE = "mgt_ddl"
+BANNED = ["geolab.rules_delta.MGTDDL", "geolab.rules_delta.MGT", "geolab.rules_delta.MGTmHC"]
+
+
+@contextmanager
+def register_rule(name: str, rule_cls: type):
+    """Make ``rule_cls`` available as ``GeoConfig(residual=name)`` inside the block; removed on
+    exit, also when the block raises. ``name`` must not shadow a geolab rule."""
+    if not isinstance(rule_cls, type) or not issubclass(rule_cls, Rule):
+        raise ValueError(f"rule_cls={rule_cls!r} is not allowed; it must subclass geolab.rule.Rule")
+    if not isinstance(name, str) or not name or name in RESIDUALS:
+        raise ValueError(
+            f"name={name!r} is not allowed; use a new name, not one of {list(RESIDUALS)}"
+        )
+    RESIDUALS[name] = rule_cls
+    try:
+        yield name
+    finally:
+        del RESIDUALS[name]
+
+
+def copy_task(seed: int = 0):
+    """The small copy task of the training check and the notebook: m = 4 symbols of 8."""
+    return get_task("copy", seed=seed, m=4, vocab_size=8, n_train=512, n_val=64)
+
+
+def train_config(steps: int = 50, seed: int = 0) -> TrainConfig:
+    """A short CPU run: batch 32, lr 3e-3 after 5 warm-up steps, evaluation at the end."""
+    return TrainConfig(
+        steps=steps, batch_size=32, lr=3e-3, warmup=5, eval_every=0, ckpt_every=0,
+        device="cpu", bf16=False, seed=seed,
+    )  # fmt: skip
+
+
+def _cfg(**changes) -> GeoConfig:
+    base = dict(residual=REFERENCE, n_layer=2, d_model=16, n_head=2, seq_len=6, d_in=16, d_out=16)
+    return GeoConfig(**{**base, **changes})
+
+
+def _sublayer(width: int, seed: int):
+    """A fixed nonlinear per-token map standing in for attention or the MLP."""
+    W = torch.randn(width, width, generator=torch.Generator().manual_seed(seed)) / width**0.5
+    return lambda h: torch.tanh(h @ W)
+
+
+def check_my_rule(cls, seed: int = 0):
+    """``MyRule(cfg)``: a geolab Rule implementing mgt_ddl with spec §3.1's initialisation."""
+    g = torch.Generator().manual_seed(seed)
+    x = torch.randn(2, 6, 16, generator=g)
+    F = _sublayer(16, seed)
+
+    def build(**changes):
+        with forbid(BANNED, cls):
+            rule = cls(_cfg(**changes))
+        if not isinstance(rule, Rule):
+            fail("MyRule must subclass geolab.rule.Rule (the common interface)")
+        if isinstance(rule, rules_delta._MGTBlock) or any(
+            isinstance(m, rules_delta._MGTBlock) for m in rule.modules()
+        ):
+            fail("MyRule must not reuse geolab's MGT rules; write the update yourself")
+        return rule
+
+    def step(rule, inp, sub=F):
+        with forbid(BANNED, cls):
+            return rule(inp, sub)
+
+    def interface():
+        rule = build()
+        as_tensor(step(rule, x), "MyRule(cfg)(x, sublayer)", tuple(x.shape))
+
+    def at_init():
+        for changes in ({}, {"beta0": 0.3, "alpha0": 0.4}, {"lam": 2.0, "eps": 0.1, "beta0": 1.2}):
+            ref = RESIDUALS[REFERENCE](_cfg(**changes))
+            close(
+                step(build(**changes), x),
+                ref(x, F),
+                f"MyRule at init with {changes or 'defaults'}"
+                " vs geolab's mgt_ddl (W_β = 0, b_β = atanh((β₀ − ε)/λ), α = α₀)",
+                atol=1e-5,
+            )
+
+    def gates():
+        rule = build(beta0=0.3)
+        step(rule, x)
+        beta = rule.gates.get("beta")
+        if beta is None:
+            fail("after a call, rule.gates has no 'beta': record it with self.keep(beta=...)")
+        close(beta, torch.full_like(x, 0.3), "rule.gates['beta'] at init with beta0 = 0.3")
+
+    def data_dependent():
+        rule = build(lam=1.5, eps=0.2)
+        with torch.no_grad():
+            for p in rule.parameters():
+                p.add_(torch.randn(p.shape, generator=g) * 0.5)
+        step(rule, x)
+        beta = as_tensor(rule.gates.get("beta"), "rule.gates['beta']", tuple(x.shape))
+        if not ((beta > -1.5 + 0.2) & (beta < 1.5 + 0.2)).all():
+            fail("β must lie in (−λ + ε, λ + ε) = (−1.3, 1.7): β = λ·tanh(X W_β + b_β) + ε")
+        if beta.std() < 1e-3:
+            fail("β is the same for every token and channel after random weights: it must read X")
+
+    def gradients():
+        rule = build()
+        xg = x.clone().requires_grad_(True)
+        step(rule, xg).square().sum().backward()
+        params = dict(rule.named_parameters())
+        if sum(p.numel() for p in params.values()) < 16 * 16 + 16 + 1:
+            fail(
+                "MyRule has fewer parameters than W_β (D×D), b_β (D) and α: are they nn.Parameter?"
+            )
+        missing = [n for n, p in params.items() if p.grad is None]
+        if missing or xg.grad is None:
+            fail(f"no gradient reaches {missing or ['the input x']}")
+
+    def trains():
+        task = copy_task(seed)
+        with forbid(BANNED, cls), register_rule("student_rule", cls):
+            cfg = GeoConfig(residual="student_rule", n_layer=2, d_model=32, n_head=4,
+                            **task.model_fields())  # fmt: skip
+            torch.manual_seed(seed)
+            model = GeoTransformer(cfg)
+            result = train(cfg, task, train_config(50, seed), model=model)
+        loss = result.metrics["loss"]
+        if not loss < 0.75 * math.log(8):
+            fail(f"after 50 steps on copy the validation loss is {loss:.3f}; "
+                 f"geolab's mgt_ddl gets below {0.75 * math.log(8):.2f}")  # fmt: skip
+
+    return [
+        run_check("MyRule: a geolab Rule, (B, S, D) -> (B, S, D)", interface),
+        run_check("MyRule: equals geolab's mgt_ddl at initialisation", at_init, 2.0),
+        run_check("MyRule: records β in rule.gates, β = β₀ at init", gates),
+        run_check(
+            "MyRule: β = λ·tanh(X W_β + b_β) + ε depends on X and stays in range", data_dependent
+        ),  # fmt: skip
+        run_check("MyRule: gradients reach x and every parameter", gradients),
+        run_check("MyRule: trains on copy with the geolab trainer", trains, 2.0),
+    ]
+
+
+TASKS = {"MyRule": check_my_rule}

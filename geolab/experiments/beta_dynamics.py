@@ -1,0 +1,243 @@
+"""MGT protocol 3 — the β distribution over depth and training (seed 000 §5, experiment 3).
+
+A 100-layer MGT is trained; at fractions {0, ¼, ½, 1} of training (the paper's epochs
+{0, 25, 50, 100} of 100) every rule's β = λ·tanh(X W_β + b_β) + ε (seed 000 Eq. 6) is collected
+with ``geolab.record`` during an eval forward on a fixed validation batch. Per layer (the
+attention and MLP steps of a layer pooled, all tokens and channels): mean, std, fraction
+negative and a histogram on the allowed range (−λ+ε, λ+ε) (``geolab.metrics.beta_stats_per_layer``).
+
+The paper predicts a sign "phase transition": E[β] > 0 in early layers (accumulation), a sizeable
+fraction β < 0 in deep ones (erasure), sharpening as training goes on. Verdict rules (geolab's):
+
+* transition — reproduced if at the end of training the first quarter of layers has mean β > 0,
+  the last quarter has fraction negative ≥ 0.1 and above the first quarter's, and the Spearman
+  correlation of layer index and fraction negative is > 0.5; not reproduced if the last quarter's
+  fraction negative is < 0.1 (no sizeable erasure anywhere deep); inconclusive otherwise.
+* sharpening — reproduced if the deep-minus-shallow gap in fraction negative grows at every
+  snapshot and ends ≥ 0.1; not reproduced if it ends < 0.1; inconclusive otherwise.
+"""
+
+import torch
+
+from geolab.config import GeoConfig
+from geolab.experiments import figures
+from geolab.experiments.common import (
+    INCONCLUSIVE,
+    NOT_REPRODUCED,
+    REPRODUCED,
+    Hypothesis,
+    Outcome,
+    data_dir,
+    fmt,
+    text_probe,
+    train_config,
+)
+from geolab.metrics import beta_stats_per_layer
+from geolab.model import GeoTransformer
+from geolab.probe import record
+from geolab.tasks import get_task
+from geolab.train import train
+
+NAME = "beta_dynamics"
+TITLE = "MGT 3: β per layer over training in a 100-layer MGT (the sign phase transition)"
+FRACTIONS = (0.0, 0.25, 0.5, 1.0)
+SIZEABLE, CORRELATED, BINS = 0.1, 0.5, 40
+
+SCALES = {
+    "tiny": {
+        "task": "shakespeare",
+        "seq_len": 16,
+        "d_model": 16,
+        "n_head": 2,
+        "n_layer": 4,
+        "probe_batch": 4,
+        "seeds": [42],
+        "train": {"steps": 4, "batch_size": 4, "warmup": 1, "eval_batches": 1},
+        "reductions": {"everything": "a smoke test of the code path, not a measurement"},
+    },
+    "small": {
+        "task": "shakespeare",
+        "seq_len": 32,
+        "d_model": 32,
+        "n_head": 4,
+        "n_layer": 100,
+        "probe_batch": 8,
+        "seeds": [42],
+        "train": {"steps": 160, "batch_size": 8, "warmup": 10, "eval_batches": 8},
+        "reductions": {
+            "task": "character-level tiny-shakespeare instead of WikiText-2",
+            "d_model": "32 instead of 256",
+            "seq_len": "32 instead of 128",
+            "training": "160 AdamW steps of batch 8 instead of 100 epochs; snapshots at steps "
+            "0, 40, 80, 160 stand for epochs 0, 25, 50, 100",
+            "seeds": "one seed (42)",
+        },
+    },
+    "paper": {
+        "task": "wikitext2",
+        "seq_len": 128,
+        "d_model": 256,
+        "n_head": 8,
+        "n_layer": 100,
+        "probe_batch": 16,
+        "seeds": [42, 123, 456],
+        "grad_checkpoint": True,
+        "train": {
+            "steps": 25500,
+            "batch_size": 64,
+            "warmup": 500,
+            "eval_batches": 50,
+            "device": "auto",
+            "bf16": True,
+        },
+        "reductions": {"training": "100 epochs of WikiText-2 ≈ 25,500 steps of 64 × 128 tokens"},
+    },
+}
+
+
+@torch.no_grad()
+def beta_snapshot(model, probe: torch.Tensor, low: float, high: float) -> dict:
+    """β statistics per layer from one eval forward (attention and MLP steps pooled)."""
+    was_training = model.training
+    model.eval()
+    with record(model) as rec:
+        model(probe.to(next(model.parameters()).device))
+    model.train(was_training)
+    per_step = [g["beta"].float().cpu() for g in rec.gates]
+    k = len(per_step) // model.cfg.n_layer
+    layers = [torch.cat(per_step[i * k : (i + 1) * k]) for i in range(model.cfg.n_layer)]
+    stats = beta_stats_per_layer(layers, bins=BINS, range=(low, high))
+    return {key: stats[key] for key in ("mean", "std", "frac_negative", "hist", "edges")}
+
+
+def spearman(x: list[float], y: list[float]) -> float | None:
+    """Spearman rank correlation with average ranks for ties; None if either side is constant."""
+
+    def ranks(v):
+        t = torch.tensor(v, dtype=torch.float64)
+        r = torch.empty_like(t)
+        order = t.argsort()
+        r[order] = torch.arange(len(v), dtype=torch.float64)
+        for value in t.unique():
+            tie = t == value
+            r[tie] = r[tie].mean()
+        return r
+
+    a, b = ranks(x), ranks(y)
+    a, b = a - a.mean(), b - b.mean()
+    den = (a.norm() * b.norm()).item()
+    return None if den == 0 else (a @ b).item() / den
+
+
+def run(settings: dict, seeds: list[int], log) -> Outcome:
+    task = get_task(settings["task"], seq_len=settings["seq_len"], data_dir=data_dir(settings))
+    probe = text_probe(task, settings["probe_batch"])
+    per_seed = {}
+    for seed in seeds:
+        cfg = GeoConfig(
+            residual="mgt",
+            n_layer=settings["n_layer"],
+            d_model=settings["d_model"],
+            n_head=settings["n_head"],
+            grad_checkpoint=settings.get("grad_checkpoint", False),
+            **task.model_fields(),
+        )
+        low, high = -cfg.lam + cfg.eps, cfg.lam + cfg.eps
+        torch.manual_seed(seed)
+        model = GeoTransformer(cfg)
+        tc = train_config(settings, seed)
+        at = {round(f * tc.steps): f"{round(100 * f)}%" for f in FRACTIONS}
+        snaps = {at[0]: beta_snapshot(model, probe, low, high)}
+
+        def on_step(rec, model=model, snaps=snaps, at=at, low=low, high=high):
+            if rec["step"] in at:
+                snaps[at[rec["step"]]] = beta_snapshot(model, probe, low, high)
+                s = snaps[at[rec["step"]]]
+                log(f"  seed {seed} step {rec['step']}: loss {rec['loss']:.4g}, "
+                    f"mean β {sum(s['mean']) / len(s['mean']):.4g}")
+
+        res = train(cfg, task, tc, callback=on_step, model=model)
+        per_seed[str(seed)] = {"snapshots": snaps, "val": res.metrics}
+    summary, hyps = judge(per_seed, settings["n_layer"])
+    first = per_seed[str(seeds[0])]["snapshots"]
+    layers = list(range(1, settings["n_layer"] + 1))
+    final = first[max(first, key=lambda k: float(k.rstrip("%")))]
+    figs = {
+        "frac-negative": figures.beta_by_layer(
+            layers, first, "frac_negative", "Fraction of β < 0 per layer over training",
+            "fraction β < 0",
+        ),
+        "mean": figures.beta_by_layer(layers, first, "mean", "Mean β per layer over training", "E[β]"),
+        "heatmap-final": figures.beta_heatmap(
+            final["hist"], final["edges"], "β histogram per layer at the end of training"
+        ),
+    }
+    return Outcome(per_seed, summary, hyps, figs)
+
+
+def _quarters(values: list[float]) -> tuple[float, float]:
+    q = max(1, len(values) // 4)
+    return sum(values[:q]) / q, sum(values[-q:]) / q
+
+
+def judge(per_seed: dict, n_layer: int) -> tuple[dict, list[Hypothesis]]:
+    """Summary numbers (seed-averaged per snapshot) and the two verdicts."""
+    labels = list(next(iter(per_seed.values()))["snapshots"])
+    summary = {}
+    for label in labels:
+        snaps = [p["snapshots"][label] for p in per_seed.values()]
+        mean = [sum(s["mean"][i] for s in snaps) / len(snaps) for i in range(n_layer)]
+        neg = [sum(s["frac_negative"][i] for s in snaps) / len(snaps) for i in range(n_layer)]
+        (mean_first, _), (neg_first, neg_last) = _quarters(mean), _quarters(neg)
+        summary[label] = {
+            "mean_beta_first_quarter": mean_first,
+            "frac_negative_first_quarter": neg_first,
+            "frac_negative_last_quarter": neg_last,
+            "gap": neg_last - neg_first,
+            "spearman_layer_frac_negative": spearman(list(range(n_layer)), neg),
+            "frac_negative_overall": sum(neg) / n_layer,
+        }
+    end = summary[labels[-1]]
+    rho = end["spearman_layer_frac_negative"]
+    if end["frac_negative_last_quarter"] < SIZEABLE:
+        v1 = NOT_REPRODUCED
+    elif (
+        end["mean_beta_first_quarter"] > 0
+        and end["gap"] > 0
+        and rho is not None
+        and rho > CORRELATED
+    ):
+        v1 = REPRODUCED
+    else:
+        v1 = INCONCLUSIVE
+    gaps = [summary[k]["gap"] for k in labels]
+    if gaps[-1] < SIZEABLE:
+        v2 = NOT_REPRODUCED
+    elif all(b > a for a, b in zip(gaps, gaps[1:], strict=False)):
+        v2 = REPRODUCED
+    else:
+        v2 = INCONCLUSIVE
+    rho_text = "undefined (constant)" if rho is None else fmt(rho)
+    hyps = [
+        Hypothesis(
+            id="β sign transition",
+            claim="E[β] > 0 in early layers, a sizeable fraction β < 0 in deep layers",
+            measured=f"end of training: mean β (first quarter) {fmt(end['mean_beta_first_quarter'])},"
+            f" fraction β<0 first/last quarter {fmt(end['frac_negative_first_quarter'])}/"
+            f"{fmt(end['frac_negative_last_quarter'])}, Spearman(layer, fraction β<0) {rho_text}",
+            verdict=v1,
+            rule=f"reproduced: first-quarter mean β > 0, last-quarter fraction β<0 ≥ {SIZEABLE} "
+            f"and above the first quarter's, Spearman > {CORRELATED}; not reproduced: last-quarter "
+            f"fraction < {SIZEABLE}",
+        ),
+        Hypothesis(
+            id="β transition sharpens",
+            claim="the sign change over depth becomes clearer as training proceeds",
+            measured="deep − shallow fraction β<0 at "
+            + ", ".join(f"{k}: {fmt(g)}" for k, g in zip(labels, gaps, strict=False)),
+            verdict=v2,
+            rule=f"reproduced: the gap grows at every snapshot and ends ≥ {SIZEABLE}; not "
+            f"reproduced: it ends < {SIZEABLE}",
+        ),
+    ]
+    return summary, hyps

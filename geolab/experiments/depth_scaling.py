@@ -1,0 +1,194 @@
+"""MGT protocol 4 — depth scaling at a fixed parameter budget (seed 000 §5, experiment 4).
+
+For each rule and depth L the width is chosen by ``geolab.match_params(cfg, budget,
+vary="d_model")`` so every model has ≈ the same number of parameters (the paper: ≈ 20M,
+L ∈ {24, 48, 100, 200}; this answers "is MGT's gain just its ≈ 25 % extra parameters?").
+Reported per run: validation perplexity, convergence speed (the first step at which the training
+loss, averaged over a trailing window, reaches a threshold common to all runs: the worst final
+averaged loss, so every run reaches it) and, over seeds, the std of the final loss.
+
+Claim (the review's expectation): at fixed parameters MGT reaches lower perplexity than the
+baselines and the gap grows with depth. Verdict (geolab's rule): reproduced if at the deepest L
+MGT's mean perplexity is below the best baseline's by more than the two stds together and the
+gap is larger than at the shallowest L; not reproduced if it is above the best baseline's by more
+than the stds; inconclusive otherwise.
+"""
+
+from geolab.config import GeoConfig
+from geolab.experiments import figures
+from geolab.experiments.common import (
+    INCONCLUSIVE,
+    NOT_REPRODUCED,
+    REPRODUCED,
+    Hypothesis,
+    Outcome,
+    data_dir,
+    fmt,
+    fmt_ms,
+    mean_std,
+    train_run,
+)
+from geolab.model import match_params
+from geolab.tasks import get_task
+
+NAME = "depth_scaling"
+TITLE = "MGT 4: depth scaling at a fixed parameter budget (width matched with match_params)"
+SMOOTH = 10
+
+SCALES = {
+    "tiny": {
+        "task": "shakespeare",
+        "seq_len": 16,
+        "n_head": 2,
+        "budget": 20_000,
+        "depths": [1, 2],
+        "rules": ["preln", "mgt"],
+        "seeds": [42, 123],
+        "train": {"steps": 3, "batch_size": 4, "warmup": 1, "eval_batches": 1},
+        "reductions": {"everything": "a smoke test of the code path, not a measurement"},
+    },
+    "small": {
+        "task": "shakespeare",
+        "seq_len": 32,
+        "n_head": 4,
+        "budget": 150_000,
+        "depths": [6, 12, 24, 48],
+        "rules": ["postln", "preln", "mgt"],
+        "seeds": [42, 123],
+        "train": {"steps": 80, "batch_size": 8, "warmup": 10, "eval_batches": 8},
+        "reductions": {
+            "task": "character-level tiny-shakespeare instead of WikiText-2",
+            "budget": "≈150k parameters instead of ≈20M",
+            "depths": "6, 12, 24, 48 instead of 24, 48, 100, 200 (at 150k parameters a "
+            "200-layer model would be 4 channels wide)",
+            "rules": "postln, preln, mgt (no deepnorm, mgt_mhc, mgt_ddl)",
+            "training": "80 AdamW steps of batch 8 × 32 characters",
+            "seeds": "two seeds (42, 123) instead of three",
+        },
+    },
+    "paper": {
+        "task": "wikitext2",
+        "seq_len": 128,
+        "n_head": 8,
+        "budget": 20_000_000,
+        "depths": [24, 48, 100, 200],
+        "rules": ["postln", "preln", "deepnorm", "mgt"],
+        "seeds": [42, 123, 456],
+        "grad_checkpoint": True,
+        "train": {
+            "steps": 12750,
+            "batch_size": 64,
+            "warmup": 500,
+            "eval_batches": 50,
+            "device": "auto",
+            "bf16": True,
+        },
+        "reductions": {},
+    },
+}
+
+
+def smoothed(curve: list[float], window: int = SMOOTH) -> list[float]:
+    """Trailing moving average (the first values average over what exists so far)."""
+    out, total = [], 0.0
+    for i, v in enumerate(curve):
+        total += v
+        if i >= window:
+            total -= curve[i - window]
+        out.append(total / min(i + 1, window))
+    return out
+
+
+def run(settings: dict, seeds: list[int], log) -> Outcome:
+    task = get_task(settings["task"], seq_len=settings["seq_len"], data_dir=data_dir(settings))
+    per_seed = {}
+    for seed in seeds:
+        row = {}
+        for depth in settings["depths"]:
+            for rule in settings["rules"]:
+                base = GeoConfig(
+                    residual=rule,
+                    n_layer=depth,
+                    d_model=settings["n_head"] * 4,
+                    n_head=settings["n_head"],
+                    grad_checkpoint=settings.get("grad_checkpoint", False),
+                    **task.model_fields(),
+                )
+                cfg = match_params(base, settings["budget"], vary="d_model")
+                r = train_run(cfg, task, settings, seed, log)
+                r.pop("model")
+                r["d_model"] = cfg.d_model
+                row[f"{rule}/L{depth}"] = r
+        per_seed[str(seed)] = row
+    runs = [r for row in per_seed.values() for r in row.values()]
+    threshold = max(smoothed(r["curve"])[-1] for r in runs)
+    for r in runs:
+        r["steps_to_threshold"] = next(
+            i + 1 for i, v in enumerate(smoothed(r["curve"])) if v <= threshold
+        )
+    summary = {"threshold_loss": threshold, "runs": {}}
+    for key in per_seed[str(seeds[0])]:
+        rows = [per_seed[str(s)][key] for s in seeds]
+        summary["runs"][key] = {
+            "d_model": rows[0]["d_model"],
+            "n_params": rows[0]["n_params"],
+            "val_ppl": mean_std([x["val"]["ppl"] for x in rows]),
+            "val_loss": mean_std([x["val"]["loss"] for x in rows]),
+            "steps_to_threshold": mean_std([x["steps_to_threshold"] for x in rows]),
+        }
+    return Outcome(per_seed, summary, [judge(settings, summary)], make_figures(settings, summary))
+
+
+def judge(settings: dict, summary: dict) -> Hypothesis:
+    runs, depths = summary["runs"], settings["depths"]
+    baselines = [r for r in settings["rules"] if r != "mgt"]
+
+    def gap(depth):
+        best = min(baselines, key=lambda r: runs[f"{r}/L{depth}"]["val_ppl"]["mean"])
+        b, m = runs[f"{best}/L{depth}"]["val_ppl"], runs[f"mgt/L{depth}"]["val_ppl"]
+        return best, b["mean"] - m["mean"], b["std"] + m["std"]
+
+    best, deep_gap, spread = gap(depths[-1])
+    _, shallow_gap, _ = gap(depths[0])
+    if deep_gap > spread and deep_gap > shallow_gap:
+        verdict = REPRODUCED
+    elif -deep_gap > spread:
+        verdict = NOT_REPRODUCED
+    else:
+        verdict = INCONCLUSIVE
+    text = "; ".join(
+        f"L={d}: " + ", ".join(f"{r} {fmt_ms(runs[f'{r}/L{d}']['val_ppl'])}" for r in settings["rules"])
+        for d in depths
+    )
+    return Hypothesis(
+        id="depth scaling",
+        claim="at a fixed parameter budget MGT reaches lower perplexity, the gap growing with depth",
+        measured=f"val perplexity at ≈{settings['budget']:,} params — {text}. Gap to the best "
+        f"baseline ({best}) at L={depths[-1]}: {fmt(deep_gap)} (L={depths[0]}: {fmt(shallow_gap)})",
+        verdict=verdict,
+        rule="reproduced: MGT below the best baseline at the deepest L by more than the summed "
+        "stds and by more than at the shallowest L; not reproduced: above it by more than the "
+        "stds; else inconclusive",
+    )
+
+
+def make_figures(settings: dict, summary: dict) -> dict:
+    runs, depths = summary["runs"], settings["depths"]
+    per_rule = {
+        key: {r: [runs[f"{r}/L{d}"][key] for d in depths] for r in settings["rules"]}
+        for key in ("val_ppl", "steps_to_threshold")
+    }
+    return {
+        "ppl-vs-depth": figures.metric_vs_depth(
+            depths,
+            per_rule["val_ppl"],
+            f"Validation perplexity at ≈{settings['budget']:,} parameters",
+            "perplexity",
+        ),
+        "convergence-vs-depth": figures.metric_vs_depth(
+            depths,
+            per_rule["steps_to_threshold"],
+            f"Steps to reach the common loss threshold {fmt(summary['threshold_loss'])}",
+            "steps",
+        ),
+    }

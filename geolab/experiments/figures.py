@@ -1,0 +1,123 @@
+"""Figure builders for the experiment protocols: pure functions from result numbers to plotly.
+
+They take the JSON-ready numbers a protocol writes (so notebook 07 redraws them from the committed
+files) and reuse ``geolab.figures`` where a generic builder fits.
+"""
+
+import plotly.graph_objects as go
+
+from geolab.figures import PALETTE, rank_figure, sweep_figure
+
+
+def rank_per_layer(ranks: dict, title: str) -> go.Figure:
+    """Effective rank after each layer, one line per rule (``geolab.figures.rank_figure``)."""
+    return rank_figure(ranks, title=title)
+
+
+def final_rank_vs_depth(depths, rules, summary: dict) -> go.Figure:
+    """Final-layer effective rank against depth: one line per rule and phase (init, trained).
+
+    summary: ``{"RULE/LDEPTH": {"init"|"trained": {"mean": …}}}`` as rank_evolution writes it.
+    """
+    curves = {}
+    for phase in ("init", "trained"):
+        for rule in rules:
+            rows = [summary[f"{rule}/L{d}"].get(phase) for d in depths]
+            if all(rows):
+                curves[f"{rule} ({phase})"] = [r["mean"] for r in rows]
+    fig = sweep_figure(
+        depths,
+        curves,
+        title="Final-layer effective rank vs depth (H1: post-LN → 0; H2: MGT > 0.5)",
+        x_title="layers L",
+        y_title="effective rank",
+    )
+    fig.layout.yaxis.range = [0, 1.02]
+    fig.add_hline(y=0.5, line_dash="dot", line_color="gray")
+    return fig
+
+
+def bars_with_errors(groups: dict, title: str, y_title: str, log_y: bool = False) -> go.Figure:
+    """Grouped bars with ±std error bars.
+
+    groups: ``{series name: {category: {"mean", "std"}}}`` — e.g. series = models, categories =
+    tasks; every series lists the same categories in the same order.
+    """
+    data = []
+    for i, (name, cats) in enumerate(groups.items()):
+        data.append(
+            go.Bar(
+                x=list(cats),
+                y=[c["mean"] for c in cats.values()],
+                error_y={"type": "data", "array": [c["std"] for c in cats.values()]},
+                name=name,
+                marker_color=PALETTE[i % len(PALETTE)],
+            )
+        )
+    fig = go.Figure(data)
+    fig.update_layout(title=title, yaxis_title=y_title, barmode="group", height=380)
+    if log_y:
+        fig.update_yaxes(type="log", exponentformat="power")
+    return fig
+
+
+def loss_curves(curves: dict, title: str, y_title: str = "training loss") -> go.Figure:
+    """Training curves: ``{name: (steps, values)}``, one line each."""
+    fig = go.Figure(
+        [go.Scatter(x=list(s), y=list(v), mode="lines", name=n) for n, (s, v) in curves.items()]
+    )
+    fig.update_layout(title=title, xaxis_title="step", yaxis_title=y_title, height=380)
+    return fig
+
+
+def beta_by_layer(layers, snapshots: dict, key: str, title: str, y_title: str) -> go.Figure:
+    """A per-layer β statistic at several points of training: one line per snapshot.
+
+    snapshots: ``{label: {key: [value per layer]}}`` (e.g. label "50%", key "frac_negative").
+    """
+    fig = sweep_figure(
+        layers,
+        {label: stats[key] for label, stats in snapshots.items()},
+        title=title,
+        x_title="layer",
+        y_title=y_title,
+    )
+    fig.add_hline(y=0.0, line_color="black", line_width=1)
+    return fig
+
+
+def beta_heatmap(hist: list, edges: list, title: str) -> go.Figure:
+    """Depth × β histogram (rows = layers, columns = β bins), counts as colour."""
+    centres = [(a + b) / 2 for a, b in zip(edges, edges[1:], strict=False)]
+    fig = go.Figure(
+        go.Heatmap(
+            z=hist,
+            x=centres,
+            y=list(range(1, len(hist) + 1)),
+            colorscale="Viridis",
+            colorbar={"title": "count"},
+        )
+    )
+    fig.add_vline(x=0.0, line_color="white", line_dash="dot")
+    fig.update_layout(title=title, xaxis_title="β", yaxis_title="layer", height=420)
+    return fig
+
+
+def metric_vs_depth(depths, curves: dict, title: str, y_title: str, log_y=False) -> go.Figure:
+    """Mean ± std of a metric against depth: ``{name: [{"mean","std"} per depth]}``."""
+    fig = go.Figure(
+        [
+            go.Scatter(
+                x=list(depths),
+                y=[p["mean"] for p in pts],
+                error_y={"type": "data", "array": [p["std"] for p in pts]},
+                mode="lines+markers",
+                name=name,
+            )
+            for name, pts in curves.items()
+        ]
+    )
+    fig.update_layout(title=title, xaxis_title="layers L", yaxis_title=y_title, height=380)
+    if log_y:
+        fig.update_yaxes(type="log", exponentformat="power")
+    return fig

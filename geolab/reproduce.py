@@ -1,0 +1,76 @@
+"""``geolab reproduce``: run an experiment protocol (spec §8) and write its result and figures.
+
+    geolab reproduce --list
+    geolab reproduce rank_evolution --scale tiny --out runs/results
+    geolab reproduce edelta_benchmarks --scale small --seeds 1 --threads 1
+
+Each run writes OUT/NAME-SCALE.json (config, seeds, per-seed and mean ± std numbers, hypotheses
+with verdicts, reductions, provenance) and OUT/NAME-SCALE-FIG.html (+ .png with a Chrome).
+"""
+
+import argparse
+import sys
+
+from geolab.experiments import NAMES, get_protocol
+from geolab.experiments.common import SCALE_NAMES, run_protocol
+
+
+def list_protocols() -> list[tuple[str, str]]:
+    """(name, title) of every protocol."""
+    return [(name, get_protocol(name).TITLE) for name in NAMES]
+
+
+def run_reproduce_cli(args: argparse.Namespace) -> int:
+    if args.list:
+        for name, title in list_protocols():
+            print(f"{name:<18} {title}")
+        return 0
+    if args.name is None:
+        print("geolab reproduce: error: name a protocol or pass --list", file=sys.stderr)
+        return 2
+    try:
+        if args.threads is not None:
+            import torch
+
+            if args.threads < 1:
+                raise ValueError(f"--threads {args.threads} is not allowed; it must be >= 1")
+            torch.set_num_threads(args.threads)
+        if args.data_dir is not None:
+            import os
+
+            os.environ["GEOLAB_DATA"] = args.data_dir
+        result, _ = run_protocol(
+            get_protocol(args.name), args.scale, args.seeds, args.out, png=not args.no_png
+        )
+    except (ValueError, FileNotFoundError) as err:
+        print(f"geolab reproduce: error: {err}", file=sys.stderr)
+        return 2
+    for h in result["hypotheses"]:
+        print(f"{h['id']}: {h['verdict']} — {h['measured']}")
+    return 0
+
+
+def add_reproduce_cli(subparsers: argparse._SubParsersAction) -> None:
+    """Register ``geolab reproduce``."""
+    p = subparsers.add_parser("reproduce", help="run a paper experiment protocol at a scale")
+    p.add_argument("name", nargs="?", choices=NAMES, help="protocol (see --list)")
+    p.add_argument("--list", action="store_true", help="list the protocols and exit")
+    p.add_argument("--scale", choices=SCALE_NAMES, default="tiny", help="tiny | small | paper")
+    p.add_argument("--seeds", type=int, default=None, help="use the first N seeds of the scale")
+    p.add_argument("--out", default="results", help="output directory (default ./results)")
+    p.add_argument("--threads", type=int, default=None, help="torch CPU threads")
+    p.add_argument("--data-dir", default=None, help="local text data (else $GEOLAB_DATA)")
+    p.add_argument("--no-png", action="store_true", help="HTML figures only")
+    p.set_defaults(func=run_reproduce_cli)
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``python -m geolab.reproduce ...`` — the same as ``geolab reproduce``."""
+    parser = argparse.ArgumentParser(prog="geolab")
+    add_reproduce_cli(parser.add_subparsers(dest="command", required=True))
+    args = parser.parse_args(["reproduce", *(sys.argv[1:] if argv is None else argv)])
+    return args.func(args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,144 @@
+"""The notebook explorers for Jupyter: ipywidgets sliders driving plotly FigureWidgets.
+
+Each ``*_explorer()`` returns an ``Explorer`` (an ``ipywidgets.VBox``) with the same sliders,
+readout and figures as the marimo notebook of the same number; the numbers and figures come from
+the same ``geolab.explore`` view functions. On a slider change the readout is rewritten and every
+FigureWidget is updated in place, trace by trace (the figure builders keep a fixed trace order),
+so the plots do not flicker. Display one with ``display(delta_explorer())`` or as the last
+expression of a cell. Needs ``anywidget`` (plotly's FigureWidget backend).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import ipywidgets as W
+import plotly.graph_objects as go
+
+from geolab import explore
+
+
+class Explorer(W.VBox):
+    """Sliders (``controls``), a readout (``readout``) and one FigureWidget per figure key
+    (``figures``), wired to a view function; ``view`` is the latest ``explore.View``."""
+
+    def __init__(self, view_fn: Callable[..., explore.View], controls: dict[str, W.Widget]):
+        self.view_fn = view_fn
+        self.controls = controls
+        self.readout = W.HTMLMath()
+        self.view = view_fn(**self._values())
+        self.figures = {key: go.FigureWidget(fig) for key, fig in self.view.figures.items()}
+        self.readout.value = self.view.html()
+        for control in controls.values():
+            control.observe(self._refresh, names="value")
+        super().__init__([W.VBox(list(controls.values())), self.readout, *self.figures.values()])
+
+    def _values(self) -> dict:
+        return {name: control.value for name, control in self.controls.items()}
+
+    def _refresh(self, _change=None) -> None:
+        try:
+            self.view = self.view_fn(**self._values())
+        except ValueError as err:
+            self.readout.value = f"<b>Not allowed:</b> {err}"
+            return
+        self.readout.value = self.view.html()
+        for key, new in self.view.figures.items():
+            update_figure(self.figures[key], new)
+
+
+def update_figure(widget: go.FigureWidget, new: go.Figure) -> None:
+    """Copy ``new`` into ``widget``: trace data in place when the trace count is unchanged
+    (the figure builders' contract), all traces replaced otherwise; layout replaced."""
+    with widget.batch_update():
+        if len(widget.data) == len(new.data):
+            for old, trace in zip(widget.data, new.data, strict=True):
+                old.update(trace.to_plotly_json())
+        else:
+            widget.data = []
+            widget.add_traces(list(new.data))
+        widget.layout = new.layout
+
+
+def _slider(lo, hi, step, value, label, integer=False) -> W.Widget:
+    cls = W.IntSlider if integer else W.FloatSlider
+    return cls(
+        min=lo,
+        max=hi,
+        step=step,
+        value=value,
+        description=label,
+        continuous_update=True,
+        style={"description_width": "12em"},
+        layout=W.Layout(width="32em"),
+    )
+
+
+def delta_explorer() -> Explorer:
+    """Notebook 01: β, the direction angle φ of k, and the written value v."""
+    return Explorer(
+        explore.delta_view,
+        {
+            "beta": _slider(-1.0, 3.0, 0.05, 0.5, r"gate \(\beta\)"),
+            "phi": _slider(-3.14, 3.14, 0.02, 0.5, r"angle \(\varphi\) of \(k\)"),
+            "v": _slider(-2.0, 2.0, 0.05, 1.0, r"written value \(v\)"),
+        },
+    )
+
+
+def mgt_explorer() -> Explorer:
+    """Notebook 02: λ, ε, α, β₀ and the scale of W_β."""
+    return Explorer(
+        explore.mgt_view,
+        {
+            "lam": _slider(0.1, 2.0, 0.05, 1.0, r"range \(\lambda\)"),
+            "eps": _slider(-0.5, 0.5, 0.05, 0.0, r"offset \(\epsilon\)"),
+            "alpha": _slider(0.0, 2.0, 0.05, 0.1, r"decay \(\alpha\)"),
+            "beta0": _slider(-0.95, 0.95, 0.05, 0.5, r"initial gate \(\beta_0\)"),
+            "w_scale": _slider(0.0, 3.0, 0.1, 1.0, r"scale of \(W_\beta\)"),
+        },
+    )
+
+
+def cayley_explorer() -> Explorer:
+    """Notebook 03: the Cayley scale β, the angle between u and v, and the hybrid gate γ."""
+    return Explorer(
+        explore.cayley_view,
+        {
+            "beta": _slider(0.0, 20.0, 0.1, 2.0, r"Cayley scale \(\beta\)"),
+            "angle": _slider(0.0, 3.14, 0.02, 1.2, r"angle between \(u, v\)"),
+            "gamma": _slider(0.0, 1.0, 0.01, 0.5, r"hybrid gate \(\gamma\)"),
+        },
+    )
+
+
+def rank_explorer(rules: tuple[str, ...] = ("postln", "preln", "mgt")) -> Explorer:
+    """Notebook 04: depth, rules, and the MGT / E∆ init sliders (width 128, 32 tokens)."""
+    return Explorer(
+        explore.rank_view,
+        {
+            "rules": W.SelectMultiple(
+                options=explore.RANK_RULES, value=rules, description="rules", rows=6
+            ),
+            "n_layer": W.SelectionSlider(
+                options=explore.RANK_DEPTHS, value=24, description="depth L"
+            ),
+            "beta0": _slider(-0.95, 0.95, 0.05, 0.5, r"MGT \(\beta_0\)"),
+            "lam": _slider(0.1, 2.0, 0.05, 1.0, r"MGT \(\lambda\)"),
+            "alpha0": _slider(0.0, 1.0, 0.05, 0.1, r"MGT \(\alpha_0\)"),
+            "gamma0": _slider(0.05, 0.95, 0.05, 0.5, r"E∆ \(\gamma_0\)"),
+            "reference": W.Checkbox(value=True, description="pure attention reference"),
+        },
+    )
+
+
+def streams_explorer() -> Explorer:
+    """Notebook 05: Sinkhorn iterations, logit spread σ and the depth of the mixer product."""
+    return Explorer(
+        explore.streams_view,
+        {
+            "iters": _slider(1, 50, 1, 20, "Sinkhorn iterations", integer=True),
+            "spread": _slider(0.1, 4.0, 0.1, 2.0, r"logit spread \(\sigma\)"),
+            "depth": _slider(1, 200, 1, 100, "depth L", integer=True),
+        },
+    )

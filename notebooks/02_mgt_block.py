@@ -1,0 +1,167 @@
+import marimo
+
+__generated_with = "0.25.2"
+app = marimo.App(width="medium", app_title="02 · The MGT block")
+
+
+@app.cell
+def _():
+    import functools
+
+    import marimo as mo
+
+    from geolab import explore
+
+    return explore, functools, mo
+
+
+@app.cell(hide_code=True)
+def _(mo):
+    mo.md(r"""
+    # 02 · The MGT block: gates on every channel
+
+    **What you will see.** MGT (seed 000, Algorithm 1) replaces the scalar Delta gate by a gate
+    on every channel of every token:
+
+    $$X' = X + \beta \odot \big(F(\mathrm{LN}\,X) \odot \sigma(\mathrm{LN}(X W_{gate}))
+    - \alpha X\big), \qquad \beta = \lambda \tanh(X W_\beta + b_\beta) + \epsilon .$$
+
+    Slide $\lambda, \epsilon, \alpha, \beta_0$ and watch the range of $\beta$, its distribution
+    over 64 tokens × 16 channels, the fraction that turns negative, and what the tangent gate
+    does to one token's update. The last plot is the review's critique (seed 000 §7): the
+    Jacobian of this elementwise update does **not** have the $d-1$ unit eigenvalues of the
+    rank-1 Delta operator it is named after.
+    """)
+    return
+
+
+@app.cell
+def _(mo):
+    lam = mo.ui.slider(
+        0.1, 2.0, step=0.05, value=1.0, label=r"range $\lambda$", show_value=True, full_width=True
+    )
+    eps = mo.ui.slider(
+        -0.5,
+        0.5,
+        step=0.05,
+        value=0.0,
+        label=r"offset $\epsilon$",
+        show_value=True,
+        full_width=True,
+    )
+    alpha = mo.ui.slider(
+        0.0, 2.0, step=0.05, value=0.1, label=r"decay $\alpha$", show_value=True, full_width=True
+    )
+    beta0 = mo.ui.slider(
+        -0.95,
+        0.95,
+        step=0.05,
+        value=0.5,
+        label=r"initial gate $\beta_0$ ($b_\beta$)",
+        show_value=True,
+        full_width=True,
+    )
+    w_scale = mo.ui.slider(
+        0.0,
+        3.0,
+        step=0.1,
+        value=1.0,
+        label=r"token dependence: scale of $W_\beta$",
+        show_value=True,
+        full_width=True,
+    )
+    mo.vstack([lam, eps, alpha, beta0, w_scale])
+    return alpha, beta0, eps, lam, w_scale
+
+
+@app.cell(hide_code=True)
+def _(mo):
+    mo.md(r"""
+    $\beta_0$ sets the bias $b_\beta = \operatorname{atanh}((\beta_0 - \epsilon)/\lambda)$, so it
+    must lie inside $(-\lambda + \epsilon, \lambda + \epsilon)$; geolab initialises $W_\beta = 0$
+    (every token starts at $\beta_0$). Here $W_\beta$ is drawn at the scale you choose, as a
+    trained controller would read the token.
+    """)
+    return
+
+
+@app.cell
+def _(alpha, beta0, eps, lam, mo):
+    low, high = -lam.value + eps.value, lam.value + eps.value
+    mo.stop(
+        not low < beta0.value < high,
+        mo.callout(
+            mo.md(
+                rf"$\beta_0 = {beta0.value:g}$ lies outside $(-\lambda+\epsilon,\ \lambda+\epsilon)"
+                rf" = ({low:g}, {high:g})$: move $\beta_0$ or widen $\lambda$."
+            ),
+            kind="warn",
+        ),
+    )
+    settings = (lam.value, eps.value, alpha.value, beta0.value)
+    return (settings,)
+
+
+@app.cell
+def _(explore, functools, mo):
+    # mo.cache keys on the slider values; it needs marimo's runtime, so the Jupyter export
+    # (where app_meta().mode is None) falls back to functools.
+    cache = mo.cache if mo.app_meta().mode else functools.lru_cache(maxsize=32)
+    mgt_view = cache(explore.mgt_view)
+    return (mgt_view,)
+
+
+@app.cell
+def _(mgt_view, settings, w_scale):
+    view = mgt_view(*settings, w_scale.value)
+    return (view,)
+
+
+@app.cell
+def _(mo, view):
+    mo.md(view.markdown())
+    return
+
+
+@app.cell(hide_code=True)
+def _(mo):
+    mo.md(r"""
+    ## Accumulation or erasure
+
+    Channel by channel the update is $x' = (1 - \alpha\beta)\,x + \beta\, V$. With a small
+    $\alpha\beta$ the old state is kept and $V$ is **accumulated**; as $\alpha\beta \to 1$ the old
+    value is **erased** and replaced; a negative $\beta$ amplifies the old state and subtracts
+    $V$. The table's *retention* row shows $1 - \alpha\beta$ over all channels. The tangent gate
+    $\sigma(\mathrm{LN}(XW_{gate}))$ scales the write $V$ channel by channel (bars below).
+    """)
+    return
+
+
+@app.cell
+def _(mo, view):
+    mo.hstack([view.figures["beta"], view.figures["gate"]], widths="equal")
+    return
+
+
+@app.cell(hide_code=True)
+def _(mo):
+    mo.md(r"""
+    ## The Jacobian: elementwise is not rank-1
+
+    For one token, $J = \partial x'/\partial x$ (computed by autograd through geolab's `mgt`
+    rule and a real attention layer). The Delta operator $A(k, \beta_0)$ changes only one
+    direction: $\operatorname{rank}(A - I) = 1$ and $d-1$ eigenvalues sit exactly at $1$. MGT's
+    $J - I$ has full rank: every direction is rescaled, so the geometric reading "erase along
+    $k$, keep the rest" does not carry over.
+    """)
+    return
+
+
+@app.cell
+def _(view):
+    view.figures["jacobian"]
+    return
+
+
+if __name__ == "__main__":
+    app.run()

@@ -1,0 +1,147 @@
+"""geolab.figures: valid plotly, fixed trace layout, and the plotted numbers are the given ones."""
+
+import math
+
+import numpy as np
+import plotly.graph_objects as go
+import pytest
+import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from geolab import figures as F
+
+
+def validated(fig: go.Figure) -> go.Figure:
+    """``fig`` after checking it against plotly's full validation (the builders skip it for
+    speed): a misspelt property or a bad value raises here."""
+    go.Figure(fig.to_dict())
+    return fig
+
+
+def names(fig: go.Figure) -> list[str]:
+    return [trace.name for trace in fig.data]
+
+
+def test_as_numpy_accepts_tensors_with_grad_and_lists():
+    t = torch.ones(3, requires_grad=True) * 2
+    assert F.as_numpy(t).tolist() == [2.0, 2.0, 2.0]
+    assert F.as_numpy([1, 2]).tolist() == [1, 2]
+
+
+def test_spectrum_traces_and_multiplicity_labels():
+    eig = torch.tensor([1.0, 1.0, 1.0, 0.25])
+    fig = validated(F.spectrum_figure({"A": eig, "B": [complex(0, 1), complex(0, -1)]}))
+    assert names(fig) == ["unit circle", "A", "B"]
+    assert list(fig.data[1].x) == [1.0, 1.0, 1.0, 0.25]
+    assert list(fig.data[1].text) == ["×3", "", "", ""]
+    assert list(fig.data[2].y) == [1.0, -1.0]
+    no_circle = F.spectrum_figure({"A": eig}, unit_circle=False)
+    assert names(no_circle) == ["A"]
+
+
+@settings(max_examples=30, deadline=None)
+@given(
+    st.lists(
+        st.complex_numbers(max_magnitude=1e6, allow_nan=False, allow_infinity=False),
+        min_size=1,
+        max_size=12,
+    )
+)
+def test_spectrum_plots_exactly_the_eigenvalues(zs):
+    fig = F.spectrum_figure({"z": np.array(zs)})
+    np.testing.assert_array_equal(fig.data[1].x, np.real(zs))
+    np.testing.assert_array_equal(fig.data[1].y, np.imag(zs))
+    z = np.array(zs, dtype=complex)
+    for i, label in enumerate(fig.data[1].text):
+        if label:
+            assert int(label[1:]) == int((np.abs(z - z[i]) <= 1e-6).sum())
+
+
+def test_sweep_current_marker_interpolates_each_curve():
+    x = np.linspace(0, 2, 5)
+    fig = validated(F.sweep_figure(x, {"a": 2 * x, "b": x**2}, current=1.25, band=(0, 1)))
+    assert names(fig) == ["a", "b", "current"]
+    assert list(fig.data[2].x) == [1.25, 1.25]
+    assert fig.data[2].y[0] == pytest.approx(2.5)
+    assert fig.data[2].y[1] == pytest.approx(np.interp(1.25, x, x**2))
+    assert fig.layout.shapes[0].x0 == 0 and fig.layout.shapes[0].x1 == 1
+
+
+def test_determinant_figure_marks_three_modes_and_band():
+    betas = np.linspace(-1, 3, 9)
+    fig = validated(F.determinant_figure(betas, 1 - betas, 1.0))
+    assert [a.text for a in fig.layout.annotations] == ["identity", "projection", "reflection"]
+    assert fig.data[1].y[0] == pytest.approx(0.0)
+
+
+def test_unit_circle_image_is_matrix_times_circle():
+    M = np.array([[0.5, 0.2], [0.0, -1.0]])
+    fig = validated(F.unit_image_figure(M, direction=[0, 2]))
+    assert names(fig) == ["unit circle", "image", "x → Ax", "k"]
+    circle = np.stack([fig.data[0].x, fig.data[0].y])
+    np.testing.assert_allclose(np.stack([fig.data[1].x, fig.data[1].y]), M @ circle)
+    np.testing.assert_allclose(np.hypot(fig.data[3].x, fig.data[3].y), [1.3, 1.3])
+    assert fig.data[3].x[1] == pytest.approx(0.0)
+
+
+def test_unit_sphere_image_and_bad_shapes():
+    M = np.diag([1.0, 1.0, 0.0])
+    fig = validated(F.unit_image_figure(M, direction=[0, 0, 1]))
+    assert [t.type for t in fig.data] == ["surface", "surface", "scatter3d"]
+    assert np.allclose(fig.data[1].z, 0.0)
+    with pytest.raises(ValueError, match="matrix"):
+        F.unit_image_figure(np.eye(4))
+    with pytest.raises(ValueError, match="direction"):
+        F.unit_image_figure(np.eye(2), direction=[0, 0])
+
+
+def test_vectors_and_bars():
+    fig = validated(F.vectors_figure({"x": [1, 2], "y": [-3, 0]}, direction=[1, 0]))
+    assert names(fig) == ["x", "y", "k"]
+    assert list(fig.data[1].x) == [0.0, -3.0]
+    bars = validated(F.bars_figure({"a": [1, 2, 3], "b": torch.tensor([4.0, 5.0, 6.0])}))
+    assert [t.type for t in bars.data] == ["bar", "bar"]
+    assert list(bars.data[1].y) == [4.0, 5.0, 6.0]
+
+
+def test_beta_histogram_marks_range_and_zero():
+    fig = validated(F.beta_histogram_figure(torch.linspace(-0.5, 0.9, 50), -1.0, 1.0))
+    assert [t.type for t in fig.data] == ["histogram", "scatter", "scatter"]
+    assert len(fig.data[0].x) == 50
+    assert [v for v in fig.data[1].x if v is not None] == [-1.0, -1.0, 1.0, 1.0]
+
+
+def test_rank_figure_one_trace_per_rule_even_at_200_layers():
+    ranks = {name: np.linspace(1, 0, 200) for name in ("postln", "mgt", "preln")}
+    fig = validated(F.rank_figure(ranks))
+    assert names(fig) == ["postln", "mgt", "preln"]
+    assert list(fig.data[0].x) == list(range(1, 201))
+    both = validated(F.rank_figure(ranks, {k: v / 2 for k, v in ranks.items()}))
+    assert len(both.data) == 6
+    assert [t.yaxis or "y" for t in both.data] == ["y"] * 3 + ["y2"] * 3
+    assert both.data[3].y[0] == pytest.approx(0.5)
+
+
+def test_heatmaps_share_a_scale_and_check_titles():
+    mats = [np.eye(3), 2 * np.eye(3)]
+    fig = validated(F.heatmaps_figure(mats, ["a", "b"]))
+    assert [t.zmax for t in fig.data] == [2.0, 2.0]
+    assert [t.xaxis or "x" for t in fig.data] == ["x", "x2"]
+    with pytest.raises(ValueError, match="titles"):
+        F.heatmaps_figure(mats, ["a"])
+
+
+def test_composite_gain_is_log_scale():
+    depths = np.arange(1, 11)
+    fig = validated(F.composite_gain_figure(depths, {"HC": 2.0**depths, "mHC": np.ones(10)}))
+    assert fig.layout.yaxis.type == "log"
+    assert names(fig) == ["HC", "mHC"]
+    assert fig.data[0].y[-1] == pytest.approx(math.pow(2, 10))
+
+
+def test_same_names_same_traces_for_live_updates():
+    a = F.spectrum_figure({"Q": [1, 1j], "H": [-1, 1]})
+    b = F.spectrum_figure({"Q": [0.5, -1j], "H": [1, 1]})
+    assert names(a) == names(b)
+    assert [t.type for t in a.data] == [t.type for t in b.data]

@@ -1,0 +1,313 @@
+"""The marimo notebooks: lint-clean, run headless, and show the right numbers for given sliders.
+
+Slider values are injected with ``app.run(defs=...)``, which replaces the cell that defines the
+sliders and runs every cell that reads them — the same cells, and the same ``geolab.explore``
+functions, a learner's slider drives. The view functions are also called directly over many
+values (hypothesis) where running the notebook each time would be slow.
+"""
+
+import importlib.util
+import math
+import os
+import subprocess
+import sys
+from pathlib import Path
+from types import SimpleNamespace
+
+import numpy as np
+import pytest
+import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from geolab import explore
+
+REPO = Path(__file__).resolve().parents[1]
+NOTEBOOKS = {
+    p.stem: p
+    for p in sorted((REPO / "notebooks").glob("0*.py"))
+    if p.stem[:2] in {"00", "01", "02", "03", "04", "05"}
+}
+SUBPROCESS_ENV = {**os.environ, "PYTHONPATH": str(REPO), "OMP_NUM_THREADS": "1"}
+
+
+def load_app(name: str):
+    spec = importlib.util.spec_from_file_location(f"nb_{name}", NOTEBOOKS[name])
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module.app
+
+
+def slider(value):
+    """Stands in for a marimo UI element: the cells read only ``.value``."""
+    return SimpleNamespace(value=value)
+
+
+def shown_text(outputs) -> str:
+    """Everything the notebook displayed, as HTML text."""
+    return "\n".join(str(getattr(o, "text", "")) for o in outputs if o is not None)
+
+
+def test_the_six_notebooks_of_spec_9_exist():
+    assert list(NOTEBOOKS) == [
+        "00_tour",
+        "01_delta_operator",
+        "02_mgt_block",
+        "03_cayley_householder",
+        "04_rank_collapse",
+        "05_streams",
+    ]
+
+
+def test_marimo_check_strict_is_clean():
+    files = [str(p) for p in NOTEBOOKS.values()]
+    proc = subprocess.run(
+        [sys.executable, "-m", "marimo", "check", "--strict", *files],
+        capture_output=True,
+        text=True,
+        env=SUBPROCESS_ENV,
+        timeout=300,
+    )
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+
+
+@pytest.mark.parametrize("name", list(NOTEBOOKS))
+def test_notebook_runs_headless_with_defaults(name):
+    outputs, defs = load_app(name).run()
+    assert len(outputs) > 3
+    assert "view" in defs or name == "00_tour"
+    if name == "04_rank_collapse":
+        assert len(defs["view"].numbers["ranks"]["preln"]) == 24
+
+
+def test_notebook_runs_as_a_script():
+    proc = subprocess.run(
+        [sys.executable, str(NOTEBOOKS["01_delta_operator"])],
+        capture_output=True,
+        text=True,
+        env=SUBPROCESS_ENV,
+        timeout=600,
+        cwd=REPO,
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+
+
+# --- 01
+
+
+def run_01(beta, phi=0.3, v=0.7):
+    outputs, defs = load_app("01_delta_operator").run(
+        defs={"beta": slider(beta), "phi": slider(phi), "v": slider(v)}
+    )
+    return shown_text(outputs), defs["view"]
+
+
+def test_01_at_beta_1_shows_det_0_and_one_zero_eigenvalue():
+    text, view = run_01(1.0)
+    eig = sorted(view.numbers["eigenvalues"])
+    assert eig[0] == pytest.approx(0.0, abs=1e-12)
+    assert eig[1:] == pytest.approx([1.0, 1.0, 1.0], abs=1e-12)
+    assert "projection onto k⊥ (erasure)" in text
+    assert '<td style="text-align: right;">0.0000</td>' in text  # det A, shown as 0
+    assert "3 of 4" in text
+    spectrum = view.figures["spectrum"]
+    assert sorted(spectrum.data[1].x)[0] == pytest.approx(0.0, abs=1e-12)
+    assert view.figures["det"].data[1].y[0] == pytest.approx(0.0, abs=1e-12)
+
+
+@pytest.mark.parametrize("beta", [-1.0, -0.35, 0.0, 0.5, 1.0, 1.5, 2.0, 2.8])
+def test_01_invariants_against_closed_forms(beta):
+    view = explore.delta_view(beta, 0.9, -1.2, d=5)
+    n = view.numbers
+    assert n["det"] == pytest.approx(1 - beta, abs=1e-12)
+    assert sorted(n["eigenvalues"]) == pytest.approx(sorted([1 - beta] + [1.0] * 4), abs=1e-12)
+    orthogonal = beta in (0.0, 2.0)
+    assert (n["orthogonality_error"] < 1e-12) == orthogonal
+    assert n["kx_new"] == pytest.approx((1 - beta) * n["kx"] + beta * -1.2, abs=1e-12)
+    assert n["written"] == pytest.approx(n["kx_new"], abs=1e-12)
+
+
+def test_01_at_beta_2_is_a_reflection_and_the_update_writes_v_at_beta_1():
+    assert explore.delta_view(2.0, 0.0, 0.0).numbers["mode"] == "reflection"
+    assert explore.delta_view(1.0, 2.0, 1.5).numbers["kx_new"] == pytest.approx(1.5)
+
+
+# --- 02
+
+
+def test_02_mgt_gates_and_jacobian():
+    n = explore.mgt_view(1.0, 0.0, 0.1, 0.5).numbers
+    assert -1.0 < n["beta_min"] <= n["beta_mean"] <= n["beta_max"] < 1.0
+    assert 0 < n["frac_negative"] < 1
+    assert n["update_error"] < 1e-5
+    assert n["rank_delta"] == 1 and n["unit_eigs_delta"] == explore.MGT_WIDTH - 1
+    assert n["rank_mgt"] == explore.MGT_WIDTH and n["unit_eigs_mgt"] == 0
+
+
+def test_02_without_token_dependence_every_beta_is_beta0_and_alpha0_keeps_the_state():
+    n = explore.mgt_view(0.8, 0.1, 0.0, 0.3, w_scale=0.0).numbers
+    assert n["beta_min"] == pytest.approx(0.3, abs=1e-6)
+    assert n["beta_max"] == pytest.approx(0.3, abs=1e-6)
+    assert n["frac_negative"] == 0
+    assert n["retention_min"] == n["retention_max"] == 1.0
+    assert (n["beta_low"], n["beta_high"]) == pytest.approx((-0.7, 0.9))
+
+
+def test_02_notebook_stops_with_a_message_for_beta0_outside_the_range():
+    values = {"lam": 0.5, "eps": 0.0, "alpha": 0.1, "beta0": 0.9, "w_scale": 1.0}
+    outputs, defs = load_app("02_mgt_block").run(defs={k: slider(v) for k, v in values.items()})
+    assert "view" not in defs
+    assert "outside" in shown_text(outputs)
+    with pytest.raises(ValueError, match="beta0"):
+        explore.mgt_view(0.5, 0.0, 0.1, 0.9)
+
+
+# --- 03
+
+
+def test_03_notebook_at_the_largest_beta_still_shows_theta_below_pi():
+    outputs, defs = load_app("03_cayley_householder").run(
+        defs={"beta": slider(20.0), "angle": slider(math.pi / 2), "gamma": slider(0.5)}
+    )
+    n = defs["view"].numbers
+    assert n["theta_over_pi"] < 1 and n["distance_to_minus_one"] > 0.05
+    assert n["det_q"] == pytest.approx(1.0, abs=1e-12)
+    assert n["regularizer_grad"] == 0.0
+    assert '<td style="text-align: right;">-1.0000</td>' in shown_text(outputs)  # det H₂
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    beta=st.one_of(st.floats(0.0, 20.0), st.floats(20.0, 1e6)),
+    angle=st.floats(0.0, math.pi),
+)
+def test_03_never_shows_an_eigenvalue_minus_one(beta, angle):
+    n = explore.cayley_view(beta, angle, 0.3).numbers
+    assert n["theta_over_pi"] < 1
+    assert n["distance_to_minus_one"] > 0
+    assert min(abs(complex(z) + 1) for z in n["eig_q"]) > 0
+    assert n["det_q"] == pytest.approx(1.0, abs=1e-9)
+    assert n["orthogonality_error"] < 1e-9
+    assert n["closed_vs_dense"] < 1e-9
+    assert n["theta"] == pytest.approx(2 * math.atan(beta / 2 * abs(math.sin(angle))), abs=1e-9)
+
+
+@pytest.mark.parametrize("gamma", [0.0, 0.25, 0.5, 1.0])
+def test_03_hybrid_and_regulariser(gamma):
+    n = explore.cayley_view(3.0, 1.0, gamma).numbers
+    assert n["det_h"] == pytest.approx(-1.0, abs=1e-12)
+    assert n["householder_square_error"] < 1e-12
+    assert n["regularizer"] == pytest.approx(4 * gamma * (1 - gamma))
+    assert n["regularizer_grad"] == pytest.approx(4 - 8 * gamma)
+    if gamma in (0.0, 1.0):
+        assert n["sv_min"] == pytest.approx(1.0) and n["sv_max"] == pytest.approx(1.0)
+        assert n["det_g"] == pytest.approx(1.0 if gamma == 1.0 else -1.0)
+    else:
+        assert n["sv_min"] < 1 - 1e-3
+
+
+# --- 04
+
+
+def test_04_at_100_layers_shows_postln_and_mgt_curves_of_length_100():
+    outputs, defs = load_app("04_rank_collapse").run(
+        defs={
+            "depth": slider(100),
+            "rules": slider(["postln", "mgt"]),
+            "reference": slider(False),
+        }
+    )
+    n = defs["view"].numbers
+    assert list(n["ranks"]) == ["postln", "mgt"]
+    assert [len(n["ranks"][r]) for r in ("postln", "mgt")] == [100, 100]
+    assert [len(t.y) for t in defs["view"].figures["rank"].data] == [100, 100, 100, 100]
+    assert all(0 <= r <= 1 for curve in n["ranks"].values() for r in curve)
+    assert "rank / residual at layer 100" in shown_text(outputs)
+
+
+def test_04_pure_attention_collapses_and_residual_rules_do_not():
+    n = explore.rank_view(["postln", "preln"], 12).numbers
+    pure = n["final_rank"][explore.REFERENCE]
+    assert pure < 0.1
+    assert n["final_residual"][explore.REFERENCE] < 1e-2
+    assert min(n["final_rank"]["postln"], n["final_rank"]["preln"]) > 5 * pure
+
+
+@pytest.mark.parametrize(
+    "rule, fields",
+    [("mgt", {"beta0": -0.3, "lam": 0.8, "alpha0": 0.25}), ("edelta", {"gamma0": 0.2})],
+)
+def test_04_slider_constants_on_a_kept_model_equal_a_fresh_build(rule, fields):
+    explore.build_model(explore.rank_config(rule, 2, 32, 8), seed=3)
+    cfg = explore.rank_config(rule, 2, 32, 8, **fields)
+    kept = explore.build_model(cfg, seed=3)
+    with torch.random.fork_rng():
+        torch.manual_seed(3)
+        fresh = explore.GeoTransformer(cfg).eval()
+    for (name, a), (_, b) in zip(
+        kept.state_dict().items(), fresh.state_dict().items(), strict=True
+    ):
+        assert torch.equal(a, b), name
+    x = explore.rank_tokens(8, 0)
+    np.testing.assert_array_equal(
+        explore.layer_profile(kept, x)[0], explore.layer_profile(fresh, x)[0]
+    )
+
+
+def test_04_leaves_no_hooks_behind():
+    explore.rank_view(["mgt"], 12, reference=False)
+    for model in explore._MODELS.values():
+        assert all(not m._forward_hooks for m in model.modules())
+
+
+def test_04_notebook_guards_beta0_outside_lambda():
+    outputs, defs = load_app("04_rank_collapse").run(
+        defs={"beta0": slider(0.9), "lam": slider(0.5), "alpha": slider(0.1), "gamma0": slider(0.5)}
+    )
+    assert "view" not in defs and "widen" in shown_text(outputs)
+
+
+# --- 05
+
+
+def test_05_sinkhorn_rows_exact_columns_approximate_and_gains():
+    outputs, defs = load_app("05_streams").run(
+        defs={"iters": slider(20), "spread": slider(2.0), "depth": slider(100)}
+    )
+    n = defs["view"].numbers
+    assert n["row_error"] < 1e-6
+    errors = explore.sinkhorn_errors(2.0, 0)
+    assert errors[-1] < errors[0] / 100
+    gains = n["final_gain"]
+    assert gains["mHC"][0] == pytest.approx(1.0, abs=1e-4)
+    assert gains["HC"][0] > 1e6
+    assert gains["orthogonal"][0] <= 2.0 + 1e-9  # ‖P‖_∞ ≤ √n for orthogonal P, n = 4
+    assert "Amax gain at depth 100" in shown_text(outputs)
+
+
+def test_05_fewer_iterations_leave_a_larger_column_error():
+    few = explore.streams_view(2, 2.0, 10).numbers["col_error"]
+    many = explore.streams_view(50, 2.0, 10).numbers["col_error"]
+    assert few > 1e-3 > many
+
+
+# --- bad input
+
+
+@pytest.mark.parametrize(
+    "call, field",
+    [
+        (lambda: explore.delta_view(3.5, 0.0, 0.0), "beta"),
+        (lambda: explore.delta_view(0.5, 0.0, 0.0, d=1), "d"),
+        (lambda: explore.cayley_view(1.0, 4.0, 0.5), "angle"),
+        (lambda: explore.cayley_view(1.0, 1.0, 1.5), "gamma"),
+        (lambda: explore.rank_view(["nope"], 12), "rules"),
+        (lambda: explore.rank_view(["mgt"], 0), "n_layer"),
+        (lambda: explore.streams_view(0, 1.0, 10), "iters"),
+        (lambda: explore.streams_view(5, float("nan"), 10), "spread"),
+        (lambda: explore.mixers("XY", 3, 1.0, 5, 0), "family"),
+    ],
+)
+def test_bad_slider_values_raise_naming_the_field(call, field):
+    with pytest.raises(ValueError, match=field):
+        call()
