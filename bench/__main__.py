@@ -26,11 +26,16 @@ from pathlib import Path
 import numpy as np
 import torch
 
+from bench.timing import clock_name, set_clock
 from geolab.bench import add_bench_arguments
 
 HERE = Path(__file__).resolve().parent
 ORDER = ("operators", "rules", "views", "live", "train", "memory")
 ROW_KEYS = ("group", "name", "value", "unit", "target", "met", "notes")
+CLOCK_LINES = {
+    "cpu": "process CPU time, so neighbours on a shared machine do not count",
+    "wall": "wall-clock time",
+}
 
 
 def discover() -> list[str]:
@@ -83,6 +88,8 @@ def machine_info() -> dict:
         "torch": torch.__version__,
         "numpy": np.__version__,
         "torch_threads": torch.get_num_threads(),
+        "clock": clock_name(),
+        "load_average": [round(x, 2) for x in os.getloadavg()],
         "cuda": torch.cuda.get_device_name(0) if torch.cuda.is_available() else None,
         "git": _git_revision(),
     }
@@ -162,6 +169,8 @@ def markdown(results: dict) -> str:
         + (f", GPU {m['cuda']}" if m["cuda"] else ""),
         f"- python {m['python']}, torch {m['torch']}, numpy {m['numpy']}, "
         f"torch threads {m['torch_threads']}, git {m['git']}",
+        f"- clock: {m['clock']} ({CLOCK_LINES[m['clock']]}); load average when written "
+        f"{m['load_average']}",
         f"- targets met: {met} of {len(targets)}",
         "",
         "Speeds are medians of per-round ratios measured interleaved in one process (the machine "
@@ -199,6 +208,10 @@ def main(argv: list[str] | None = None) -> int:
     if args.threads < 1:
         parser.error(f"--threads={args.threads} must be >= 1")
     torch.set_num_threads(args.threads)
+    clock = args.clock
+    if clock == "auto":
+        clock = "wall" if torch.cuda.is_available() else "cpu"
+    set_clock(clock)
     available = discover()
     wanted = available
     if args.only:

@@ -7,8 +7,8 @@ batch (``/proc/self/clear_refs``, Linux ≥ 4.0), runs one forward+backward step
 back (``VmHWM``); the step's peak is that minus the resident set before the step. That is the
 honest number for a CPU: what the operating system had to provide. Without that interface it
 falls back to ``ru_maxrss``, which only sees growth above the setup peak. On CUDA the child uses
-``torch.cuda.max_memory_allocated`` around the step instead. Shape: preln, 200 layers, D = 256, 4 heads, S = 64, batch 4, vector
-input and output of width D.
+``torch.cuda.max_memory_allocated`` around the step instead. Shape: preln, 200 layers, D = 256,
+4 heads, S = 64, batch 4, vector input and output of width D.
 """
 
 import json
@@ -44,7 +44,7 @@ def _peak_mb(how: str) -> float:
 
 
 def child(spec: dict) -> dict:
-    """One step of the model in ``spec``; run in a fresh process (``python -m bench.bench_memory``)."""
+    """One step of the model in ``spec``, in a fresh process (``python -m bench.bench_memory``)."""
     from geolab.config import GeoConfig
     from geolab.model import GeoTransformer, count_params
 
@@ -128,7 +128,7 @@ def run(quick: bool) -> list[dict]:
         {
             "group": "memory",
             "name": f"checkpointed / plain step peak, {label}",
-            "value": ckpt["step_mb"] / plain["step_mb"],
+            "value": ckpt["step_mb"] / plain["step_mb"] if plain["step_mb"] > 0 else None,
             "unit": "×",
             "target": None,
             "met": None,

@@ -47,7 +47,7 @@ def _cayley_rows(d: int, quick: bool) -> list[dict]:
     n = 256 if quick else N_TOKENS
     x, u, v, k = (torch.randn(n, d, generator=g) for _ in range(4))
     beta = torch.rand(n, generator=g) * 2
-    m = min(n, 64 if quick else (512 if d <= 128 else 64))
+    m = min(n, 8 if quick else (512 if d <= 128 else 64))
     scale = n / m
     xs, us, vs, bs = x[:m], u[:m], v[:m], beta[:m]
     times = interleaved(

@@ -4,7 +4,8 @@ The machine the benchmarks run on is shared and noisy, so no absolute time is tr
 Every comparison runs its contenders interleaved in one process, round after round, with the order
 rotated each round; each contender's time in a round is divided by the baseline's time measured
 right next to it, and the reported number is the median of those per-round ratios. A slow spell
-caused by a neighbour then inflates numerator and denominator alike.
+caused by a neighbour then inflates numerator and denominator alike. The clock is process CPU time
+or wall time (``set_clock``; the runner picks CPU time on CPU-only machines).
 """
 
 import gc
@@ -14,6 +15,25 @@ from collections.abc import Callable
 
 import torch
 
+CLOCKS = {"cpu": time.process_time, "wall": time.perf_counter}
+_clock = {"name": "wall"}
+
+
+def set_clock(name: str) -> None:
+    """Time with process CPU time ("cpu") or wall-clock time ("wall").
+
+    On a shared CPU, wall time mostly measures the neighbours: with one torch thread, process CPU
+    time is the time the work itself took on this CPU. GPU work is asynchronous, so CUDA runs
+    use wall time (with a synchronize around each interval).
+    """
+    if name not in CLOCKS:
+        raise ValueError(f"clock={name!r} is not allowed; allowed: {', '.join(CLOCKS)}")
+    _clock["name"] = name
+
+
+def clock_name() -> str:
+    return _clock["name"]
+
 
 def sync() -> None:
     """Wait for queued GPU work so a wall-clock interval covers it (no-op on CPU)."""
@@ -22,13 +42,14 @@ def sync() -> None:
 
 
 def seconds(fn: Callable[[], object], reps: int = 1) -> float:
-    """Wall-clock seconds per call of ``fn``, averaged over ``reps`` back-to-back calls."""
+    """Seconds per call of ``fn`` on the chosen clock, averaged over ``reps`` back-to-back calls."""
+    now = CLOCKS[_clock["name"]]
     sync()
-    start = time.perf_counter()
+    start = now()
     for _ in range(reps):
         fn()
     sync()
-    return (time.perf_counter() - start) / reps
+    return (now() - start) / reps
 
 
 def calibrate(fn: Callable[[], object], min_time: float) -> int:

@@ -34,8 +34,12 @@ def add_bench_arguments(parser: argparse.ArgumentParser) -> None:
         default=None,
         help="folder for results.json and RESULTS.md (default: bench/ of the checkout)",
     )
+    parser.add_argument("--threads", type=int, default=2, help="torch intra-op threads (default 2)")
     parser.add_argument(
-        "--threads", type=int, default=2, help="torch intra-op threads (default 2)"
+        "--clock",
+        choices=("auto", "cpu", "wall"),
+        default="auto",
+        help="process CPU time or wall time; auto: CPU time without CUDA, wall time with it",
     )
 
 
@@ -44,7 +48,7 @@ def cmd_bench(args) -> int:
         raise ValueError(
             f"geolab bench needs a source checkout with bench/ beside the package; none at {REPO}"
         )
-    argv = [sys.executable, "-m", "bench", "--threads", str(args.threads)]
+    argv = [sys.executable, "-m", "bench", "--threads", str(args.threads), "--clock", args.clock]
     if args.quick:
         argv.append("--quick")
     for name in args.only or ():

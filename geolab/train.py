@@ -30,15 +30,19 @@ cosine to 1e-4 after 100 linear warm-up steps, weight decay 0.1, clip 1.0, seed 
     writes files; ``callback`` runs on rank 0.
   * ``out_dir`` receives ``config.json``, ``metrics.jsonl`` (one JSON object per step; evaluation
     steps add the validation metrics) and ``ckpt.pt`` (every ``ckpt_every`` steps and at the end,
-    written atomically). ``resume=True`` continues from ``ckpt.pt`` exactly: model, optimizer,
-    step, the data generator and every rank's RNG states are restored, so on a CPU an interrupted
-    and resumed run is bit-identical to an uninterrupted one.
+    written atomically, with the model and train configs). ``resume=True`` continues from
+    ``ckpt.pt`` exactly: model, optimizer, step, the data generator and every rank's RNG states
+    are restored, so on a CPU an interrupted and resumed run is bit-identical to an
+    uninterrupted one. Resuming needs the same model config and rank count.
   * NaN/Inf guard: a non-finite loss or gradient norm stops training *before* the optimizer step
     with :class:`TrainingDiverged`, naming the step and the last good checkpoint, which is left
     untouched.
-  * ``callback(record)`` gets each step's dict (step, steps, loss, aux, lr, grad_norm, elapsed,
-    plus the validation metrics on evaluation steps) — for a marimo progress bar or a live plot.
+  * ``callback(record)`` gets each step's dict — step, steps, loss (the task loss, averaged over
+    ranks), aux (the regulariser), lr, grad_norm (before clipping), elapsed (s), plus
+    ``val_<metric>`` on evaluation steps — for a marimo progress bar or a live plot.
     ``progress=True`` shows a tqdm bar (the command line turns it on).
+  * ``TrainResult``: model, metrics (the last evaluation, rank 0; {} on other ranks), history,
+    out_dir, steps_per_s (optimizer steps per second, evaluation and checkpoints excluded).
 
 ``evaluate(model, task, split="val", batch_size=64, max_batches=None) -> dict``: a deterministic
 pass over the split (all samples, or non-overlapping windows for text) reporting the task's
@@ -322,9 +326,11 @@ def train(
     callback=None,
     model: nn.Module | None = None,
 ) -> TrainResult:
-    """Train a ``GeoTransformer(model_cfg)`` (or the given ``model``) on ``task``.
+    """Train a fresh ``GeoTransformer(model_cfg)`` seeded by ``train_cfg.seed`` on ``task``.
 
-    Everything is validated before anything is written. See the module docstring for the details.
+    model: an existing ``GeoTransformer(model_cfg)`` to train instead (e.g. one probed at init).
+    callback: called on rank 0 with each step's record. Everything is validated before anything
+    is written; see the module docstring for the details.
     """
     tc = train_cfg if train_cfg is not None else TrainConfig()
     check_model_config(model_cfg, task)

@@ -1,5 +1,6 @@
-"""The grader: a folder with a correct, a wrong, a crashing, a never-ending, a garbage-printing and
-a stub-hanging submission gives the right gradebook, each row within the time limit."""
+"""The grader: a folder with a correct, a wrong, a crashing, a never-ending, a garbage-printing, a
+flooding and a stub-hanging submission gives the right gradebook, each row within the time
+limit."""
 
 import csv
 import json
@@ -8,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from geolab.assignments.catalog import all_failed
-from geolab.assignments.grade import _parse, grade_dir, write_gradebook
+from geolab.assignments.grade import _parse, grade_dir
 
 REPO = Path(__file__).resolve().parents[1]
 SOLUTION = (REPO / "assignments" / "instructor" / "A1_delta.py").read_text(encoding="utf-8")
@@ -38,74 +39,68 @@ SUBMISSIONS = {
     "never_ends.py": _mutate("import marimo\n", "while True:\n    pass\nimport marimo\n"),
     "stub_hangs.py": _mutate(MODE_BODY, "    while True:\n        pass\n" + MODE_BODY),
     "syntax_error.py": "def broken(:\n",
+    "floods.py": "while True:\n    print('x' * 100_000)\n",
 }  # fmt: skip
-
-
-@pytest.fixture(scope="module")
-def gradebook(tmp_path_factory):
-    folder = tmp_path_factory.mktemp("submissions")
-    for name, text in SUBMISSIONS.items():
-        (folder / name).write_text(text, encoding="utf-8")
-    rows = grade_dir(folder, "A1", timeout=TIMEOUT, task_timeout=TASK_TIMEOUT, jobs=4)
-    return {row["submission"]: row for row in rows}, rows
 
 
 def _failed(row):
     return {c["name"] for c in row["checks"] if not c["passed"]}
 
 
-def test_every_submission_has_a_row_with_every_check(gradebook):
-    by_name, rows = gradebook
+def test_grade_a_folder_of_good_bad_and_broken_submissions(tmp_path, capsys):
+    """One grading run (through the command line) with every assertion on its gradebook: one run
+    keeps the suite fast and puts it on one pytest-xdist worker."""
+    from geolab.assignments.__main__ import main
+
+    folder = tmp_path / "submissions"
+    folder.mkdir()
+    for name, text in SUBMISSIONS.items():
+        (folder / name).write_text(text, encoding="utf-8")
+    out = tmp_path / "book" / "gradebook.csv"
+    argv = ["grade", str(folder), "--assignment", "A1", "--out", str(out), "--jobs", "4"]
+    assert main(argv + ["--timeout", f"{TIMEOUT:g}", "--task-timeout", f"{TASK_TIMEOUT:g}"]) == 0
+    printed = {line.split()[0]: line.split()[1:] for line in capsys.readouterr().out.splitlines()}
+    assert printed["correct.py"] == ["ok", f"{POINTS:g}/{POINTS:g}"]
+
+    rows = json.loads(out.with_suffix(".json").read_text(encoding="utf-8"))
+    by_name = {row["submission"]: row for row in rows}
     assert [r["submission"] for r in rows] == sorted(SUBMISSIONS)
     for row in rows:
         assert len(row["checks"]) == N_CHECKS and row["max_score"] == POINTS
         assert row["seconds"] < TIMEOUT + 30  # the never-ending one is killed at the limit
 
-
-def test_correct_and_garbage_printing_submissions_get_full_marks(gradebook):
-    by_name, _ = gradebook
-    for name in ("correct.py", "garbage.py"):
+    for name in ("correct.py", "garbage.py"):  # garbage printed anywhere changes nothing
         assert by_name[name]["status"] == "ok" and by_name[name]["score"] == POINTS, name
 
+    wrong = by_name["wrong.py"]
+    assert wrong["status"] == "ok" and 0 < wrong["score"] < POINTS
+    assert _failed(wrong) and all(name.startswith("delta_operator") for name in _failed(wrong))
+    messages = [c["message"] for c in wrong["checks"] if not c["passed"]]
+    assert any("k of shape (3, 5)" in m and "expected" in m for m in messages)
 
-def test_wrong_submission_fails_exactly_the_broken_function(gradebook):
-    row = gradebook[0]["wrong.py"]
-    assert row["status"] == "ok" and 0 < row["score"] < POINTS
-    failed = _failed(row)
-    assert failed and all(name.startswith("delta_operator") for name in failed)
-    messages = [c["message"] for c in row["checks"] if not c["passed"]]
-    assert any("expected" in m and "shape" in m for m in messages)
-
-
-def test_crash_timeout_and_syntax_error_score_zero(gradebook):
-    by_name, _ = gradebook
     expected = {"crash.py": "crash", "never_ends.py": "timeout", "syntax_error.py": "error"}
+    expected["floods.py"] = "error"  # printing is capped: the write past the cap raises
     for name, status in expected.items():
         row = by_name[name]
         assert row["status"] == status and row["score"] == 0, (name, row["error"])
         assert len(_failed(row)) == N_CHECKS
     assert "exit code 3" in by_name["crash.py"]["error"]
-    assert f"{TIMEOUT:g} s" in by_name["never_ends.py"]["error"]
+    assert f"{TIMEOUT:g} s time limit" in by_name["never_ends.py"]["error"]
     assert "SyntaxError" in by_name["syntax_error.py"]["error"]
+    assert "File too large" in by_name["floods.py"]["error"]
 
+    hung = by_name["stub_hangs.py"]  # an endless stub costs only its own checks
+    assert hung["status"] == "ok" and _failed(hung) == MODE_CHECKS
+    assert hung["score"] == POINTS - len(MODE_CHECKS)
+    assert all(f"{TASK_TIMEOUT:g} s" in c["message"] for c in hung["checks"] if not c["passed"])
 
-def test_a_hanging_stub_costs_only_its_own_checks(gradebook):
-    row = gradebook[0]["stub_hangs.py"]
-    assert row["status"] == "ok" and _failed(row) == MODE_CHECKS
-    assert row["score"] == POINTS - len(MODE_CHECKS)
-    assert all(f"{TASK_TIMEOUT:g} s" in c["message"] for c in row["checks"] if not c["passed"])
-
-
-def test_gradebook_files(gradebook, tmp_path):
-    _, rows = gradebook
-    csv_path, json_path = write_gradebook(rows, tmp_path / "out" / "gradebook.csv")
-    with open(csv_path, newline="", encoding="utf-8") as f:
-        table = list(csv.DictReader(f))
-    assert [r["submission"] for r in table] == sorted(SUBMISSIONS)
-    wrong = next(r for r in table if r["submission"] == "wrong.py")
-    assert wrong["status"] == "ok" and wrong["delta_operator: symmetric"] in ("0", "1")
-    assert wrong["mode: names β = 0, 1, 2 and a generic β"] == "1"
-    assert json.loads(json_path.read_text(encoding="utf-8")) == rows
+    with open(out, newline="", encoding="utf-8") as f:
+        table = {r["submission"]: r for r in csv.DictReader(f)}
+    assert sorted(table) == sorted(SUBMISSIONS)
+    assert table["wrong.py"]["mode: names β = 0, 1, 2 and a generic β"] == "1"
+    assert table["wrong.py"]["delta_operator: depends on k only through its direction"] == "1"
+    assert {table[n]["status"] for n in expected} == {"crash", "timeout", "error"}
+    assert float(table["stub_hangs.py"]["score"]) == POINTS - len(MODE_CHECKS)
 
 
 @pytest.mark.parametrize(
@@ -125,16 +120,6 @@ def test_bad_arguments(tmp_path):
     (tmp_path / "x.py").write_text("x = 1\n")
     with pytest.raises(ValueError, match="timeout"):
         grade_dir(tmp_path, "A1", timeout=0)
-
-
-def test_grade_command(tmp_path, capsys):
     from geolab.assignments.__main__ import main
 
-    (tmp_path / "subs").mkdir()
-    (tmp_path / "subs" / "correct.py").write_text(SOLUTION, encoding="utf-8")
-    out = tmp_path / "book.csv"
-    argv = ["grade", str(tmp_path / "subs"), "--assignment", "A1", "--out", str(out)]
-    assert main(argv + ["--timeout", str(TIMEOUT)]) == 0
-    assert f"{POINTS:g}/{POINTS:g}" in capsys.readouterr().out
-    assert out.is_file() and out.with_suffix(".json").is_file()
     assert main(["grade", str(tmp_path / "nothing"), "--assignment", "A1"]) == 2

@@ -293,3 +293,28 @@ def test_gradient_checkpointing_changes_memory_not_results(gyro):
     for a, b in zip(plain.history, ckpt.history, strict=True):
         assert a["loss"] == pytest.approx(b["loss"], rel=1e-6)
         assert a["grad_norm"] == pytest.approx(b["grad_norm"], rel=1e-5)
+
+
+@pytest.mark.slow
+def test_compiled_training_follows_eager(gyro):
+    """torch.compile (inductor; minutes on a CPU) reaches the eager losses up to fusion rounding."""
+    tc = TrainConfig(steps=4, batch_size=8, **QUICK)
+    eager = train(tiny(gyro, "edelta"), gyro, tc)
+    compiled = train(tiny(gyro, "edelta"), gyro, TrainConfig(**{**vars(tc), "compile": True}))
+    for a, b in zip(eager.history, compiled.history, strict=True):
+        assert a["loss"] == pytest.approx(b["loss"], rel=1e-3)
+        assert a["aux"] == pytest.approx(b["aux"], rel=1e-3, abs=1e-7)
+    assert compiled.metrics["mse"] == pytest.approx(eager.metrics["mse"], rel=1e-3)
+
+
+def test_device_selection():
+    from geolab.train import pick_device
+
+    if torch.cuda.is_available():
+        assert pick_device("auto", local_rank=0) == torch.device("cuda", 0)
+        assert pick_device("cuda", local_rank=1) == torch.device("cuda", 1)
+    else:
+        assert pick_device("auto").type in ("mps", "cpu")
+        with pytest.raises(ValueError, match="CUDA is not available"):
+            pick_device("cuda:0")
+    assert pick_device("cpu") == torch.device("cpu")

@@ -57,7 +57,8 @@ def run_check(name: str, prop: Callable[[], None], points: float = 1.0) -> Check
     except SystemExit:
         return Check(name, False, "your code called sys.exit() / exit()", points)
     except Exception as err:  # student code may raise anything; report it, do not crash
-        return Check(name, False, f"your code raised {type(err).__name__}: {err}", points)
+        text = f"your code raised {type(err).__name__}: {err}"
+        return Check(name, False, text if len(text) <= 500 else text[:500] + " …", points)
     return Check(name, True, "", points)
 
 

@@ -24,6 +24,7 @@ import csv
 import json
 import multiprocessing
 import os
+import resource
 import signal
 import tempfile
 import time
@@ -33,14 +34,14 @@ from pathlib import Path
 from geolab.assignments.catalog import all_failed, get
 from geolab.assignments.run_checks import run
 
-STATUSES = ("ok", "error", "timeout", "crash", "invalid-output")
+OUTPUT_LIMIT = 16 * 2**20  # bytes a submission may print before the OS stops it (SIGXFSZ)
 CHECK_KEYS = {"name": str, "passed": bool, "message": str, "points": (int, float)}
 
 
-def _parse(stdout: str) -> dict | None:
-    """The child's result, or None when stdout is not exactly a well-formed result."""
+def _parse(text: str) -> dict | None:
+    """The child's result, or None when ``text`` is not exactly a well-formed result."""
     try:
-        result = json.loads(stdout)
+        result = json.loads(text)
     except ValueError:
         return None
     if not isinstance(result, dict) or result.get("status") not in ("ok", "error"):
@@ -55,12 +56,14 @@ def _parse(stdout: str) -> dict | None:
 
 
 def _child(path: Path, assignment: str, task_timeout: float, work: Path) -> None:
-    """Runs in the forked grading process: own session, own folder, output to a file."""
+    """Runs in the forked grading process: own session, its own working folder (not the one
+    the result goes to), everything it prints to a size-limited file."""
     os.setsid()
-    os.chdir(work)
+    os.chdir(work / "cwd")
+    resource.setrlimit(resource.RLIMIT_FSIZE, (OUTPUT_LIMIT, OUTPUT_LIMIT))
     log = os.open(work / "output.txt", os.O_WRONLY | os.O_CREAT | os.O_TRUNC)
     os.dup2(log, 1)
-    os.dup2(log, 2)  # a submission printing without end fills a file, not the grader's memory
+    os.dup2(log, 2)  # a submission printing without end fills a capped file, not memory
     result = run(path, assignment, task_timeout)
     (work / "result.tmp").write_text(json.dumps(result), encoding="utf-8")
     os.replace(work / "result.tmp", work / "result.json")
@@ -85,6 +88,7 @@ def grade_file(
     ctx = ctx or _context(assignment)
     with tempfile.TemporaryDirectory(prefix="geolab-grade-") as tmp:
         work = Path(tmp)
+        (work / "cwd").mkdir()
         proc = ctx.Process(target=_child, args=(path, assignment, task_timeout, work))
         start = time.monotonic()
         proc.start()
@@ -102,7 +106,8 @@ def grade_file(
     if result is None or status == "timeout":
         reason = {
             "timeout": f"killed after the {timeout:g} s time limit",
-            "crash": f"the process died with exit code {proc.exitcode}",
+            "crash": f"the process died with exit code {proc.exitcode}"
+            + (f" (signal {-proc.exitcode})" if proc.exitcode < 0 else ""),
             "invalid-output": "the result file is not a valid result",
         }[status]
         lines = tail.strip().splitlines()

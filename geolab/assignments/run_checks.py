@@ -18,6 +18,8 @@ import traceback
 from contextlib import contextmanager
 from pathlib import Path
 
+import torch
+
 from geolab.assignments.catalog import all_failed, check_all, get
 from geolab.assignments.checks import TimeLimit
 
@@ -64,6 +66,12 @@ def alarm(seconds: float):
 
 
 def run(path: Path, assignment: str, task_timeout: float) -> dict:
+    """Load ``path`` and run ``assignment``'s checks on it; the result as a JSON-ready dict.
+
+    One torch thread: the checks are small, graders run several submissions side by side, and
+    OpenMP threads competing for a busy CPU make a 2-second check take a minute.
+    """
+    torch.set_num_threads(1)
     stubs = get(assignment).tasks
     try:
         namespace = load_submission(path, stubs)

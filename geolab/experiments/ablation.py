@@ -123,8 +123,13 @@ def run(settings: dict, seeds: list[int], log) -> Outcome:
         )
         for base, key in (("post-LN", "synergy_postln"), ("pre-LN", "synergy_preln"))
     ]
-    first = rows[0]
-    figs = {
+    return Outcome(per_seed, summary, hyps, make_figures(settings, per_seed, summary))
+
+
+def make_figures(settings: dict, per_seed: dict, summary: dict) -> dict:
+    seed = next(iter(per_seed))
+    first = per_seed[seed]
+    return {
         "val-loss": figures.bars_with_errors(
             {"validation loss": summary["val_loss"]},
             f"Validation loss at L={settings['n_layer']} (mean ± std over seeds)",
@@ -132,7 +137,6 @@ def run(settings: dict, seeds: list[int], log) -> Outcome:
         ),
         "curves": figures.loss_curves(
             {r: (range(1, len(first[r]["curve"]) + 1), first[r]["curve"]) for r in settings["rules"]},
-            f"Training loss, seed {seeds[0]}",
+            f"Training loss, seed {seed}",
         ),
     }
-    return Outcome(per_seed, summary, hyps, figs)

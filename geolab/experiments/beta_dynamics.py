@@ -95,6 +95,13 @@ SCALES = {
 }
 
 
+def beta_range(cfg: GeoConfig) -> tuple[float, float]:
+    """The interval β lives in: (−λ+ε, λ+ε) for the MGT family (Eq. 6), (0, 2) for ``ddl``."""
+    if cfg.residual == "ddl":
+        return 0.0, 2.0
+    return -cfg.lam + cfg.eps, cfg.lam + cfg.eps
+
+
 @torch.no_grad()
 def beta_snapshot(model, probe: torch.Tensor, low: float, high: float) -> dict:
     """β statistics per layer from one eval forward (attention and MLP steps pooled)."""
@@ -108,6 +115,11 @@ def beta_snapshot(model, probe: torch.Tensor, low: float, high: float) -> dict:
     layers = [torch.cat(per_step[i * k : (i + 1) * k]) for i in range(model.cfg.n_layer)]
     stats = beta_stats_per_layer(layers, bins=BINS, range=(low, high))
     return {key: stats[key] for key in ("mean", "std", "frac_negative", "hist", "edges")}
+
+
+def snapshot_steps(steps: int) -> dict[int, str]:
+    """Optimizer step -> label for the fractions after 0 (the "0%" snapshot is taken before)."""
+    return {max(1, round(f * steps)): f"{round(100 * f)}%" for f in FRACTIONS if f > 0}
 
 
 def spearman(x: list[float], y: list[float]) -> float | None:
@@ -142,12 +154,12 @@ def run(settings: dict, seeds: list[int], log) -> Outcome:
             grad_checkpoint=settings.get("grad_checkpoint", False),
             **task.model_fields(),
         )
-        low, high = -cfg.lam + cfg.eps, cfg.lam + cfg.eps
+        low, high = beta_range(cfg)
         torch.manual_seed(seed)
         model = GeoTransformer(cfg)
         tc = train_config(settings, seed)
-        at = {round(f * tc.steps): f"{round(100 * f)}%" for f in FRACTIONS}
-        snaps = {at[0]: beta_snapshot(model, probe, low, high)}
+        at = snapshot_steps(tc.steps)
+        snaps = {"0%": beta_snapshot(model, probe, low, high)}
 
         def on_step(rec, model=model, snaps=snaps, at=at, low=low, high=high):
             if rec["step"] in at:
@@ -159,20 +171,7 @@ def run(settings: dict, seeds: list[int], log) -> Outcome:
         res = train(cfg, task, tc, callback=on_step, model=model)
         per_seed[str(seed)] = {"snapshots": snaps, "val": res.metrics}
     summary, hyps = judge(per_seed, settings["n_layer"])
-    first = per_seed[str(seeds[0])]["snapshots"]
-    layers = list(range(1, settings["n_layer"] + 1))
-    final = first[max(first, key=lambda k: float(k.rstrip("%")))]
-    figs = {
-        "frac-negative": figures.beta_by_layer(
-            layers, first, "frac_negative", "Fraction of β < 0 per layer over training",
-            "fraction β < 0",
-        ),
-        "mean": figures.beta_by_layer(layers, first, "mean", "Mean β per layer over training", "E[β]"),
-        "heatmap-final": figures.beta_heatmap(
-            final["hist"], final["edges"], "β histogram per layer at the end of training"
-        ),
-    }
-    return Outcome(per_seed, summary, hyps, figs)
+    return Outcome(per_seed, summary, hyps, make_figures(settings, per_seed, summary))
 
 
 def _quarters(values: list[float]) -> tuple[float, float]:
@@ -241,3 +240,24 @@ def judge(per_seed: dict, n_layer: int) -> tuple[dict, list[Hypothesis]]:
         ),
     ]
     return summary, hyps
+
+
+def make_figures(settings: dict, per_seed: dict, summary: dict) -> dict:
+    first = next(iter(per_seed.values()))["snapshots"]
+    layers = list(range(1, settings["n_layer"] + 1))
+    final = first[list(first)[-1]]
+    return {
+        "frac-negative": figures.beta_by_layer(
+            layers,
+            first,
+            "frac_negative",
+            "Fraction of β < 0 per layer over training",
+            "fraction β < 0",
+        ),
+        "mean": figures.beta_by_layer(
+            layers, first, "mean", "Mean β per layer over training", "E[β]"
+        ),
+        "heatmap-final": figures.beta_heatmap(
+            final["hist"], final["edges"], "β histogram per layer at the end of training"
+        ),
+    }

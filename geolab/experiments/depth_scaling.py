@@ -136,7 +136,7 @@ def run(settings: dict, seeds: list[int], log) -> Outcome:
             "val_loss": mean_std([x["val"]["loss"] for x in rows]),
             "steps_to_threshold": mean_std([x["steps_to_threshold"] for x in rows]),
         }
-    return Outcome(per_seed, summary, [judge(settings, summary)], make_figures(settings, summary))
+    return Outcome(per_seed, summary, [judge(settings, summary)], make_figures(settings, per_seed, summary))
 
 
 def judge(settings: dict, summary: dict) -> Hypothesis:
@@ -172,7 +172,7 @@ def judge(settings: dict, summary: dict) -> Hypothesis:
     )
 
 
-def make_figures(settings: dict, summary: dict) -> dict:
+def make_figures(settings: dict, per_seed: dict, summary: dict) -> dict:
     runs, depths = summary["runs"], settings["depths"]
     per_rule = {
         key: {r: [runs[f"{r}/L{d}"][key] for d in depths] for r in settings["rules"]}

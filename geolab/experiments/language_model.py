@@ -119,8 +119,14 @@ def run(settings: dict, seeds: list[int], log) -> Outcome:
         for r in rules
         if r != "mgt"
     ]
-    first = rows[0]
-    figs = {
+    return Outcome(per_seed, summary, hyps, make_figures(settings, per_seed, summary))
+
+
+def make_figures(settings: dict, per_seed: dict, summary: dict) -> dict:
+    seed = next(iter(per_seed))
+    first = per_seed[seed]
+    rules = settings["rules"]
+    return {
         "val-ppl": figures.bars_with_errors(
             {"validation perplexity": summary["val_ppl"]},
             "WikiText-2 validation perplexity (mean ± std over seeds)",
@@ -128,7 +134,6 @@ def run(settings: dict, seeds: list[int], log) -> Outcome:
         ),
         "curves": figures.loss_curves(
             {r: (range(1, len(first[r]["curve"]) + 1), first[r]["curve"]) for r in rules},
-            f"Training loss on WikiText-2, seed {seeds[0]}",
+            f"Training loss on WikiText-2, seed {seed}",
         ),
     }
-    return Outcome(per_seed, summary, hyps, figs)

@@ -1,0 +1,102 @@
+"""The training lab behind notebook 06: train a few small models live and compare them.
+
+``LAB_TASKS`` are the spec §6 tasks at sizes that train in seconds on a laptop CPU (geolab's
+choices). :func:`compare_rules` trains one model per residual rule on the same task and seed,
+calls ``on_step(rule, record)`` after every optimizer step (a marimo progress bar, a print) and
+collects β per layer (``beta_dynamics.beta_snapshot``) at fractions {0, ¼, ½, 1} of training for
+the rules that have a β gate (``mgt``, ``mgt_ddl``, ``ddl``).
+"""
+
+import torch
+
+from geolab.config import GeoConfig
+from geolab.experiments import figures
+from geolab.experiments.beta_dynamics import beta_range, beta_snapshot, snapshot_steps
+from geolab.experiments.common import text_probe, train_config
+from geolab.model import GeoTransformer
+from geolab.tasks import get_task
+from geolab.train import train
+
+BETA_RULES = ("mgt", "mgt_ddl", "ddl")
+LAB_TASKS = {
+    "copy": {"m": 8, "n_train": 512, "n_val": 64},
+    "echo": {"steps": 32, "n_train": 128, "n_val": 32},
+    "gyroscope": {"steps": 32, "n_train": 256, "n_val": 64},
+    "inversion": {"seq_len": 8, "n_train": 128, "n_val": 32},
+    "near_pi": {"steps": 32, "n_train": 128, "n_val": 32},
+    "shakespeare": {"seq_len": 32},
+}
+
+
+def lab_task(name: str, seed: int = 0, data_dir=None):
+    """Task ``name`` at the lab's small sizes (text tasks read ``data_dir`` or $GEOLAB_DATA)."""
+    if name not in LAB_TASKS:
+        raise ValueError(f"lab task {name!r} is not allowed; allowed: {', '.join(LAB_TASKS)}")
+    extra = {"data_dir": data_dir} if name == "shakespeare" else {}
+    return get_task(name, seed=seed, **LAB_TASKS[name], **extra)
+
+
+def compare_rules(
+    task,
+    rules: list[str],
+    n_layer: int = 4,
+    d_model: int = 32,
+    n_head: int = 4,
+    steps: int = 30,
+    batch_size: int = 16,
+    lr: float = 1e-3,
+    seed: int = 0,
+    on_step=None,
+) -> dict:
+    """Train one ``GeoTransformer`` per rule on ``task``; returns JSON-ready numbers.
+
+    {"curves": {rule: [training loss per step]}, "val": {rule: final validation metrics},
+     "beta": {rule: {"0%"|"25%"|"50%"|"100%": per-layer β stats}} (β rules only),
+     "n_params": {rule: int}}
+    """
+    if not rules:
+        raise ValueError("rules is empty; choose at least one residual rule")
+    settings = {"train": {"steps": steps, "batch_size": batch_size, "lr": lr, "warmup": 1}}
+    settings["train"]["min_lr"] = min(1e-4, lr)
+    probe = text_probe(task, 4)
+    out = {"curves": {}, "val": {}, "beta": {}, "n_params": {}}
+    for rule in rules:
+        cfg = GeoConfig(
+            residual=rule, n_layer=n_layer, d_model=d_model, n_head=n_head, **task.model_fields()
+        )
+        torch.manual_seed(seed)
+        model = GeoTransformer(cfg)
+        out["n_params"][rule] = sum(p.numel() for p in model.parameters())
+        snaps = {}
+        at = snapshot_steps(steps)
+        if rule in BETA_RULES:
+            snaps["0%"] = beta_snapshot(model, probe, *beta_range(cfg))
+
+        def step(rec, rule=rule, model=model, cfg=cfg, snaps=snaps, at=at):
+            if rule in BETA_RULES and rec["step"] in at:
+                snaps[at[rec["step"]]] = beta_snapshot(model, probe, *beta_range(cfg))
+            if on_step is not None:
+                on_step(rule, rec)
+
+        res = train(cfg, task, train_config(settings, seed), callback=step, model=model)
+        out["curves"][rule] = [row["loss"] for row in res.history]
+        out["val"][rule] = {k: v for k, v in res.metrics.items() if k != "step"}
+        if snaps:
+            out["beta"][rule] = snaps
+    return out
+
+
+def lab_figures(result: dict) -> dict:
+    """Training curves of every rule, and β per layer over training for each β rule."""
+    figs = {
+        "curves": figures.loss_curves(
+            {r: (range(1, len(c) + 1), c) for r, c in result["curves"].items()},
+            "Training loss per step",
+        )
+    }
+    for rule, snaps in result["beta"].items():
+        n_layer = len(next(iter(snaps.values()))["mean"])
+        figs[f"beta-{rule}"] = figures.beta_by_layer(
+            list(range(1, n_layer + 1)), snaps, "mean", f"{rule}: mean β per layer", "E[β]"
+        )
+    return figs

@@ -1,0 +1,72 @@
+"""Regenerate the README screenshots: ``.venv/bin/python scripts/screenshots.py [OUT_DIR]``.
+
+Serves notebooks 01 and 04 with ``marimo run`` on 127.0.0.1, opens them in Debian's headless
+chromium (the same Playwright setup as tests/test_browser.py), sets the sliders a learner would
+(01: β = 1, the erasure; 04: 100 layers) and writes docs/01_delta_operator.png and
+docs/04_rank_collapse.png (default OUT_DIR: docs).
+"""
+
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import marimo_browser as mb
+from playwright.sync_api import sync_playwright
+
+WAIT_MS = 180_000
+
+
+def settle(page, text: str) -> None:
+    """Wait for ``text`` and for plotly to finish drawing."""
+    page.wait_for_selector(f"text={text}", timeout=WAIT_MS)
+    page.wait_for_load_state("networkidle", timeout=WAIT_MS)
+    time.sleep(2)
+
+
+def shoot(browser, name: str, setup, out: Path, log_dir: Path) -> Path:
+    with mb.serve(mb.REPO / "notebooks" / f"{name}.py", log_dir / f"{name}.log") as url:
+        page = browser.new_page(viewport={"width": 1280, "height": 900}, device_scale_factor=1)
+        page.goto(url, wait_until="domcontentloaded", timeout=WAIT_MS)
+        setup(page)
+        path = out / f"{name}.png"
+        page.screenshot(path=str(path), full_page=True)
+        page.close()
+    return path
+
+
+def setup_01(page) -> None:
+    settle(page, "partial erasure along k")
+    beta = page.locator("[role=slider]").first
+    beta.focus()
+    for _ in range(10):  # β 0.5 → 1.0
+        page.keyboard.press("ArrowRight")
+    settle(page, "projection onto k⊥ (erasure)")
+
+
+def setup_04(page) -> None:
+    settle(page, "rank / residual at layer 24")
+    depth = page.locator("[role=slider]").first
+    depth.focus()
+    page.keyboard.press("ArrowRight")  # 24 → 48
+    settle(page, "rank / residual at layer 48")
+    page.keyboard.press("ArrowRight")  # 48 → 100
+    settle(page, "rank / residual at layer 100")
+
+
+def main(argv: list[str]) -> int:
+    if not mb.CHROMIUM.exists():
+        print(f"no chromium at {mb.CHROMIUM}. {mb.ENABLE_HINT}", file=sys.stderr)
+        return 1
+    out = Path(argv[0]) if argv else mb.REPO / "docs"
+    out.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory() as logs, sync_playwright() as p:
+        browser = mb.launch(p)
+        for name, setup in (("01_delta_operator", setup_01), ("04_rank_collapse", setup_04)):
+            print(f"wrote {shoot(browser, name, setup, out, Path(logs))}")
+        browser.close()
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main(sys.argv[1:]))

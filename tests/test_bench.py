@@ -1,0 +1,112 @@
+"""The benchmark suite runs end to end in --quick mode (so it cannot rot) and its helpers are right.
+
+No timing assertions: only that every benchmark module produced well-formed rows, that ratios are
+positive and finite, and that a quick run into a temporary folder leaves the committed results
+alone.
+"""
+
+import json
+import math
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from bench.__main__ import ROW_KEYS, discover, markdown
+from bench.timing import bracketed, interleaved, median_ratio
+
+REPO = Path(__file__).resolve().parents[1]
+COMMITTED = [REPO / "bench" / "results.json", REPO / "bench" / "RESULTS.md"]
+
+
+def _snapshot():
+    return {p: p.read_bytes() if p.exists() else None for p in COMMITTED}
+
+
+@pytest.fixture(scope="module")
+def quick_run(tmp_path_factory):
+    out = tmp_path_factory.mktemp("bench")
+    before = _snapshot()
+    proc = subprocess.run(
+        [sys.executable, "-m", "bench", "--quick", "--threads", "1", "--out", str(out)],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-4000:]
+    assert _snapshot() == before, "a --quick run into --out must not touch bench/results.*"
+    return json.loads((out / "results.json").read_text()), (out / "RESULTS.md").read_text()
+
+
+def test_quick_run_schema(quick_run):
+    results, _ = quick_run
+    assert results["quick"] is True
+    machine = results["machine"]
+    for key in ("platform", "cpu", "python", "torch", "numpy", "torch_threads", "git", "clock"):
+        assert machine[key] not in (None, ""), key
+    assert machine["torch_threads"] == 1
+    for row in results["rows"]:
+        assert tuple(row) == ROW_KEYS
+        assert row["name"] != "error", row["notes"]
+        assert isinstance(row["name"], str) and row["name"]
+        assert row["met"] in (True, False, None)
+        assert (row["target"] is None) == (row["met"] is None), row
+        if row["value"] is not None:
+            assert math.isfinite(row["value"]), row
+
+
+def test_every_module_reports(quick_run):
+    results, _ = quick_run
+    groups = {row["group"] for row in results["rows"]}
+    assert set(discover()) <= groups
+    assert {"operators", "rules", "views", "train", "memory"} <= groups
+    assert all(results["modules"][name]["error"] is None for name in discover())
+
+
+def test_ratios_positive_and_finite(quick_run):
+    results, _ = quick_run
+    ratios = [r for r in results["rows"] if "×" in r["unit"] and r["value"] is not None]
+    assert len(ratios) >= 20  # operators, every rule vs preln, checkpointing
+    assert all(r["value"] > 0 and math.isfinite(r["value"]) for r in ratios)
+    rules = [r for r in results["rows"] if r["group"] == "rules"]
+    assert len(rules) == 15  # every rule but the preln baseline itself
+    throughput = [r for r in results["rows"] if r["unit"] == "tokens/s" and r["value"]]
+    assert throughput and all(r["value"] > 0 for r in throughput)
+
+
+def test_markdown_report(quick_run):
+    results, text = quick_run
+    assert text == markdown(results)
+    assert "| name | value | unit | target | met | notes |" in text
+    for group in {row["group"] for row in results["rows"]}:
+        assert f"## {group}" in text
+
+
+def test_median_ratio_pairs_rounds():
+    # Paired by round: a slow round (×10 both) does not move the ratio.
+    assert median_ratio([2.0, 20.0, 2.2], [1.0, 10.0, 1.0]) == 2.0
+    with pytest.raises(ValueError, match="equally many"):
+        median_ratio([1.0], [1.0, 2.0])
+
+
+def test_interleaved_and_bracketed_shapes():
+    calls = []
+    times = interleaved({"a": lambda: calls.append("a"), "b": lambda: calls.append("b")}, 3)
+    assert {k: len(v) for k, v in times.items()} == {"a": 3, "b": 3}
+    assert calls[-6:] in (["a", "b", "b", "a", "a", "b"],)  # order rotates every round
+    ratios = bracketed(lambda: sum(range(2000)), {"x": lambda: sum(range(4000))}, rounds=4)
+    assert len(ratios["x"]) == 4 and all(r > 0 for r in ratios["x"])
+
+
+def test_unknown_only_is_an_error(tmp_path):
+    proc = subprocess.run(
+        [sys.executable, "-m", "bench", "--only", "nope", "--out", str(tmp_path)],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert proc.returncode == 2
+    assert "unknown benchmark" in proc.stderr and "operators" in proc.stderr
