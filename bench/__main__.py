@@ -180,7 +180,7 @@ def markdown(results: dict) -> str:
         meta = results["modules"].get(group, {})
         lines += [
             "",
-            f"## {group}" + (f" ({meta['seconds']} s)" if "seconds" in meta else ""),
+            f"## {group}" + (f" ({meta['seconds']} s wall)" if "seconds" in meta else ""),
             "",
             "| name | value | unit | target | met | notes |",
             "|---|---:|---|---|:-:|---|",

@@ -57,7 +57,7 @@ def _cayley_rows(d: int, quick: bool) -> list[dict]:
             "solve": lambda: _dense(_dense_solve, xs, us, vs, bs),
             "reference": lambda: _dense(_dense_reference, xs, us, vs, bs),
         },
-        rounds=3 if quick else 11,
+        rounds=3 if quick else 7,
         min_time=0.002 if quick else 0.05,
     )
     solve = [t * scale for t in times["solve"]]
@@ -110,7 +110,7 @@ def _sinkhorn_rows(quick: bool) -> list[dict]:
     logits = {n: torch.randn(n_tok, n, n, generator=g) for n in sizes}
     times = interleaved(
         {n: (lambda z=z: sinkhorn(z, iters=20)) for n, z in logits.items()},
-        rounds=3 if quick else 11,
+        rounds=3 if quick else 7,
         min_time=0.002 if quick else 0.05,
     )
     rows = []

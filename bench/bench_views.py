@@ -71,4 +71,4 @@ def run(quick: bool) -> list[dict]:
     with torch.no_grad():
         if quick:
             return _rows(4, 32, 8, None, rounds=2)
-        return _rows(200, 128, 32, 100, rounds=7) + _rows(200, 256, 64, 400, rounds=5)
+        return _rows(200, 128, 32, 100, rounds=5) + _rows(200, 256, 64, 400, rounds=3)

@@ -92,6 +92,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     from geolab.assignments.grade import add_grade_cli
     from geolab.assignments.release import add_release_cli
+    from geolab.bench import add_bench_cli
     from geolab.reproduce import add_reproduce_cli
     from geolab.tasks import add_tasks_cli
     from geolab.train import add_train_cli
@@ -101,6 +102,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_grade_cli(sub)
     add_release_cli(sub)
     add_reproduce_cli(sub)
+    add_bench_cli(sub)
     return parser
 
 

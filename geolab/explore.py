@@ -104,7 +104,7 @@ def _check_int(name: str, value, low: int, high: int) -> int:
 # 01 — the Delta operator A(k, β) = I − β k kᵀ/‖k‖² (spec §2.1, §2.2)
 
 DELTA_BETAS = np.linspace(-1.0, 3.0, 161)
-DELTA_X = (0.9, 0.5)
+DELTA_X = (-0.3, 0.9)
 
 
 def delta_mode(beta: float, tol: float = 1e-9) -> str:

@@ -43,6 +43,7 @@ def _(explore, mo):
         value=24,
         label=r"depth $L$ (layers)",
         show_value=True,
+        debounce=True,
         full_width=True,
     )
     rules = mo.ui.multiselect(
@@ -75,10 +76,18 @@ def _(mo):
         value=0.5,
         label=r"MGT $\beta_0$",
         show_value=True,
+        debounce=True,
         full_width=True,
     )
     lam = mo.ui.slider(
-        0.1, 2.0, step=0.05, value=1.0, label=r"MGT $\lambda$", show_value=True, full_width=True
+        0.1,
+        2.0,
+        step=0.05,
+        value=1.0,
+        label=r"MGT $\lambda$",
+        show_value=True,
+        debounce=True,
+        full_width=True,
     )
     alpha = mo.ui.slider(
         0.0,
@@ -87,6 +96,7 @@ def _(mo):
         value=0.1,
         label=r"MGT $\alpha_0$",
         show_value=True,
+        debounce=True,
         full_width=True,
     )
     gamma0 = mo.ui.slider(
@@ -96,6 +106,7 @@ def _(mo):
         value=0.5,
         label=r"E∆ $\gamma_0$",
         show_value=True,
+        debounce=True,
         full_width=True,
     )
     mo.vstack([beta0, lam, alpha, gamma0])

@@ -38,9 +38,9 @@ def _(mo):
 
 @app.cell
 def _(mo, report):
-    results_dir = mo.notebook_dir().parent / "data" / "results"
-    results = report.load_results(results_dir)
-    mo.stop(not results, mo.md(f"*No committed results found in `{results_dir}`.*"))
+    _dir = mo.notebook_dir().parent / "data" / "results"
+    results = report.load_results(_dir)
+    mo.stop(not results, mo.md(f"*No committed results found in `{_dir}`.*"))
     return (results,)
 
 

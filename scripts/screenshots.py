@@ -26,11 +26,20 @@ def settle(page, text: str) -> None:
 
 def shoot(browser, name: str, setup, out: Path, log_dir: Path) -> Path:
     with mb.serve(mb.REPO / "notebooks" / f"{name}.py", log_dir / f"{name}.log") as url:
-        page = browser.new_page(viewport={"width": 1280, "height": 900}, device_scale_factor=1)
+        # marimo scrolls inside its own container, so a tall viewport holds the whole notebook.
+        page = browser.new_page(viewport={"width": 1280, "height": 3200}, device_scale_factor=1)
         page.goto(url, wait_until="domcontentloaded", timeout=WAIT_MS)
         setup(page)
+        # What the learner works with: from the first slider to the bottom of the last plot.
+        top = page.locator("[role=slider]").first.bounding_box()["y"] - 60
+        bottom = max(
+            box["y"] + box["height"]
+            for box in (p.bounding_box() for p in page.locator("marimo-plotly").all())
+        )
         path = out / f"{name}.png"
-        page.screenshot(path=str(path), full_page=True)
+        page.screenshot(
+            path=str(path), clip={"x": 0, "y": top, "width": 1280, "height": bottom - top + 20}
+        )
         page.close()
     return path
 

@@ -233,3 +233,31 @@ def test_marimo_check_strict():
         timeout=300,
     )
     assert proc.returncode == 0, proc.stdout + proc.stderr
+
+
+CELL_STUB = """import marimo
+
+app = marimo.App()
+
+
+@app.cell
+def _():
+    names = {0.0: "identity", 1.0: "erase", 2.0: "reflect"}
+    return (names,)
+
+
+@app.cell
+def _(names):
+    def mode(beta):
+        return names.get(float(beta), "general")
+    return (mode,)
+"""
+
+
+def test_a_stub_that_became_an_ordinary_cell_is_still_graded(tmp_path):
+    path = tmp_path / "cell_stub.py"
+    path.write_text(CELL_STUB, encoding="utf-8")
+    results = check_all("A1", _load(path, "A1"))
+    fails = _failures(results)
+    assert not any(name.startswith("mode") for name in fails)
+    assert fails["delta_operator: symmetric"] == "the submission defines no `delta_operator`"

@@ -110,3 +110,12 @@ def test_unknown_only_is_an_error(tmp_path):
     )
     assert proc.returncode == 2
     assert "unknown benchmark" in proc.stderr and "operators" in proc.stderr
+
+
+def test_geolab_bench_is_wired():
+    from geolab.bench import cmd_bench
+    from geolab.cli import build_parser
+
+    args = build_parser().parse_args(["bench", "--quick", "--only", "rules", "--threads", "1"])
+    assert args.func is cmd_bench
+    assert (args.quick, args.only, args.threads, args.clock) == (True, ["rules"], 1, "auto")

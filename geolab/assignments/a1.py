@@ -11,6 +11,7 @@ from geolab import operators as ref
 from geolab.assignments.checks import as_tensor, close, describe, fail, forbid, run_check
 
 MODES = ("identity", "erase", "reflect", "general")
+OPS = "geolab.operators."
 LINALG = ("torch.linalg.eigvalsh", "torch.linalg.eigvals", "torch.linalg.eigh")
 LINALG += ("torch.linalg.eig", "torch.linalg.det", "torch.linalg.slogdet", "torch.det")
 
@@ -26,7 +27,8 @@ def check_delta_operator(fn, seed: int = 0):
     k1 = _rand(g, 4)
 
     def call(k, beta):
-        with forbid(["geolab.operators.delta_operator", "geolab.operators.householder"], fn):
+        banned = ["geolab.operators.delta_operator", "geolab.operators.householder"]
+        with forbid(banned, fn, label=f"delta_operator({describe(k=k, beta=beta)})"):
             out = fn(k, beta)
         return as_tensor(out, "delta_operator", (*k.shape, k.shape[-1]))
 
@@ -88,7 +90,9 @@ def check_spectrum_and_det(fn, seed: int = 0):
         for d, b in cases:
             A = ref.delta_operator(_rand(g, d), b)
             want_eig, want_det = torch.linalg.eigvalsh(A), torch.linalg.det(A)
-            with forbid(LINALG + ("geolab.operators.delta_operator",), fn):
+            with forbid(
+                LINALG + (OPS + "delta_operator",), fn, label=f"spectrum_and_det({d}, {b})"
+            ):
                 out = fn(d, b)
             if not (isinstance(out, tuple) and len(out) == 2):
                 fail(f"spectrum_and_det({d}, {b}) should return a pair (eigenvalues, det)")
@@ -111,9 +115,10 @@ def check_delta_update(fn, seed: int = 0):
     x1, k1 = _rand(g, 6), _rand(g, 6)
     kh1 = k1 / k1.norm()
 
-    def call(x, *args):
-        with forbid(["geolab.operators.delta_update", "geolab.operators.delta_update_matrix"], fn):
-            return as_tensor(fn(x, *args), "delta_update", tuple(x.shape))
+    def call(x, k, beta, v):
+        label = f"delta_update({describe(x=x, k=k, beta=beta, v=v)})"
+        with forbid([OPS + "delta_update", OPS + "delta_update_matrix"], fn, label=label):
+            return as_tensor(fn(x, k, beta, v), "delta_update", tuple(x.shape))
 
     def matches():
         close(

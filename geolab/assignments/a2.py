@@ -47,7 +47,7 @@ def check_skew(fn, seed: int = 0):
     u, v = _rand(g, 2, 5), _rand(g, 2, 5)
 
     def call(u, v):
-        with forbid([OPS + "skew"], fn):
+        with forbid([OPS + "skew"], fn, label=f"skew({describe(u=u, v=v)})"):
             return as_tensor(fn(u, v), "skew", (*u.shape, u.shape[-1]))
 
     def matches():
@@ -72,9 +72,10 @@ def check_cayley_apply(fn, seed: int = 0):
     u1, v1, x1 = _rand(g, 6), _rand(g, 6), _rand(g, 6)
     banned = [OPS + n for n in ("cayley_apply", "cayley", "hybrid_apply", "hybrid_operator")]
 
-    def call(x, *args):
-        with forbid(banned + list(NO_SOLVE), fn):
-            return as_tensor(fn(x, *args), "cayley_apply", tuple(x.shape))
+    def call(x, u, v, beta):
+        label = f"cayley_apply({describe(x=x, u=u, v=v, beta=beta)})"
+        with forbid(banned + list(NO_SOLVE), fn, label=label):
+            return as_tensor(fn(x, u, v, beta), "cayley_apply", tuple(x.shape))
 
     def matches():
         want = (_dense_q(u, v, beta) @ x.unsqueeze(-1)).squeeze(-1)
@@ -115,9 +116,9 @@ def check_cayley_angle(fn, seed: int = 0):
     u, v = _rand(g, 4, 5), _rand(g, 4, 5)
     beta = torch.rand(4, generator=g, dtype=F64) * 4
 
-    def call(*args):
-        with forbid([OPS + "cayley_angle"], fn):
-            return fn(*args)
+    def call(u, v, beta):
+        with forbid([OPS + "cayley_angle"], fn, label=f"cayley_angle({describe(beta=beta)}, …)"):
+            return fn(u, v, beta)
 
     def matches():
         want = ref.cayley_angle(u, v, beta)
@@ -149,9 +150,10 @@ def check_cayley_matrix(fn, seed: int = 0):
     u, v = _rand(g, 5), _rand(g, 5)
     eye = torch.eye(5, dtype=F64)
 
-    def call(*args):
-        with forbid([OPS + "cayley", OPS + "hybrid_operator"], fn):
-            return as_tensor(fn(*args), "cayley_matrix", (5, 5))
+    def call(u, v, beta):
+        label = f"cayley_matrix({describe(u=u, v=v, beta=beta)})"
+        with forbid([OPS + "cayley", OPS + "hybrid_operator"], fn, label=label):
+            return as_tensor(fn(u, v, beta), "cayley_matrix", (5, 5))
 
     def matches():
         close(call(u, v, 0.8), _dense_q(u, v, 0.8), "cayley_matrix(u, v, 0.8)")
@@ -178,9 +180,10 @@ def check_minus_one_gap(fn, seed: int = 0):
     g = torch.Generator().manual_seed(seed)
     u, v = _rand(g, 4), _rand(g, 4)
 
-    def call(*args):
-        with forbid(list(NO_EIG) + [OPS + "cayley", OPS + "cayley_angle"], fn):
-            return as_tensor(fn(*args), "minus_one_gap")
+    def call(u, v, beta):
+        banned = list(NO_EIG) + [OPS + "cayley", OPS + "cayley_angle"]
+        with forbid(banned, fn, label=f"minus_one_gap({describe(u=u, v=v, beta=beta)})"):
+            return as_tensor(fn(u, v, beta), "minus_one_gap")
 
     def matches():
         for b in (0.5, 3.0, 40.0):
@@ -209,7 +212,8 @@ def check_householder_apply(fn, seed: int = 0):
     banned = [OPS + n for n in ("householder_apply", "householder", "delta_operator")]
 
     def call(x, k):
-        with forbid(banned + [OPS + "delta_update"], fn):
+        label = f"householder_apply({describe(x=x, k=k)})"
+        with forbid(banned + [OPS + "delta_update"], fn, label=label):
             return as_tensor(fn(x, k), "householder_apply", tuple(x.shape))
 
     def matches():
@@ -239,9 +243,10 @@ def check_hybrid_apply(fn, seed: int = 0):
     eye = torch.eye(5, dtype=F64)
     banned = [OPS + n for n in ("hybrid_apply", "hybrid_operator", "cayley_apply", "cayley")]
 
-    def call(x, *args):
-        with forbid(banned + [OPS + "householder_apply", OPS + "householder"], fn):
-            return as_tensor(fn(x, *args), "hybrid_apply", tuple(x.shape))
+    def call(x, u, v, k, beta, gamma):
+        label = f"hybrid_apply({describe(x=x, u=u, v=v, k=k, beta=beta, gamma=gamma)})"
+        with forbid(banned + [OPS + "householder_apply", OPS + "householder"], fn, label=label):
+            return as_tensor(fn(x, u, v, k, beta, gamma), "hybrid_apply", tuple(x.shape))
 
     def matches():
         want = ref.hybrid_apply(x, u, v, k, beta, gamma)
@@ -272,7 +277,8 @@ def check_gate_regularizer(fn, seed: int = 0):
     gamma = torch.rand(7, generator=g, dtype=F64)
 
     def call(gamma):
-        with forbid([OPS + "gate_regularizer"], fn):
+        label = f"gate_regularizer({describe(gamma=gamma)})"
+        with forbid([OPS + "gate_regularizer"], fn, label=label):
             return as_tensor(fn(gamma), "gate_regularizer", tuple(gamma.shape))
 
     def matches():

@@ -43,9 +43,9 @@ def check_effective_rank(fn, seed: int = 0):
     X = torch.randn(3, 7, 5, generator=g, dtype=torch.float64)
     Y = torch.randn(4, 9, generator=g, dtype=torch.float64)
 
-    def call(*args):
-        with forbid(BANNED, fn):
-            return fn(*args)
+    def call(X):
+        with forbid(BANNED, fn, label=f"effective_rank({describe(X=X)})"):
+            return fn(X)
 
     def matches():
         close(call(X), ref_effective_rank(X), f"effective_rank({describe(X=X)})")
@@ -82,7 +82,7 @@ def check_rank_profile(fn, seed: int = 0):
     def case(residual, depth):
         model, x = make_stack(residual, depth, seed)
         want = ref_rank_profile(model, x)
-        with forbid(BANNED, fn):
+        with forbid(BANNED, fn, label=f"rank_profile(a {depth}-layer {residual} stack, x)"):
             got = fn(model, x)
         close(got, want, f"rank_profile of a {depth}-layer {residual} stack", atol=1e-4)
 
@@ -100,7 +100,7 @@ def check_collapse_curves(fn, seed: int = 0):
     depth = 6
 
     def call():
-        with forbid(BANNED, fn):
+        with forbid(BANNED, fn, label=f"collapse_curves({depth}, {seed})"):
             curves = fn(depth, seed)
         if not isinstance(curves, dict) or set(curves) != set(RULES):
             fail(f"collapse_curves should return a dict with the keys {RULES}")

@@ -12,7 +12,7 @@ from contextlib import contextmanager
 import torch
 
 from geolab import rules_delta
-from geolab.assignments.checks import as_tensor, close, fail, forbid, run_check
+from geolab.assignments.checks import as_tensor, close, describe, fail, forbid, run_check
 from geolab.config import GeoConfig
 from geolab.model import GeoTransformer
 from geolab.residuals import RESIDUALS
@@ -72,7 +72,7 @@ def check_my_rule(cls, seed: int = 0):
     F = _sublayer(16, seed)
 
     def build(**changes):
-        with forbid(BANNED, cls):
+        with forbid(BANNED, cls, label=f"MyRule(GeoConfig({changes or ''}))"):
             rule = cls(_cfg(**changes))
         if not isinstance(rule, Rule):
             fail("MyRule must subclass geolab.rule.Rule (the common interface)")
@@ -83,7 +83,7 @@ def check_my_rule(cls, seed: int = 0):
         return rule
 
     def step(rule, inp, sub=F):
-        with forbid(BANNED, cls):
+        with forbid(BANNED, cls, label=f"MyRule(cfg)({describe(x=inp)}, sublayer)"):
             return rule(inp, sub)
 
     def interface():

@@ -89,14 +89,14 @@ def as_tensor(got, what: str, shape: tuple[int, ...] | None = None) -> torch.Ten
 
 
 def close(got, want: torch.Tensor, what: str, atol: float = 1e-5, rtol: float = 1e-4) -> None:
-    """Fail unless ``got`` matches ``want`` in shape and value; the message shows a bad entry."""
+    """Fail unless ``got`` has the shape and values of ``want``; the message names the worst."""
     got = as_tensor(got, what, tuple(want.shape)).to(want.dtype)
     if not torch.isfinite(got).all():
         fail(f"{what} contains NaN or inf")
     err = (got - want).abs()
     bad = err > atol + rtol * want.abs()
     if bad.any():
-        idx = tuple(int(i) for i in torch.nonzero(bad)[0])
+        idx = tuple(int(i) for i in torch.unravel_index(torch.argmax(err), err.shape))
         fail(
             f"{what}: max |error| {err.max().item():.3g}; at index {idx} you gave "
             f"{got[idx].item():.6g}, expected {want[idx].item():.6g}"
@@ -118,14 +118,15 @@ def _globals_of(obj) -> Iterable[dict]:
 
 
 @contextmanager
-def forbid(paths: Iterable[str], *student):
-    """Inside the block, each dotted path (``geolab.operators.delta_operator``,
+def forbid(paths: Iterable[str], *student, label: str | None = None):
+    """Run student code: inside the block, each dotted path (``geolab.operators.delta_operator``,
     ``torch.linalg.solve``) raises :class:`ForbiddenCall` when called — through its module, the
     ``geolab`` package namespace, or any name the ``student`` functions/classes bound to it
     (``from geolab.operators import delta_operator as d``). Everything is restored on exit.
+    With ``label`` (the call with its inputs, e.g. "skew(u of shape (2, 5), …)") an error
+    raised in the block becomes a Failed that names the input.
 
-    Checks compute their reference values before entering the block, or through names bound at
-    import time in the checks module, which are not patched.
+    Checks compute their reference values outside the block (the paths are patched in place).
     """
     import geolab
 
@@ -155,6 +156,12 @@ def forbid(paths: Iterable[str], *student):
                     if value is original:
                         patch(namespace, key, value, dict.__setitem__, guard)
         yield
+    except (Failed, ForbiddenCall, NotImplementedError):
+        raise
+    except Exception as err:
+        if label is None:
+            raise
+        raise Failed(f"{label} raised {type(err).__name__}: {err}") from err
     finally:
         for owner, key, value, setter in reversed(saved):
             setter(owner, key, value)

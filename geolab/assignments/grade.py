@@ -179,6 +179,7 @@ def _cmd_grade(args) -> int:
         Path(args.submissions), args.assignment, args.timeout, args.task_timeout, args.jobs
     )
     csv_path, json_path = write_gradebook(rows, Path(args.out))
+    print(f"{args.assignment} — {get(args.assignment).title}: {len(rows)} submissions")
     for row in rows:
         print(f"{row['submission']:<32} {row['status']:<14} {row['score']:g}/{row['max_score']:g}")
     print(f"gradebook: {csv_path} and {json_path}")

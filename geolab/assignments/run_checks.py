@@ -1,17 +1,12 @@
-"""The grader's child process: load one submission, run one assignment's checks, print JSON.
+"""What runs inside each grading process: load one submission, run one assignment's checks.
 
-    python -m geolab.assignments.run_checks SUBMISSION.py --assignment A2 [--task-timeout 30]
-
-Everything the submission prints goes to stderr (file descriptor 1 is pointed at 2 before the
-submission is imported), so stdout carries exactly one JSON object:
-``{"status": "ok" | "error", "error": str, "checks": [Check.to_dict(), ...]}``. "error" means
-the submission itself failed to load; the checks are then all failed with that message.
+``geolab grade`` forks a process per submission and calls :func:`run` in it; the result is
+``{"status": "ok" | "error", "error": str, "checks": [Check.to_dict(), ...]}``, where "error"
+means the submission itself failed to load (its checks are then all failed with that message).
+A stub that runs past the per-task limit is stopped by a SIGALRM alarm.
 """
 
-import argparse
 import importlib.util
-import json
-import os
 import signal
 import sys
 import traceback
@@ -81,21 +76,3 @@ def run(path: Path, assignment: str, task_timeout: float) -> dict:
         return {"status": "error", "error": message, "checks": [c.to_dict() for c in checks]}
     checks = check_all(assignment, namespace, time_limit=lambda _stub: alarm(task_timeout))
     return {"status": "ok", "error": "", "checks": [c.to_dict() for c in checks]}
-
-
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m geolab.assignments.run_checks")
-    parser.add_argument("submission", type=Path)
-    parser.add_argument("--assignment", required=True)
-    parser.add_argument("--task-timeout", type=float, default=30.0)
-    args = parser.parse_args(argv)
-    result_fd = os.dup(1)
-    os.dup2(2, 1)  # whatever the submission prints lands on stderr
-    result = run(args.submission.resolve(), args.assignment, args.task_timeout)
-    with os.fdopen(result_fd, "w", encoding="utf-8") as out:
-        json.dump(result, out)
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())
