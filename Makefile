@@ -30,4 +30,4 @@ test: setup
 	HF_HUB_OFFLINE=1 HF_DATASETS_OFFLINE=1 $(PY) -m pytest -n 2 --timeout 900
 
 lint: setup
-	$(PY) -m ruff check . && $(PY) -m ruff format --check . && $(PY) -m marimo check --strict notebooks/*.py
+	$(PY) -m ruff check . && $(PY) -m ruff format --check . && $(PY) -m marimo check --strict notebooks/*.py notebooks/assignments/*.py assignments/instructor/*.py
