@@ -29,5 +29,11 @@ tour: setup
 test: setup
 	HF_HUB_OFFLINE=1 HF_DATASETS_OFFLINE=1 $(PY) -m pytest -n 2 --timeout 900
 
+notebooks-ipynb: setup
+	PYTHON=$(PY) scripts/export_ipynb.sh build/ipynb
+
+screenshots: setup
+	$(PY) scripts/screenshots.py docs
+
 lint: setup
 	$(PY) -m ruff check . && $(PY) -m ruff format --check . && $(PY) -m marimo check --strict notebooks/*.py notebooks/assignments/*.py assignments/instructor/*.py

@@ -552,9 +552,13 @@ def layer_profile(model: GeoTransformer, x: torch.Tensor) -> tuple[np.ndarray, n
 def rule_profile(
     rule: str, n_layer: int, d_model: int, seq_len: int, seed: int, fields: tuple
 ) -> tuple[np.ndarray, np.ndarray]:
-    """``layer_profile`` of one 04 curve, cached by everything that can change it."""
+    """``layer_profile`` of one 04 curve, cached by everything that can change it (the arrays
+    are read-only: every caller shares them)."""
     cfg = rank_config(rule, n_layer, d_model, seq_len, **dict(fields))
-    return layer_profile(build_model(cfg, seed), rank_tokens(seq_len, seed))
+    ranks, residual = layer_profile(build_model(cfg, seed), rank_tokens(seq_len, seed))
+    ranks.setflags(write=False)
+    residual.setflags(write=False)
+    return ranks, residual
 
 
 def rank_view(

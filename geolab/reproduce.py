@@ -25,6 +25,19 @@ def run_reproduce_cli(args: argparse.Namespace) -> int:
         for name, title in list_protocols():
             print(f"{name:<18} {title}")
         return 0
+    if args.readme:
+        from pathlib import Path
+
+        from geolab.experiments import report
+
+        results = report.load_results(args.out)
+        if not results:
+            print(f"geolab reproduce: error: no NAME-small.json in {args.out!r}", file=sys.stderr)
+            return 2
+        path = Path(args.out) / "README.md"
+        path.write_text(report.readme_text(results))
+        print(f"wrote {path} ({len(results)} protocols)")
+        return 0
     if args.name is None:
         print("geolab reproduce: error: name a protocol or pass --list", file=sys.stderr)
         return 2
@@ -55,6 +68,9 @@ def add_reproduce_cli(subparsers: argparse._SubParsersAction) -> None:
     p = subparsers.add_parser("reproduce", help="run a paper experiment protocol at a scale")
     p.add_argument("name", nargs="?", choices=NAMES, help="protocol (see --list)")
     p.add_argument("--list", action="store_true", help="list the protocols and exit")
+    p.add_argument(
+        "--readme", action="store_true", help="write OUT/README.md from OUT's small results"
+    )
     p.add_argument("--scale", choices=SCALE_NAMES, default="tiny", help="tiny | small | paper")
     p.add_argument("--seeds", type=int, default=None, help="use the first N seeds of the scale")
     p.add_argument("--out", default="results", help="output directory (default ./results)")

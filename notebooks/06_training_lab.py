@@ -106,7 +106,9 @@ def _(mo):
 
 @app.cell
 def _(figs, mo, result):
-    mo.stop(not result["beta"], mo.md("*None of the chosen rules has a β gate (mgt, mgt_ddl, ddl).*"))
+    mo.stop(
+        not result["beta"], mo.md("*None of the chosen rules has a β gate (mgt, mgt_ddl, ddl).*")
+    )
     checks = []
     for rule, snaps in result["beta"].items():
         start = snaps["0%"]["mean"]

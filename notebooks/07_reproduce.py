@@ -87,7 +87,7 @@ def _(mo, report, results):
 @app.cell
 def _(mo, results):
     protocol = mo.ui.dropdown(options=list(results), value=next(iter(results)), label="protocol")
-    protocol
+    mo.hstack([protocol], justify="start")
     return (protocol,)
 
 
@@ -101,8 +101,7 @@ def _(mo, protocol, report, results):
         f"{prov['wall_time_s'] / 60:.1f} min, finished {prov['finished_utc']}"
     )
     mo.vstack(
-        [mo.md(f"**{chosen['title']}** — {stamp}")]
-        + list(report.result_figures(chosen).values())
+        [mo.md(f"**{chosen['title']}** — {stamp}")] + list(report.result_figures(chosen).values())
     )
     return
 
@@ -122,7 +121,7 @@ def _(mo):
 @app.cell
 def _(mo):
     rerun = mo.ui.run_button(label="rerun at tiny scale")
-    rerun
+    mo.center(rerun)
     return (rerun,)
 
 
@@ -134,10 +133,14 @@ def _(get_protocol, mo, protocol, rerun, run_protocol):
         fresh, fresh_figs = run_protocol(
             get_protocol(protocol.value), "tiny", out=None, log=messages.append
         )
-    verdicts = "\n".join(f"- {h['id']}: **{h['verdict']}** — {h['measured']}" for h in fresh["hypotheses"])
+    verdicts = "\n".join(
+        f"- {h['id']}: **{h['verdict']}** — {h['measured']}" for h in fresh["hypotheses"]
+    )
     mo.vstack(
         [
-            mo.md(f"Tiny run finished in {fresh['provenance']['wall_time_s']:.1f} s.\n\n{verdicts}"),
+            mo.md(
+                f"Tiny run finished in {fresh['provenance']['wall_time_s']:.1f} s.\n\n{verdicts}"
+            ),
             *fresh_figs.values(),
         ]
     )

@@ -1,7 +1,7 @@
 """Text data through HF ``datasets`` (spec §6): local copies, token counts, cache, fast failure."""
 
 import socket
-import time
+import threading
 from pathlib import Path
 
 import pytest
@@ -142,8 +142,15 @@ def test_hub_probe_gives_up_after_its_timeout(monkeypatch, tmp_path):
     monkeypatch.delenv("HF_DATASETS_OFFLINE")
     monkeypatch.delenv("HTTPS_PROXY", raising=False)
     monkeypatch.delenv("https_proxy", raising=False)
-    monkeypatch.setattr(socket, "create_connection", lambda *a, **k: time.sleep(60))
+    release = threading.Event()
+
+    def hang(*args, **kwargs):
+        release.wait(30)
+        raise OSError("released")
+
+    monkeypatch.setattr(socket, "create_connection", hang)
     online, why = data.hub_reachable(timeout=0.2)
+    release.set()
     assert not online and "huggingface.co:443" in why and "no answer within 0.2 s" in why
 
     def refused(*args, **kwargs):

@@ -92,7 +92,9 @@ def test_bad_names_and_scales_raise_value_error():
 def test_mean_std_and_sign_verdict():
     s = common.mean_std([1.0, 2.0, 4.0])
     assert s["mean"] == pytest.approx(7 / 3)
-    assert s["std"] == pytest.approx(math.sqrt(((1 - 7 / 3) ** 2 + (2 - 7 / 3) ** 2 + (4 - 7 / 3) ** 2) / 2))
+    assert s["std"] == pytest.approx(
+        math.sqrt(((1 - 7 / 3) ** 2 + (2 - 7 / 3) ** 2 + (4 - 7 / 3) ** 2) / 2)
+    )
     assert common.mean_std([5.0]) == {"mean": 5.0, "std": 0.0, "n": 1}
     with pytest.raises(ValueError, match="empty"):
         common.mean_std([])
@@ -108,7 +110,9 @@ def test_spearman_matches_hand_computed_values():
     # ties get average ranks: y ranks (1.5, 1.5, 3, 4) -> Pearson of ranks
     x, y = torch.tensor([1.0, 2, 3, 4]), torch.tensor([1.5, 1.5, 3, 4])
     x, y = x - x.mean(), y - y.mean()
-    assert spearman([0, 1, 2, 3], [0, 0, 5, 9]) == pytest.approx((x @ y / (x.norm() * y.norm())).item())
+    assert spearman([0, 1, 2, 3], [0, 0, 5, 9]) == pytest.approx(
+        (x @ y / (x.norm() * y.norm())).item()
+    )
     assert spearman([0, 1, 2], [0.0, 0.0, 0.0]) is None
 
 
@@ -132,26 +136,6 @@ def test_png_notice_without_a_browser(monkeypatch, tmp_path):
     saved = common.save_figures({"f": go.Figure()}, tmp_path, "x", png=True, log=notes.append)
     assert saved["files"] == ["x-f.html"] and (tmp_path / "x-f.html").is_file()
     assert len(notes) == 1 and "PNG skipped" in notes[0] and "\n" not in notes[0]
-
-
-def test_tiny_synergy_is_eq9_of_the_written_losses(data_env, tmp_path):
-    result, _ = common.run_protocol(get_protocol("ablation"), "tiny", out=None, log=lambda m: None)
-    for row in result["per_seed"].values():
-        loss = {r: row[r]["val"]["loss"] for r in ("postln", "preln", "mgt_mhc", "mgt_ddl", "mgt")}
-        # Eq. 9 rearranged: 𝒮 = L_mHC + L_DDL − L_MGT − L_base
-        expected = loss["mgt_mhc"] + loss["mgt_ddl"] - loss["mgt"] - loss["postln"]
-        assert row["synergy_postln"] == pytest.approx(expected, abs=1e-12)
-        expected = loss["mgt_mhc"] + loss["mgt_ddl"] - loss["mgt"] - loss["preln"]
-        assert row["synergy_preln"] == pytest.approx(expected, abs=1e-12)
-
-
-def test_beta_starts_at_beta0_in_every_layer(data_env):
-    result, _ = common.run_protocol(get_protocol("beta_dynamics"), "tiny", log=lambda m: None)
-    start = result["per_seed"]["42"]["snapshots"]["0%"]
-    # W_β = 0 and b_β = atanh(β₀) at init (spec §3.1): every β is exactly β₀ = 0.5
-    assert start["mean"] == pytest.approx([0.5] * 4, abs=1e-6)
-    assert start["std"] == pytest.approx([0.0] * 4, abs=1e-6)
-    assert list(result["per_seed"]["42"]["snapshots"]) == ["0%", "25%", "50%", "100%"]
 
 
 # --- the committed small-scale results -------------------------------------------------------
@@ -198,3 +182,34 @@ def test_rerun_reproduces_committed_numbers(data_env):
         for phase in ("init", "trained"):
             assert fresh[key][phase] == pytest.approx(old[phase], abs=1e-6, rel=0)
         assert fresh[key]["val_loss"] == pytest.approx(old["val_loss"], abs=1e-6, rel=0)
+
+
+def test_committed_synergy_is_eq9_of_the_committed_losses():
+    result = committed("ablation")
+    for row in result["per_seed"].values():
+        loss = {r: row[r]["val"]["loss"] for r in ("postln", "preln", "mgt_mhc", "mgt_ddl", "mgt")}
+        # Eq. 9 rearranged: 𝒮 = L_mHC + L_DDL − L_MGT − L_base
+        expected = loss["mgt_mhc"] + loss["mgt_ddl"] - loss["mgt"] - loss["postln"]
+        assert row["synergy_postln"] == pytest.approx(expected, abs=1e-12)
+        expected = loss["mgt_mhc"] + loss["mgt_ddl"] - loss["mgt"] - loss["preln"]
+        assert row["synergy_preln"] == pytest.approx(expected, abs=1e-12)
+    values = [row["synergy_postln"] for row in result["per_seed"].values()]
+    assert result["summary"]["synergy_postln"] == pytest.approx(common.mean_std(values))
+
+
+def test_committed_beta_starts_at_beta0_in_every_layer():
+    result = committed("beta_dynamics")
+    n_layer = result["config"]["n_layer"]
+    for row in result["per_seed"].values():
+        start = row["snapshots"]["0%"]
+        # W_β = 0 and b_β = atanh(β₀) at init (spec §3.1): every β is exactly β₀ = 0.5
+        assert start["mean"] == pytest.approx([0.5] * n_layer, abs=1e-6)
+        assert start["std"] == pytest.approx([0.0] * n_layer, abs=1e-6)
+        assert list(row["snapshots"]) == ["0%", "25%", "50%", "100%"]
+
+
+def test_committed_depth_scaling_matches_the_budget():
+    result = committed("depth_scaling")
+    budget = result["config"]["budget"]
+    for key, run in result["summary"]["runs"].items():
+        assert abs(run["n_params"] - budget) / budget < 0.25, key

@@ -14,7 +14,9 @@ import pytest
 from geolab.experiments import report
 
 REPO = Path(__file__).resolve().parents[1]
-NOTEBOOKS = {name: REPO / "notebooks" / f"{name}.py" for name in ("06_training_lab", "07_reproduce")}
+NOTEBOOKS = {
+    name: REPO / "notebooks" / f"{name}.py" for name in ("06_training_lab", "07_reproduce")
+}
 ENV = {**os.environ, "PYTHONPATH": str(REPO), "OMP_NUM_THREADS": "1"}
 
 

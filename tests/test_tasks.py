@@ -200,7 +200,7 @@ def test_rotate_in_planes_matches_repeated_dense_rotation(dim, theta, steps, see
         (lambda: get_task("near_pi", mode="triple"), "mode='triple'"),
         (lambda: get_task("near_pi_multi", dim=7), "even for multi"),
         (lambda: get_task("echo", seed=1.5), "seed=1.5"),
-        (lambda: get_task("echo").batch("test", torch.tensor([0])), "no split 'test'"),
+        (lambda: get_task("echo", **SMALL).batch("test", torch.tensor([0])), "no split 'test'"),
     ],
 )
 def test_bad_input_is_rejected(call, match):

@@ -99,9 +99,14 @@ def run(settings: dict, seeds: list[int], log) -> Outcome:
             run_.pop("model")
             row[rule] = run_
         loss = {r: row[r]["val"]["loss"] for r in settings["rules"]}
-        row["synergy_postln"] = synergy(loss["postln"], loss["mgt_mhc"], loss["mgt_ddl"], loss["mgt"])
+        row["synergy_postln"] = synergy(
+            loss["postln"], loss["mgt_mhc"], loss["mgt_ddl"], loss["mgt"]
+        )
         row["synergy_preln"] = synergy(loss["preln"], loss["mgt_mhc"], loss["mgt_ddl"], loss["mgt"])
-        log(f"  seed {seed}: 𝒮(post-LN) {row['synergy_postln']:.4g}, 𝒮(pre-LN) {row['synergy_preln']:.4g}")
+        log(
+            f"  seed {seed}: 𝒮(post-LN) {row['synergy_postln']:.4g}, "
+            f"𝒮(pre-LN) {row['synergy_preln']:.4g}"
+        )
         per_seed[str(seed)] = row
     rows = [per_seed[str(s)] for s in seeds]
     summary = {
@@ -136,7 +141,10 @@ def make_figures(settings: dict, per_seed: dict, summary: dict) -> dict:
             "cross-entropy (nats)",
         ),
         "curves": figures.loss_curves(
-            {r: (range(1, len(first[r]["curve"]) + 1), first[r]["curve"]) for r in settings["rules"]},
+            {
+                r: (range(1, len(first[r]["curve"]) + 1), first[r]["curve"])
+                for r in settings["rules"]
+            },
             f"Training loss, seed {seed}",
         ),
     }

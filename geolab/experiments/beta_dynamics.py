@@ -161,12 +161,14 @@ def run(settings: dict, seeds: list[int], log) -> Outcome:
         at = snapshot_steps(tc.steps)
         snaps = {"0%": beta_snapshot(model, probe, low, high)}
 
-        def on_step(rec, model=model, snaps=snaps, at=at, low=low, high=high):
+        def on_step(rec, model=model, snaps=snaps, at=at, low=low, high=high, seed=seed):
             if rec["step"] in at:
                 snaps[at[rec["step"]]] = beta_snapshot(model, probe, low, high)
                 s = snaps[at[rec["step"]]]
-                log(f"  seed {seed} step {rec['step']}: loss {rec['loss']:.4g}, "
-                    f"mean β {sum(s['mean']) / len(s['mean']):.4g}")
+                log(
+                    f"  seed {seed} step {rec['step']}: loss {rec['loss']:.4g}, "
+                    f"mean β {sum(s['mean']) / len(s['mean']):.4g}"
+                )
 
         res = train(cfg, task, tc, callback=on_step, model=model)
         per_seed[str(seed)] = {"snapshots": snaps, "val": res.metrics}
@@ -221,8 +223,9 @@ def judge(per_seed: dict, n_layer: int) -> tuple[dict, list[Hypothesis]]:
         Hypothesis(
             id="β sign transition",
             claim="E[β] > 0 in early layers, a sizeable fraction β < 0 in deep layers",
-            measured=f"end of training: mean β (first quarter) {fmt(end['mean_beta_first_quarter'])},"
-            f" fraction β<0 first/last quarter {fmt(end['frac_negative_first_quarter'])}/"
+            measured="end of training: mean β (first quarter) "
+            f"{fmt(end['mean_beta_first_quarter'])}, fraction β<0 first/last quarter "
+            f"{fmt(end['frac_negative_first_quarter'])}/"
             f"{fmt(end['frac_negative_last_quarter'])}, Spearman(layer, fraction β<0) {rho_text}",
             verdict=v1,
             rule=f"reproduced: first-quarter mean β > 0, last-quarter fraction β<0 ≥ {SIZEABLE} "

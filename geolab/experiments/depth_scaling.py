@@ -136,7 +136,9 @@ def run(settings: dict, seeds: list[int], log) -> Outcome:
             "val_loss": mean_std([x["val"]["loss"] for x in rows]),
             "steps_to_threshold": mean_std([x["steps_to_threshold"] for x in rows]),
         }
-    return Outcome(per_seed, summary, [judge(settings, summary)], make_figures(settings, per_seed, summary))
+    return Outcome(
+        per_seed, summary, [judge(settings, summary)], make_figures(settings, per_seed, summary)
+    )
 
 
 def judge(settings: dict, summary: dict) -> Hypothesis:
@@ -157,12 +159,14 @@ def judge(settings: dict, summary: dict) -> Hypothesis:
     else:
         verdict = INCONCLUSIVE
     text = "; ".join(
-        f"L={d}: " + ", ".join(f"{r} {fmt_ms(runs[f'{r}/L{d}']['val_ppl'])}" for r in settings["rules"])
+        f"L={d}: "
+        + ", ".join(f"{r} {fmt_ms(runs[f'{r}/L{d}']['val_ppl'])}" for r in settings["rules"])
         for d in depths
     )
     return Hypothesis(
         id="depth scaling",
-        claim="at a fixed parameter budget MGT reaches lower perplexity, the gap growing with depth",
+        claim="at a fixed parameter budget MGT reaches lower perplexity, the gap growing with "
+        "depth",
         measured=f"val perplexity at ≈{settings['budget']:,} params — {text}. Gap to the best "
         f"baseline ({best}) at L={depths[-1]}: {fmt(deep_gap)} (L={depths[0]}: {fmt(shallow_gap)})",
         verdict=verdict,

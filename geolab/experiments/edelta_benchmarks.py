@@ -30,16 +30,32 @@ from geolab.tasks import get_task
 
 NAME = "edelta_benchmarks"
 TITLE = "E∆ table: five geometric/residual models on echo, gyroscope, inversion and near-π"
-MODELS = {"preln": (9, 128), "ddl": (8, 128), "mhc": (9, 128), "jpmhc": (7, 512), "edelta": (6, 128)}
+MODELS = {
+    "preln": (9, 128),
+    "ddl": (8, 128),
+    "mhc": (9, 128),
+    "jpmhc": (7, 512),
+    "edelta": (6, 128),
+}
 LABELS = {"preln": "GPT", "ddl": "DDL", "mhc": "mHC", "jpmhc": "JPmHC", "edelta": "E∆"}
 TASKS = ["echo", "gyroscope", "inversion", "near_pi", "near_pi_multi"]
 MARGIN = 1.2
 PUBLISHED = {
     "mse": {
-        "gyroscope": {"preln": 3.78e-3, "ddl": 3.36e-3, "mhc": 4.02e-3, "jpmhc": 3.08e-4,
-                      "edelta": 1.02e-3},
-        "echo": {"preln": 16.4e-6, "ddl": 15.3e-6, "mhc": 8650e-6, "jpmhc": 8.19e-6,
-                 "edelta": 4.35e-6},
+        "gyroscope": {
+            "preln": 3.78e-3,
+            "ddl": 3.36e-3,
+            "mhc": 4.02e-3,
+            "jpmhc": 3.08e-4,
+            "edelta": 1.02e-3,
+        },
+        "echo": {
+            "preln": 16.4e-6,
+            "ddl": 15.3e-6,
+            "mhc": 8650e-6,
+            "jpmhc": 8.19e-6,
+            "edelta": 4.35e-6,
+        },
         "near_pi": {"preln": 1.19e-5, "edelta": 1.44e-6},
     },
     "inversion_cos": {"ddl": 0.96, "jpmhc": -0.30, "edelta": 0.96},
@@ -127,7 +143,9 @@ def run(settings: dict, seeds: list[int], log) -> Outcome:
         table[key] = {m: mean_std([x[key]["val"][m] for x in rows]) for m in metrics}
         table[key]["n_params"] = rows[0][key]["n_params"]
     summary = {"table": table, "published": PUBLISHED}
-    return Outcome(per_seed, summary, judge(settings, table), make_figures(settings, per_seed, summary))
+    return Outcome(
+        per_seed, summary, judge(settings, table), make_figures(settings, per_seed, summary)
+    )
 
 
 def _order(ours: float, theirs: float) -> str:
@@ -158,91 +176,119 @@ def judge(settings: dict, table: dict) -> list[Hypothesis]:
     order = f"holds with margin ×{MARGIN} (per pair; the weakest pair decides)"
     if "echo" in tasks:
         others = [m for m in MODELS if m != "edelta"]
-        hyps.append(Hypothesis(
-            id="E∆ echo best",
-            claim="echo MSE: E∆ lowest (4.35e-6; JPmHC 8.19e-6, DDL 15.3e-6, GPT 16.4e-6, "
-            "mHC 8650e-6)",
-            measured=f"echo MSE {mses('echo')}",
-            verdict=_worst([_order(get("echo", "edelta"), get("echo", m)) for m in others]),
-            rule=f"E∆ < each other model {order}",
-        ))
-        hyps.append(Hypothesis(
-            id="mHC echo unstable",
-            claim="mHC's echo MSE is far above GPT's (8650e-6 vs 16.4e-6, ≈ 500×)",
-            measured=f"mHC {fmt(get('echo', 'mhc'))} vs GPT {fmt(get('echo', 'preln'))}",
-            verdict=REPRODUCED if get("echo", "mhc") >= 10 * get("echo", "preln")
-            else _worst([NOT_REPRODUCED if get("echo", "mhc") <= get("echo", "preln") * MARGIN
-                         else INCONCLUSIVE]),
-            rule="reproduced if mHC ≥ 10× GPT; not reproduced if mHC ≤ 1.2× GPT; else "
-            "inconclusive",
-        ))
+        hyps.append(
+            Hypothesis(
+                id="E∆ echo best",
+                claim="echo MSE: E∆ lowest (4.35e-6; JPmHC 8.19e-6, DDL 15.3e-6, GPT 16.4e-6, "
+                "mHC 8650e-6)",
+                measured=f"echo MSE {mses('echo')}",
+                verdict=_worst([_order(get("echo", "edelta"), get("echo", m)) for m in others]),
+                rule=f"E∆ < each other model {order}",
+            )
+        )
+        hyps.append(
+            Hypothesis(
+                id="mHC echo unstable",
+                claim="mHC's echo MSE is far above GPT's (8650e-6 vs 16.4e-6, ≈ 500×)",
+                measured=f"mHC {fmt(get('echo', 'mhc'))} vs GPT {fmt(get('echo', 'preln'))}",
+                verdict=REPRODUCED
+                if get("echo", "mhc") >= 10 * get("echo", "preln")
+                else _worst(
+                    [
+                        NOT_REPRODUCED
+                        if get("echo", "mhc") <= get("echo", "preln") * MARGIN
+                        else INCONCLUSIVE
+                    ]
+                ),
+                rule="reproduced if mHC ≥ 10× GPT; not reproduced if mHC ≤ 1.2× GPT; else "
+                "inconclusive",
+            )
+        )
         dev = table["echo/edelta"].get("norm_dev")
         if dev is not None:
             devs = ", ".join(
                 f"{LABELS[m]} {fmt(table[f'echo/{m}']['norm_dev']['mean'])}" for m in MODELS
             )
-            hyps.append(Hypothesis(
-                id="E∆ echo norm deviation",
-                claim="E∆ preserves norms on echo: mean deviation 0.001",
-                measured=f"echo norm deviation {devs}",
-                verdict=REPRODUCED if dev["mean"] <= 0.01 else NOT_REPRODUCED,
-                rule="reproduced if E∆'s mean norm deviation ≤ 0.01 (10× the published value)",
-            ))
+            hyps.append(
+                Hypothesis(
+                    id="E∆ echo norm deviation",
+                    claim="E∆ preserves norms on echo: mean deviation 0.001",
+                    measured=f"echo norm deviation {devs}",
+                    verdict=REPRODUCED if dev["mean"] <= 0.01 else NOT_REPRODUCED,
+                    rule="reproduced if E∆'s mean norm deviation ≤ 0.01 (10× the published value)",
+                )
+            )
     if "gyroscope" in tasks:
-        hyps.append(Hypothesis(
-            id="JPmHC gyroscope best",
-            claim="gyroscope MSE: JPmHC lowest (3.08e-4), E∆ next (1.02e-3)",
-            measured=f"gyroscope MSE {mses('gyroscope')}",
-            verdict=_worst([
-                _order(get("gyroscope", "jpmhc"), get("gyroscope", m))
-                for m in MODELS if m != "jpmhc"
-            ]),
-            rule=f"JPmHC < each other model {order}",
-        ))
-        hyps.append(Hypothesis(
-            id="E∆ gyroscope beats GPT/DDL/mHC",
-            claim="gyroscope MSE: E∆ 1.02e-3 below GPT 3.78e-3, DDL 3.36e-3, mHC 4.02e-3",
-            measured=f"gyroscope MSE {mses('gyroscope')}",
-            verdict=_worst([
-                _order(get("gyroscope", "edelta"), get("gyroscope", m))
-                for m in ("preln", "ddl", "mhc")
-            ]),
-            rule=f"E∆ < GPT, DDL, mHC {order}",
-        ))
+        hyps.append(
+            Hypothesis(
+                id="JPmHC gyroscope best",
+                claim="gyroscope MSE: JPmHC lowest (3.08e-4), E∆ next (1.02e-3)",
+                measured=f"gyroscope MSE {mses('gyroscope')}",
+                verdict=_worst(
+                    [
+                        _order(get("gyroscope", "jpmhc"), get("gyroscope", m))
+                        for m in MODELS
+                        if m != "jpmhc"
+                    ]
+                ),
+                rule=f"JPmHC < each other model {order}",
+            )
+        )
+        hyps.append(
+            Hypothesis(
+                id="E∆ gyroscope beats GPT/DDL/mHC",
+                claim="gyroscope MSE: E∆ 1.02e-3 below GPT 3.78e-3, DDL 3.36e-3, mHC 4.02e-3",
+                measured=f"gyroscope MSE {mses('gyroscope')}",
+                verdict=_worst(
+                    [
+                        _order(get("gyroscope", "edelta"), get("gyroscope", m))
+                        for m in ("preln", "ddl", "mhc")
+                    ]
+                ),
+                rule=f"E∆ < GPT, DDL, mHC {order}",
+            )
+        )
     if "inversion" in tasks:
         cos = {m: get("inversion", m, "cos") for m in MODELS}
         gamma = table["inversion/edelta"]["gamma"]["mean"]
-        hyps.append(Hypothesis(
-            id="E∆ inversion",
-            claim="inversion: E∆ cosine 0.96 with γ → 0.05 (the Householder branch)",
-            measured=f"E∆ cosine {fmt(cos['edelta'])}, final γ {fmt(gamma)}",
-            verdict=REPRODUCED if cos["edelta"] >= 0.9 and gamma <= 0.2
-            else NOT_REPRODUCED,
-            rule="reproduced if cosine ≥ 0.9 and γ ≤ 0.2",
-        ))
-        hyps.append(Hypothesis(
-            id="DDL inversion",
-            claim="inversion: DDL cosine 0.96",
-            measured=f"DDL cosine {fmt(cos['ddl'])}",
-            verdict=REPRODUCED if cos["ddl"] >= 0.9 else NOT_REPRODUCED,
-            rule="reproduced if cosine ≥ 0.9",
-        ))
-        hyps.append(Hypothesis(
-            id="JPmHC inversion",
-            claim="inversion: JPmHC fails, cosine −0.30 (no reflection branch)",
-            measured=f"JPmHC cosine {fmt(cos['jpmhc'])} (GPT {fmt(cos['preln'])}, mHC "
-            f"{fmt(cos['mhc'])})",
-            verdict=REPRODUCED if cos["jpmhc"] < 0 else NOT_REPRODUCED,
-            rule="reproduced if JPmHC's cosine < 0",
-        ))
+        hyps.append(
+            Hypothesis(
+                id="E∆ inversion",
+                claim="inversion: E∆ cosine 0.96 with γ → 0.05 (the Householder branch)",
+                measured=f"E∆ cosine {fmt(cos['edelta'])}, final γ {fmt(gamma)}",
+                verdict=REPRODUCED if cos["edelta"] >= 0.9 and gamma <= 0.2 else NOT_REPRODUCED,
+                rule="reproduced if cosine ≥ 0.9 and γ ≤ 0.2",
+            )
+        )
+        hyps.append(
+            Hypothesis(
+                id="DDL inversion",
+                claim="inversion: DDL cosine 0.96",
+                measured=f"DDL cosine {fmt(cos['ddl'])}",
+                verdict=REPRODUCED if cos["ddl"] >= 0.9 else NOT_REPRODUCED,
+                rule="reproduced if cosine ≥ 0.9",
+            )
+        )
+        hyps.append(
+            Hypothesis(
+                id="JPmHC inversion",
+                claim="inversion: JPmHC fails, cosine −0.30 (no reflection branch)",
+                measured=f"JPmHC cosine {fmt(cos['jpmhc'])} (GPT {fmt(cos['preln'])}, mHC "
+                f"{fmt(cos['mhc'])})",
+                verdict=REPRODUCED if cos["jpmhc"] < 0 else NOT_REPRODUCED,
+                rule="reproduced if JPmHC's cosine < 0",
+            )
+        )
     if "near_pi" in tasks:
-        hyps.append(Hypothesis(
-            id="E∆ near-π single",
-            claim="near-π single (θ = 3.10): E∆ 1.44e-6 below GPT 1.19e-5",
-            measured=f"near-π single MSE {mses('near_pi')}",
-            verdict=_order(get("near_pi", "edelta"), get("near_pi", "preln")),
-            rule=f"E∆ < GPT {order}",
-        ))
+        hyps.append(
+            Hypothesis(
+                id="E∆ near-π single",
+                claim="near-π single (θ = 3.10): E∆ 1.44e-6 below GPT 1.19e-5",
+                measured=f"near-π single MSE {mses('near_pi')}",
+                verdict=_order(get("near_pi", "edelta"), get("near_pi", "preln")),
+                rule=f"E∆ < GPT {order}",
+            )
+        )
     return hyps
 
 
@@ -250,9 +296,7 @@ def make_figures(settings: dict, per_seed: dict, summary: dict) -> dict:
     table = summary["table"]
 
     def groups(tasks, metric):
-        return {
-            LABELS[m]: {t: table[f"{t}/{m}"][metric] for t in tasks} for m in MODELS
-        }
+        return {LABELS[m]: {t: table[f"{t}/{m}"][metric] for t in tasks} for m in MODELS}
 
     mse_tasks = settings["tasks"]
     dev_tasks = [t for t in mse_tasks if "norm_dev" in table[f"{t}/preln"]]

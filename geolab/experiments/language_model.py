@@ -111,7 +111,8 @@ def run(settings: dict, seeds: list[int], log) -> Outcome:
             claim=f"MGT reaches a lower perplexity than {r}"
             + (" (the paper's standard transformer)" if r == "postln" else " (stronger baseline)"),
             measured=f"val ppl {r} {fmt_ms(summary['val_ppl'][r])} vs MGT "
-            f"{fmt_ms(summary['val_ppl']['mgt'])}; difference {fmt_ms(summary['advantage_ppl'][r])}",
+            f"{fmt_ms(summary['val_ppl']['mgt'])}; difference "
+            f"{fmt_ms(summary['advantage_ppl'][r])}",
             verdict=sign_verdict(summary["advantage_ppl"][r]),
             rule="per-seed ppl(baseline) − ppl(MGT): reproduced if mean − std > 0, not "
             "reproduced if mean + std < 0, else inconclusive",

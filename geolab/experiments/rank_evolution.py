@@ -139,10 +139,13 @@ def run(settings: dict, seeds: list[int], log) -> Outcome:
     for key in keys:
         rows = [per_seed[str(s)][key] for s in seeds]
         summary[key] = {
-            phase: mean_std([r[phase][-1] for r in rows]) for phase in ("init", "trained")
+            phase: mean_std([r[phase][-1] for r in rows])
+            for phase in ("init", "trained")
             if phase in rows[0]
         }
-    return Outcome(per_seed, summary, hypotheses(settings, summary), make_figures(settings, per_seed, summary))
+    return Outcome(
+        per_seed, summary, hypotheses(settings, summary), make_figures(settings, per_seed, summary)
+    )
 
 
 def hypotheses(settings: dict, summary: dict) -> list[Hypothesis]:

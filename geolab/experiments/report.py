@@ -66,7 +66,10 @@ def edelta_markdown(result: dict) -> str:
 
 def wall_times_markdown(results: dict) -> str:
     """Wall time, threads and reductions count of each protocol run."""
-    lines = ["| protocol | wall time | torch threads | seeds | finished (UTC) |", "| --- | ---: | ---: | --- | --- |"]
+    lines = [
+        "| protocol | wall time | torch threads | seeds | finished (UTC) |",
+        "| --- | ---: | ---: | --- | --- |",
+    ]
     for name, r in results.items():
         p = r["provenance"]
         lines.append(
@@ -89,3 +92,43 @@ def result_figures(result: dict) -> dict:
     """The protocol's figures rebuilt from a result file's numbers (no training)."""
     module = get_protocol(result["protocol"])
     return module.make_figures(result["config"], result["per_seed"], result["summary"])
+
+
+README_HEAD = """# Small-scale results
+
+Every protocol of spec §8 run at `--scale small` on a 2-core laptop-class CPU shared with other
+jobs (one torch thread per run, deterministic kernels), committed with its provenance: for each
+protocol `NAME-small.json` holds the config, seeds, per-seed and mean ± std numbers, the
+hypotheses with their verdicts and the verdict rules, every reduction from the papers' sizes,
+package versions, git revision, device and wall time; `NAME-small-FIG.html` (plotly, loads
+plotly.js from its CDN) and `.png` are its figures. Regenerate one with
+
+    geolab reproduce NAME --scale small --threads 1 --out data/results
+
+(text corpora from `--data-dir` or `$GEOLAB_DATA`); with the same seed on a CPU the numbers come
+out identical (tests/test_experiments.py reruns part of rank_evolution and compares), and
+`geolab reproduce --readme --out data/results` rewrites the tables below from the JSON files.
+
+Verdicts are computed from the numbers by the rule written in each result file, never edited by
+hand: **reproduced**, **not reproduced at this scale**, or **inconclusive**. "Small" is small —
+tens of optimizer steps, widths of 32–64 — so a claim that fails here may still hold after real
+training; it is reported as measured, not tuned away.
+"""
+
+
+def readme_text(results: dict) -> str:
+    """data/results/README.md: the verdict table, the E∆ table, wall times and reductions."""
+    parts = [README_HEAD, "## Verdicts\n", verdict_markdown(results)]
+    if "edelta_benchmarks" in results:
+        parts += [
+            "\n## E∆ table: validation MSE, geolab small scale (paper: 2000 iterations, "
+            "mean of 3 seeds)\n",
+            edelta_markdown(results["edelta_benchmarks"]),
+        ]
+    parts += [
+        "\n## Wall time of each small-scale protocol on this CPU\n",
+        wall_times_markdown(results),
+        "\n## Reductions from the papers' sizes\n",
+        reductions_markdown(results),
+    ]
+    return "\n".join(parts) + "\n"
