@@ -222,10 +222,7 @@ def main(argv: list[str] | None = None) -> int:
         wanted = [name for name in available if name in names]
     out = (args.out or HERE).resolve()
     out.mkdir(parents=True, exist_ok=True)
-    previous = _previous(out / "results.json") if args.only else {}
-    rows = [r for r in previous.get("rows", []) if r["group"] not in wanted]
-    modules = {k: v for k, v in previous.get("modules", {}).items() if k not in wanted}
-    failed = False
+    rows, modules, failed = [], {}, False
     for name in wanted:
         print(f"[bench] {name} ({'quick' if args.quick else 'full'}) …", flush=True)
         new_rows, meta = run_module(name, args.quick)
@@ -234,6 +231,10 @@ def main(argv: list[str] | None = None) -> int:
         failed |= meta["error"] is not None
         for r in new_rows:
             print(f"  {r['name']:<48} {_fmt(r['value']):>10} {r['unit']:<8} {r['notes'] or ''}")
+    # Read what to keep only now, so --only runs that overlap in time do not drop each other.
+    previous = _previous(out / "results.json") if args.only else {}
+    rows = [r for r in previous.get("rows", []) if r["group"] not in wanted] + rows
+    modules = {k: v for k, v in previous.get("modules", {}).items() if k not in wanted} | modules
     rank = {name: i for i, name in enumerate(available)}
     rows.sort(key=lambda r: rank.get(r["group"], len(rank)))
     results = {

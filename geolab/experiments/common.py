@@ -271,6 +271,7 @@ def run_protocol(
     settings = scale_settings(module, scale)
     chosen = pick_seeds(settings, seeds)
     log(f"{module.NAME} at scale {scale!r}, seeds {chosen}")
+    git = git_revision()  # the code that runs, before anything can change the checkout
     t0 = time.perf_counter()
     with deterministic():
         outcome = module.run(settings, chosen, log)
@@ -287,7 +288,7 @@ def run_protocol(
         "hypotheses": [h.__dict__ for h in outcome.hypotheses],
         "provenance": {
             "versions": versions(),
-            "git": git_revision(),
+            "git": git,
             "device": device_name(),
             "torch_threads": torch.get_num_threads(),
             "deterministic_algorithms": True,

@@ -58,7 +58,8 @@ SCALES = {
         "train": {"steps": 80, "batch_size": 8, "warmup": 10, "eval_batches": 8},
         "reductions": {
             "task": "character-level tiny-shakespeare instead of WikiText-2",
-            "budget": "≈150k parameters instead of ≈20M",
+            "budget": "≈150k parameters instead of ≈20M; widths move in steps of the 4 "
+            "heads, so counts land within ±18 % of the budget (n_params per run in the summary)",
             "depths": "6, 12, 24, 48 instead of 24, 48, 100, 200 (at 150k parameters a "
             "200-layer model would be 4 channels wide)",
             "rules": "postln, preln, mgt (no deepnorm, mgt_mhc, mgt_ddl)",
