@@ -3,6 +3,7 @@
     geolab reproduce --list
     geolab reproduce rank_evolution --scale tiny --out runs/results
     geolab reproduce edelta_benchmarks --scale small --seeds 1 --threads 1
+    geolab reproduce --readme --out data/results   # README table + figures from the JSON files
 
 Each run writes OUT/NAME-SCALE.json (config, seeds, per-seed and mean ± std numbers, hypotheses
 with verdicts, reductions, provenance) and OUT/NAME-SCALE-FIG.html (+ .png with a Chrome).
@@ -12,7 +13,7 @@ import argparse
 import sys
 
 from geolab.experiments import NAMES, get_protocol
-from geolab.experiments.common import SCALE_NAMES, run_protocol
+from geolab.experiments.common import SCALE_NAMES, run_protocol, save_figures
 
 
 def list_protocols() -> list[tuple[str, str]]:
@@ -34,9 +35,12 @@ def run_reproduce_cli(args: argparse.Namespace) -> int:
         if not results:
             print(f"geolab reproduce: error: no NAME-small.json in {args.out!r}", file=sys.stderr)
             return 2
+        for name, result in results.items():
+            figs = report.result_figures(result)
+            save_figures(figs, Path(args.out), f"{name}-small", not args.no_png, print)
         path = Path(args.out) / "README.md"
         path.write_text(report.readme_text(results))
-        print(f"wrote {path} ({len(results)} protocols)")
+        print(f"wrote {path} and redrew the figures of {len(results)} protocols")
         return 0
     if args.name is None:
         print("geolab reproduce: error: name a protocol or pass --list", file=sys.stderr)
@@ -69,7 +73,9 @@ def add_reproduce_cli(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("name", nargs="?", choices=NAMES, help="protocol (see --list)")
     p.add_argument("--list", action="store_true", help="list the protocols and exit")
     p.add_argument(
-        "--readme", action="store_true", help="write OUT/README.md from OUT's small results"
+        "--readme",
+        action="store_true",
+        help="rewrite OUT/README.md and redraw the figures from OUT's small results",
     )
     p.add_argument("--scale", choices=SCALE_NAMES, default="tiny", help="tiny | small | paper")
     p.add_argument("--seeds", type=int, default=None, help="use the first N seeds of the scale")

@@ -135,8 +135,8 @@ def make_figures(settings: dict, per_seed: dict, summary: dict) -> dict:
     seed = next(iter(per_seed))
     first = per_seed[seed]
     return {
-        "val-loss": figures.bars_with_errors(
-            {"validation loss": summary["val_loss"]},
+        "val-loss": figures.dots_with_errors(
+            summary["val_loss"],
             f"Validation loss at L={settings['n_layer']} (mean ± std over seeds)",
             "cross-entropy (nats)",
         ),

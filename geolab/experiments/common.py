@@ -192,9 +192,14 @@ def versions() -> dict:
     return out
 
 
-def device_name() -> str:
-    """Where the protocols train: always the CPU here (settings pin device="cpu" for tiny/small)."""
-    return f"cpu ({platform.machine()}, {platform.processor() or 'unknown processor'})"
+def device_name(settings: dict) -> str:
+    """The device the scale trains on ("cpu" for tiny/small, "auto" → cuda/mps/cpu for paper)."""
+    from geolab.train import pick_device
+
+    device = pick_device(settings.get("train", {}).get("device", "cpu"))
+    if device.type == "cuda":
+        return f"cuda ({torch.cuda.get_device_name(device)})"
+    return f"{device.type} ({platform.machine()}, {platform.processor() or 'unknown processor'})"
 
 
 def chrome_path() -> str | None:
@@ -289,7 +294,7 @@ def run_protocol(
         "provenance": {
             "versions": versions(),
             "git": git,
-            "device": device_name(),
+            "device": device_name(settings),
             "torch_threads": torch.get_num_threads(),
             "deterministic_algorithms": True,
             "wall_time_s": wall,

@@ -9,31 +9,46 @@ import plotly.graph_objects as go
 from geolab.figures import PALETTE, rank_figure, sweep_figure
 
 
+def _legend_right(fig: go.Figure) -> go.Figure:
+    """Move the legend beside the plot: the result figures carry long titles."""
+    fig.update_layout(legend={"orientation": "v", "x": 1.02, "xanchor": "left", "y": 1})
+    return fig
+
+
 def rank_per_layer(ranks: dict, title: str) -> go.Figure:
     """Effective rank after each layer, one line per rule (``geolab.figures.rank_figure``)."""
-    return rank_figure(ranks, title=title)
+    return _legend_right(rank_figure(ranks, title=title))
 
 
 def final_rank_vs_depth(depths, rules, summary: dict) -> go.Figure:
-    """Final-layer effective rank against depth: one line per rule and phase (init, trained).
+    """Final-layer effective rank against depth: one colour per rule, solid at init, dashed
+    after training; the H2 threshold 0.5 dotted.
 
     summary: ``{"RULE/LDEPTH": {"init"|"trained": {"mean": …}}}`` as rank_evolution writes it.
     """
-    curves = {}
-    for phase in ("init", "trained"):
-        for rule in rules:
+    data = []
+    for phase, dash in (("init", "solid"), ("trained", "dash")):
+        for i, rule in enumerate(rules):
             rows = [summary[f"{rule}/L{d}"].get(phase) for d in depths]
             if all(rows):
-                curves[f"{rule} ({phase})"] = [r["mean"] for r in rows]
-    fig = sweep_figure(
-        depths,
-        curves,
-        title="Final-layer effective rank vs depth (H1: post-LN → 0; H2: MGT > 0.5)",
-        x_title="layers L",
-        y_title="effective rank",
-    )
-    fig.layout.yaxis.range = [0, 1.02]
+                data.append(
+                    go.Scatter(
+                        x=list(depths),
+                        y=[r["mean"] for r in rows],
+                        mode="lines+markers",
+                        name=f"{rule} ({phase})",
+                        line={"color": PALETTE[i % len(PALETTE)], "dash": dash},
+                    )
+                )
+    fig = go.Figure(data)
     fig.add_hline(y=0.5, line_dash="dot", line_color="gray")
+    fig.update_layout(
+        title="Final-layer effective rank vs depth (H1: post-LN → 0; H2: MGT > 0.5)",
+        xaxis_title="layers L",
+        yaxis={"title": "effective rank", "range": [0, 1.02]},
+        legend={"orientation": "v", "x": 1.02, "xanchor": "left", "y": 1},
+        height=420,
+    )
     return fig
 
 
@@ -61,6 +76,25 @@ def bars_with_errors(groups: dict, title: str, y_title: str, log_y: bool = False
     return fig
 
 
+def dots_with_errors(values: dict, title: str, y_title: str) -> go.Figure:
+    """One marker per category with ±std error bars: ``{category: {"mean", "std"}}``.
+
+    Markers rather than bars, so the y axis can zoom onto small differences honestly.
+    """
+    fig = go.Figure(
+        go.Scatter(
+            x=list(values),
+            y=[v["mean"] for v in values.values()],
+            error_y={"type": "data", "array": [v["std"] for v in values.values()]},
+            mode="markers",
+            marker={"size": 12, "color": [PALETTE[i % len(PALETTE)] for i in range(len(values))]},
+            name=y_title,
+        )
+    )
+    fig.update_layout(title=title, yaxis_title=y_title, height=380, showlegend=False)
+    return fig
+
+
 def loss_curves(curves: dict, title: str, y_title: str = "training loss") -> go.Figure:
     """Training curves: ``{name: (steps, values)}``, one line each."""
     fig = go.Figure(
@@ -83,7 +117,7 @@ def beta_by_layer(layers, snapshots: dict, key: str, title: str, y_title: str) -
         y_title=y_title,
     )
     fig.add_hline(y=0.0, line_color="black", line_width=1)
-    return fig
+    return _legend_right(fig)
 
 
 def beta_heatmap(hist: list, edges: list, title: str) -> go.Figure:

@@ -128,8 +128,8 @@ def make_figures(settings: dict, per_seed: dict, summary: dict) -> dict:
     first = per_seed[seed]
     rules = settings["rules"]
     return {
-        "val-ppl": figures.bars_with_errors(
-            {"validation perplexity": summary["val_ppl"]},
+        "val-ppl": figures.dots_with_errors(
+            summary["val_ppl"],
             "WikiText-2 validation perplexity (mean ± std over seeds)",
             "perplexity",
         ),
