@@ -10,11 +10,10 @@ on matrices (``geolab.train.param_groups``). Models:
 Batch 64 on a GPU (the protocol's); 8 on a CPU, where tokens/s no longer depends on the batch and
 a step of 64 would take tens of seconds. Eager and compiled runs of a model alternate round by
 round; their ratio is the median of per-round ratios. A compile that fails becomes a note, not a
-crash. On a CPU only edelta and the LM are compiled (one compile takes minutes on a shared CPU);
-on CUDA every model is. ``--quick`` uses tiny models and skips compilation. Times use the suite's
-clock: on a CPU, process CPU time, so tokens/s are per CPU-second of this process (with one
-thread, what an idle machine would show). The script is device-agnostic: on CUDA it runs in bf16
-autocast, times wall-clock with synchronisation, and reports there unchanged.
+crash. ``--quick`` uses tiny models and skips compilation (minutes per model on a CPU). Times use
+the suite's clock: on a CPU, process CPU time, so tokens/s are per CPU-second of this process
+(with one thread, what an idle machine would show). The script is device-agnostic: on CUDA it
+runs in bf16 autocast, times wall-clock with synchronisation, and reports there unchanged.
 """
 
 import math
@@ -31,7 +30,6 @@ from geolab.tasks import get_task
 from geolab.train import param_groups
 
 E_DELTA = {"preln": 9, "ddl": 8, "mhc": 9, "jpmhc": 7, "edelta": 6}
-COMPILE_ON_CPU = ("edelta", "mgt")  # the E∆ model and the LM; the rest only on CUDA
 SHARED_DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
 
 
@@ -89,13 +87,8 @@ def _model_rows(label, cfg, task, batch, device, quick, rounds) -> list[dict]:
             f"{device.type}{' bf16' if device.type == 'cuda' else ''}",
         }
     ]
-    if quick or not (device.type == "cuda" or cfg.residual in COMPILE_ON_CPU):
-        value = None
-        notes = (
-            "compile skipped in --quick"
-            if quick
-            else "not compiled on CPU: one compile takes minutes here (compiled on CUDA)"
-        )
+    if quick:
+        value, notes = None, "compile skipped in --quick"
     else:
         try:
             compiled, _, _ = _trainer(cfg, task, batch, device, compile_=True)
