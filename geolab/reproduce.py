@@ -38,8 +38,9 @@ def run_reproduce_cli(args: argparse.Namespace) -> int:
         for name, result in results.items():
             figs = report.result_figures(result)
             save_figures(figs, Path(args.out), f"{name}-small", not args.no_png, print)
+        notes = Path(args.out) / "NOTES.md"
         path = Path(args.out) / "README.md"
-        path.write_text(report.readme_text(results))
+        path.write_text(report.readme_text(results, notes.read_text() if notes.is_file() else ""))
         print(f"wrote {path} and redrew the figures of {len(results)} protocols")
         return 0
     if args.name is None:

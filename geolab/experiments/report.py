@@ -107,7 +107,8 @@ plotly.js from its CDN) and `.png` are its figures. Regenerate one with
 
 (text corpora from `--data-dir` or `$GEOLAB_DATA`); with the same seed on a CPU the numbers come
 out identical (tests/test_experiments.py reruns part of rank_evolution and compares), and
-`geolab reproduce --readme --out data/results` rewrites the tables below from the JSON files.
+`geolab reproduce --readme --out data/results` rewrites this file from the JSON files (and the
+hand-written reading of the numbers in NOTES.md) and redraws the figures.
 
 Verdicts are computed from the numbers by the rule written in each result file, never edited by
 hand: **reproduced**, **not reproduced at this scale**, or **inconclusive**. "Small" is small —
@@ -116,9 +117,12 @@ training; it is reported as measured, not tuned away.
 """
 
 
-def readme_text(results: dict) -> str:
-    """data/results/README.md: the verdict table, the E∆ table, wall times and reductions."""
+def readme_text(results: dict, notes: str = "") -> str:
+    """data/results/README.md: the verdict table, ``notes`` (hand-written reading of the numbers,
+    kept in NOTES.md beside the results), the E∆ table, wall times and reductions."""
     parts = [README_HEAD, "## Verdicts\n", verdict_markdown(results)]
+    if notes.strip():
+        parts += ["\n## Findings in plain words\n", notes.strip()]
     if "edelta_benchmarks" in results:
         parts += [
             "\n## E∆ table: validation MSE, geolab small scale (paper: 2000 iterations, "
