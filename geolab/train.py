@@ -602,7 +602,7 @@ def run_train_cli(args: argparse.Namespace) -> int:
         print(f"geolab train: diverged: {err}", file=sys.stderr)
         return 1
     if lead:
-        print(f"done: {_summary(result.metrics)}  ({result.steps_per_s:.2f} steps/s)")
+        print(f"done: {_summary(result.metrics)}  ({result.steps_per_s:.3g} steps/s)")
     return 0
 
 
