@@ -174,7 +174,8 @@ def markdown(results: dict) -> str:
         f"- targets met: {met} of {len(targets)}",
         "",
         "Speeds are medians of per-round ratios measured interleaved in one process (the machine "
-        "is shared); absolute times are for orientation only.",
+        "is shared); absolute times are for orientation only. What bounds each missed target, "
+        "with profiles and proposed fixes: bench/README.md.",
     ]
     for group in dict.fromkeys(r["group"] for r in rows):
         meta = results["modules"].get(group, {})
