@@ -182,37 +182,14 @@ def _plane(u, v):
     return uh, e2, nu, nv, sin
 
 
-def cayley_apply(x, u, v, beta):
-    """Cayley rotation `Q x`, `Q = (I + cA)⁻¹(I − cA)`, `A = u vᵀ − v uᵀ`, `c = β/2`, no solve.
+def _cayley_planes(x, u, v, c):
+    """Q x for c = β/2 (..., 1) by the two full-width forms of `cayley_apply`'s numerics note.
 
-    Source: seed 003 §2.1 (spec §2.3). With ω² = ‖u‖²‖v‖² − (u·v)² (A³ = −ω²A), t = cω:
-        Q = I − 2c/(1+t²)·A + 2c²/(1+t²)·A²      (rotation of span{u,v} by θ = 2·atan t).
-    x, u, v: (..., d); beta: number or (...) tensor -> (..., d). O(d) per vector.
-
-    Numerics (geolab's own): two exact forms of the same Q, chosen per leading index by the
-    size of the generator m = |c|‖u‖‖v‖ ≥ |t|.
-    * m ≤ 1: the polynomial above, as Q x = x − 2/(1+t²)·(cAx − cA(cAx)) with
-      cAx = (cu)(v·x) − v((cu)·x). It is a rational function of (u, v, β), so values and
-      gradients are exact at u = 0, v = 0, u ∥ v and β = 0 (Ax = 0 there and Q x = x exactly).
-    * m > 1: the same rotation in an orthonormal basis (e1, e2) of the plane,
-        Q x = x − sinθ·(e1 (e2·x) − e2 (e1·x)) − (1 − cosθ)·(e1 (e1·x) + e2 (e2·x)),
-      with sinθ = 2t/(1+t²), 1−cosθ = 2t²/(1+t²) rewritten in r = 1/t when |t| > 1. No c² or
-      t² is ever formed, so huge β (1e30 in float32) gives neither overflow nor inf/inf, and Q
-      stays orthogonal to rounding even for nearly parallel u, v (where the polynomial form
-      would amplify the rounding of Ax by c). θ → π as β → ∞ but the exact θ never reaches π.
-    Exactly parallel u, v (v̂ = ±û) with m > 1 return x exactly, but the gradient there is
-    that of the identity (0 w.r.t. u, v): the plane basis is undefined, so the exact derivative
-    −2c(dA)x is not recovered in that branch (it is for m ≤ 1, which covers u = 0 and v = 0).
+    The slow, always-safe path: `cayley_apply` runs it only for leading indices whose scalar
+    coefficients it cannot trust (nearly parallel u, v with m > 1, extreme ‖u‖, ‖v‖ or x).
     """
-    _vec("x", x)
-    d = x.shape[-1]
-    _vec("u", u, d, "x")
-    _vec("v", v, d, "x")
-    lead = _lead(x=x.shape[:-1], u=u.shape[:-1], v=v.shape[:-1])
-    c = _scalar("beta", beta, x, lead, 1) / 2
     e1, e2, nu, nv, sin = _plane(u, v)
-    m = c.abs() * nu * nv
-    small = m <= 1
+    small = c.abs() * nu * nv <= 1
 
     # Polynomial form, written with cA (u scaled by c) so that c² is never formed: no overflow
     # in values or gradients for huge β with tiny ‖u‖‖v‖. c is zeroed where this branch is not
@@ -236,8 +213,106 @@ def cayley_apply(x, u, v, beta):
     one_m_cos = torch.where(big, 2 / (1 + r * r), 2 * t_lo * t_lo / (1 + t_lo * t_lo))
     p1, p2 = _dot(e1, x), _dot(e2, x)
     q_plane = x - sin_theta * (e1 * p2 - e2 * p1) - one_m_cos * (e1 * p1 + e2 * p2)
-
     return torch.where(small, q_poly, q_plane)
+
+
+def _cayley_coeffs(x, u, v, c):
+    """Per-index scalars (a, b, ok), each (..., 1), with Q x = x + a u + b v where ok is True.
+
+    Everything here but the five dot products runs on (..., 1) tensors. Where ok is False,
+    a = b = 0 with zero gradient (the caller substitutes `_cayley_planes` there).
+    """
+    uu, vv, uv, ux, vx = _dot(u, u), _dot(v, v), _dot(u, v), _dot(u, x), _dot(v, x)
+    fin = torch.finfo(uu.dtype)
+    with torch.no_grad():
+        # ‖u‖², ‖v‖² in [√tiny, √max] (or exactly 0) keep uu·vv and ω² free of under/overflow.
+        lo, hi = fin.tiny**0.5, fin.max**0.5
+        in_range = ((uu == 0) | ((uu >= lo) & (uu <= hi))) & ((vv == 0) | ((vv >= lo) & (vv <= hi)))
+        nn = uu.sqrt() * vv.sqrt()
+        small = c.abs() * nn <= 1
+        sin2 = (uu * vv - uv * uv) / torch.where(nn > 0, nn * nn, torch.ones_like(nn))
+        # The polynomial's gradient carries c³ (through t² = c·(c ω²)): bounding |c| keeps it
+        # finite. The plane form from u, v needs 1/sin² ≤ 4: the rounding of the cancelling
+        # coefficients grows like eps/sin², so nearly parallel u, v go to `_cayley_planes`.
+        tame = c.abs() <= fin.max**0.2
+        ok = in_range & torch.where(small, tame, sin2 >= 0.25)
+    zero, one = torch.zeros_like(uu), torch.ones_like(uu)
+    uu, vv, uv, ux, vx = (torch.where(ok, z, zero) for z in (uu, vv, uv, ux, vx))
+    # u·(A x) and v·(A x), A = u vᵀ − v uᵀ; A²x = u (v·Ax) − v (u·Ax).
+    vax = uv * vx - vv * ux
+    uax = uu * vx - uv * ux
+    g = (uu * vv - uv * uv).clamp_min(0)  # ω² ≥ 0 exactly; see `_cayley_planes` on the clamp
+
+    # m ≤ 1: Q x = x − k1 (Ax − c A²x), k1 = 2c/(1+t²), t² = c·(c ω²); c is applied to each
+    # product before the next so c² is never formed (no overflow for huge β, tiny ‖u‖‖v‖).
+    cp = torch.where(ok & small, c, torch.zeros_like(c))
+    k1 = 2 * cp / (1 + cp * (cp * g))
+    a_poly = k1 * (cp * vax - vx)
+    b_poly = k1 * (ux - cp * uax)
+
+    # m > 1: Q x = x − sinθ B x + (1 − cosθ) B² x with B = A/ω, in r = 1/t for |t| > 1.
+    plane = ok & ~small
+    w = torch.where(plane, g, one).sqrt()
+    cb = torch.where(plane, c, one)
+    with torch.no_grad():
+        big = cb.abs() * w > 1
+    t_lo = torch.where(big, zero, cb * w)
+    r = torch.where(big, 1 / cb, one) / w
+    sin_theta = torch.where(big, 2 * r / (1 + r * r), 2 * t_lo / (1 + t_lo * t_lo))
+    one_m_cos = torch.where(big, 2 / (1 + r * r), 2 * t_lo * t_lo / (1 + t_lo * t_lo))
+    s1, s2 = sin_theta / w, one_m_cos / (w * w)
+    a_plane = s2 * vax - s1 * vx
+    b_plane = s1 * ux - s2 * uax
+    a = torch.where(plane, a_plane, torch.where(small, a_poly, zero))
+    b = torch.where(plane, b_plane, torch.where(small, b_poly, zero))
+    return a, b, ok
+
+
+def cayley_apply(x, u, v, beta):
+    """Cayley rotation `Q x`, `Q = (I + cA)⁻¹(I − cA)`, `A = u vᵀ − v uᵀ`, `c = β/2`, no solve.
+
+    Source: seed 003 §2.1 (spec §2.3). With ω² = ‖u‖²‖v‖² − (u·v)² (A³ = −ω²A), t = cω:
+        Q = I − 2c/(1+t²)·A + 2c²/(1+t²)·A²      (rotation of span{u,v} by θ = 2·atan t).
+    x, u, v: (..., d); beta: number or (...) tensor -> (..., d). O(d) per vector.
+
+    Since Ax = u (v·x) − v (u·x) and A²x = u (v·Ax) − v (u·Ax), Q x = x + a u + b v with
+    per-index scalars a, b built from the five dot products u·u, v·v, u·v, u·x, v·x; only those
+    and the final combine touch width d (geolab's own arrangement, same Q).
+
+    Numerics (geolab's own): two exact forms of the same Q, chosen per leading index by the
+    size of the generator m = |c|‖u‖‖v‖ ≥ |t|.
+    * m ≤ 1: the polynomial above, a = k1(c (v·Ax) − v·x), b = k1(u·x − c (u·Ax)),
+      k1 = 2c/(1+t²). It is a rational function of (u, v, β), so values and gradients are
+      exact at u = 0, v = 0, u ∥ v and β = 0 (a u + b v = 0 exactly there, Q x = x).
+    * m > 1: the same rotation written with B = A/ω (B² = −projector onto the plane),
+        Q x = x − sinθ·Bx + (1 − cosθ)·B²x,
+      with sinθ = 2t/(1+t²), 1−cosθ = 2t²/(1+t²) rewritten in r = 1/t when |t| > 1. No c² or
+      t² is ever formed, so huge β (1e30 in float32) gives neither overflow nor inf/inf. The
+      coefficients of u and v carry 1/ω and 1/ω², whose cancellation loses ~eps/sin²∠(u, v);
+      so this scalar form is used only for sin² ≥ 1/4.
+    * Every other index — m > 1 with nearly parallel u, v; m ≤ 1 with |c| > max^(1/5) of the
+      dtype (huge β on tiny u, v); ‖u‖², ‖v‖² outside [√tiny, √max] — takes the full-width
+      form (`_cayley_planes`, computed only when some index needs it): the polynomial as
+      above, or the rotation in a re-orthogonalised orthonormal basis (e1, e2) of the plane,
+      which keeps Q orthogonal to rounding even for nearly parallel u, v.
+    θ → π as β → ∞ but the exact θ never reaches π. Exactly parallel u, v (v̂ = ±û) with m > 1
+    return x exactly, but the gradient there is that of the identity (0 w.r.t. u, v): the plane
+    basis is undefined, so the exact derivative −2c(dA)x is not recovered in that branch (it is
+    for m ≤ 1, which covers u = 0 and v = 0).
+    """
+    _vec("x", x)
+    d = x.shape[-1]
+    _vec("u", u, d, "x")
+    _vec("v", v, d, "x")
+    lead = _lead(x=x.shape[:-1], u=u.shape[:-1], v=v.shape[:-1])
+    c = _scalar("beta", beta, x, lead, 1) / 2
+    a, b, ok = _cayley_coeffs(x, u, v, c)
+    # a u + b v is summed (rounded products, no fused multiply-add) before x is added, so it
+    # cancels to exactly 0 when u ∥ v exactly.
+    y = x + (a * u + b * v)
+    if not ok.all():
+        y = torch.where(ok, y, _cayley_planes(x, u, v, c))
+    return y
 
 
 def cayley_angle(u, v, beta):
@@ -303,13 +378,26 @@ def hybrid_apply(x, u, v, k, beta, gamma):
     """`G_γ x = γ Q x + (1 − γ) H₂(k) x` in O(d) per vector (seed 003 §2.2, spec §2.4, §3.5).
 
     x, u, v, k: (..., d); beta, gamma: numbers or (...) tensors -> (..., d).
+    Fused with the scalar form of `cayley_apply` (Q x = x + a u + b v):
+        G_γ x = x + γa u + γb v − 2(1 − γ)(k̂·x) k̂,
+    one full-width combine; indices `cayley_apply` hands to its full-width form use it here too.
     """
     _vec("x", x)
-    _vec("k", k, x.shape[-1], "x")
-    q = cayley_apply(x, u, v, beta)
+    d = x.shape[-1]
+    _vec("u", u, d, "x")
+    _vec("v", v, d, "x")
+    _vec("k", k, d, "x")
     lead = _lead(x=x.shape[:-1], u=u.shape[:-1], v=v.shape[:-1], k=k.shape[:-1])
-    g = _scalar("gamma", gamma, q, lead, 1)
-    return g * q + (1 - g) * householder_apply(x, k)
+    c = _scalar("beta", beta, x, lead, 1) / 2
+    a, b, ok = _cayley_coeffs(x, u, v, c)
+    g = _scalar("gamma", gamma, a, lead, 1)
+    _, kh = _unit(k)
+    h = -2 * (1 - g) * _dot(kh, x)
+    y = x + ((g * a) * u + (g * b) * v + h * kh)
+    if not ok.all():
+        q = _cayley_planes(x, u, v, c)
+        y = torch.where(ok, y, g * q + (1 - g) * (x - 2 * kh * _dot(kh, x)))
+    return y
 
 
 def gate_regularizer(gamma):
@@ -320,12 +408,6 @@ def gate_regularizer(gamma):
     if isinstance(gamma, bool) or not isinstance(gamma, (int, float, torch.Tensor)):
         raise ValueError(f"gamma: expected a number or a tensor, got {type(gamma).__name__}")
     return 4 * gamma * (1 - gamma)
-
-
-def _log_normalize(f, dim):
-    """f − log Σ_dim exp(f), with the max subtracted first so no entry under/overflows."""
-    g = f - f.amax(dim, keepdim=True)
-    return g - g.exp().sum(dim, keepdim=True).log()
 
 
 def sinkhorn(logits, iters=20, return_error=False):
@@ -355,8 +437,8 @@ def sinkhorn(logits, iters=20, return_error=False):
         f = logits.to(dtype)
         f = f - f.amax((-2, -1), keepdim=True)
         for _ in range(iters):
-            f = _log_normalize(f, -2)
-            f = _log_normalize(f, -1)
+            f = f - torch.logsumexp(f, -2, keepdim=True)
+            f = f - torch.logsumexp(f, -1, keepdim=True)
         M = f.exp()
     if not return_error:
         return M
