@@ -268,6 +268,23 @@ def _cayley_coeffs(x, u, v, c):
     return a, b, ok
 
 
+def _patch(y, ok, fn, *args):
+    """y (..., d) with the rows where ok (..., 1) is False replaced by fn(*args) on those rows.
+
+    args are (..., k) tensors or scalars broadcastable to y's leading shape; fn sees only the
+    selected rows (flattened to (n, k)), so the full-width fallback costs in proportion to them.
+    """
+    lead = y.shape[:-1]
+    rows = (~ok).expand(*lead, 1).reshape(-1).nonzero().squeeze(-1)
+
+    def take(a):
+        k = a.shape[-1] if a.ndim else 1
+        return a.expand(*lead, k).reshape(-1, k)[rows]
+
+    fixed = fn(*(take(a) for a in args))
+    return y.reshape(-1, y.shape[-1]).index_put((rows,), fixed).reshape(y.shape)
+
+
 def cayley_apply(x, u, v, beta):
     """Cayley rotation `Q x`, `Q = (I + cA)⁻¹(I − cA)`, `A = u vᵀ − v uᵀ`, `c = β/2`, no solve.
 
@@ -311,7 +328,7 @@ def cayley_apply(x, u, v, beta):
     # cancels to exactly 0 when u ∥ v exactly.
     y = x + (a * u + b * v)
     if not ok.all():
-        y = torch.where(ok, y, _cayley_planes(x, u, v, c))
+        y = _patch(y, ok, _cayley_planes, x, u, v, c)
     return y
 
 
@@ -395,9 +412,12 @@ def hybrid_apply(x, u, v, k, beta, gamma):
     h = -2 * (1 - g) * _dot(kh, x)
     y = x + ((g * a) * u + (g * b) * v + h * kh)
     if not ok.all():
-        q = _cayley_planes(x, u, v, c)
-        y = torch.where(ok, y, g * q + (1 - g) * (x - 2 * kh * _dot(kh, x)))
+        y = _patch(y, ok, _hybrid_planes, x, u, v, c, kh, g)
     return y
+
+
+def _hybrid_planes(x, u, v, c, kh, g):
+    return g * _cayley_planes(x, u, v, c) + (1 - g) * (x - 2 * kh * _dot(kh, x))
 
 
 def gate_regularizer(gamma):

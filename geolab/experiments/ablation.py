@@ -12,7 +12,6 @@ Hypothesis: 𝒮 > 0 ("orthogonal synergy"). Verdict (``common.sign_verdict``): 
 mean − std > 0 over seeds, not reproduced when mean + std < 0, inconclusive otherwise.
 """
 
-from geolab.config import GeoConfig
 from geolab.experiments import figures
 from geolab.experiments.common import (
     Hypothesis,
@@ -21,7 +20,7 @@ from geolab.experiments.common import (
     fmt_ms,
     mean_std,
     sign_verdict,
-    train_run,
+    train_rules,
 )
 from geolab.metrics import synergy
 from geolab.tasks import get_task
@@ -86,18 +85,7 @@ def run(settings: dict, seeds: list[int], log) -> Outcome:
     task = get_task(settings["task"], seq_len=settings["seq_len"], data_dir=data_dir(settings))
     per_seed = {}
     for seed in seeds:
-        row = {}
-        for rule in settings["rules"]:
-            cfg = GeoConfig(
-                residual=rule,
-                n_layer=settings["n_layer"],
-                d_model=settings["d_model"],
-                n_head=settings["n_head"],
-                **task.model_fields(),
-            )
-            run_ = train_run(cfg, task, settings, seed, log)
-            run_.pop("model")
-            row[rule] = run_
+        row = train_rules(task, settings, seed, log)
         loss = {r: row[r]["val"]["loss"] for r in settings["rules"]}
         row["synergy_postln"] = synergy(
             loss["postln"], loss["mgt_mhc"], loss["mgt_ddl"], loss["mgt"]

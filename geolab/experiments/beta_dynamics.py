@@ -29,6 +29,7 @@ from geolab.experiments.common import (
     Outcome,
     data_dir,
     fmt,
+    model_config,
     text_probe,
     train_config,
 )
@@ -146,14 +147,7 @@ def run(settings: dict, seeds: list[int], log) -> Outcome:
     probe = text_probe(task, settings["probe_batch"])
     per_seed = {}
     for seed in seeds:
-        cfg = GeoConfig(
-            residual="mgt",
-            n_layer=settings["n_layer"],
-            d_model=settings["d_model"],
-            n_head=settings["n_head"],
-            grad_checkpoint=settings.get("grad_checkpoint", False),
-            **task.model_fields(),
-        )
+        cfg = model_config(settings, task, "mgt")
         low, high = beta_range(cfg)
         torch.manual_seed(seed)
         model = GeoTransformer(cfg)

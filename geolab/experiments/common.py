@@ -153,6 +153,45 @@ def train_run(cfg, task, settings: dict, seed: int, log=None, **changes) -> dict
     return out
 
 
+def model_config(settings: dict, task, rule: str, **changes):
+    """The protocol's ``GeoConfig`` for residual rule ``rule`` on ``task``.
+
+    The scale's ``n_layer``, ``d_model`` and ``n_head`` (those it sets) and ``grad_checkpoint``
+    (off unless set), then ``changes``, plus the task's fields (``task.model_fields()``).
+    """
+    from geolab.config import GeoConfig
+
+    fields = {k: settings[k] for k in ("n_layer", "d_model", "n_head") if k in settings}
+    fields["grad_checkpoint"] = settings.get("grad_checkpoint", False)
+    return GeoConfig(residual=rule, **{**fields, **changes}, **task.model_fields())
+
+
+def train_rule(
+    task, settings: dict, seed: int, log, rule: str, budget: int | None = None, **changes
+) -> dict:
+    """:func:`train_run` of ``model_config(settings, task, rule, **changes)``, model dropped.
+
+    With ``budget`` the width is first matched to that many parameters
+    (``match_params(cfg, budget, vary="d_model")``) and recorded as "d_model".
+    """
+    from geolab.model import match_params
+
+    cfg = model_config(settings, task, rule, **changes)
+    if budget is not None:
+        cfg = match_params(cfg, budget, vary="d_model")
+    out = train_run(cfg, task, settings, seed, log)
+    out.pop("model")
+    if budget is not None:
+        out["d_model"] = cfg.d_model
+    return out
+
+
+def train_rules(task, settings: dict, seed: int, log, rules=None, **changes) -> dict:
+    """rule -> :func:`train_rule` numbers, for ``rules`` (default: the scale's) in order."""
+    rules = settings["rules"] if rules is None else rules
+    return {rule: train_rule(task, settings, seed, log, rule, **changes) for rule in rules}
+
+
 def text_probe(task, n: int) -> torch.Tensor:
     """The first ``n`` non-overlapping validation windows of a stream task (or samples), (n, S)."""
     idx = task.eval_index("val")[:n]

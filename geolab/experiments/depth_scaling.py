@@ -14,7 +14,6 @@ gap is larger than at the shallowest L; not reproduced if it is above the best b
 than the stds; inconclusive otherwise.
 """
 
-from geolab.config import GeoConfig
 from geolab.experiments import figures
 from geolab.experiments.common import (
     INCONCLUSIVE,
@@ -26,9 +25,8 @@ from geolab.experiments.common import (
     fmt,
     fmt_ms,
     mean_std,
-    train_run,
+    train_rules,
 )
-from geolab.model import match_params
 from geolab.tasks import get_task
 
 NAME = "depth_scaling"
@@ -106,20 +104,16 @@ def run(settings: dict, seeds: list[int], log) -> Outcome:
     for seed in seeds:
         row = {}
         for depth in settings["depths"]:
-            for rule in settings["rules"]:
-                base = GeoConfig(
-                    residual=rule,
-                    n_layer=depth,
-                    d_model=settings["n_head"] * 4,
-                    n_head=settings["n_head"],
-                    grad_checkpoint=settings.get("grad_checkpoint", False),
-                    **task.model_fields(),
-                )
-                cfg = match_params(base, settings["budget"], vary="d_model")
-                r = train_run(cfg, task, settings, seed, log)
-                r.pop("model")
-                r["d_model"] = cfg.d_model
-                row[f"{rule}/L{depth}"] = r
+            runs = train_rules(
+                task,
+                settings,
+                seed,
+                log,
+                budget=settings["budget"],
+                n_layer=depth,
+                d_model=settings["n_head"] * 4,
+            )
+            row.update({f"{rule}/L{depth}": r for rule, r in runs.items()})
         per_seed[str(seed)] = row
     runs = [r for row in per_seed.values() for r in row.values()]
     threshold = max(smoothed(r["curve"])[-1] for r in runs)

@@ -14,7 +14,6 @@ steps): an ordering claim is reproduced when it holds with a margin factor ``MAR
 reproduced when the opposite holds with that margin, inconclusive in between.
 """
 
-from geolab.config import GeoConfig
 from geolab.experiments import figures
 from geolab.experiments.common import (
     INCONCLUSIVE,
@@ -24,7 +23,7 @@ from geolab.experiments.common import (
     Outcome,
     fmt,
     mean_std,
-    train_run,
+    train_rule,
 )
 from geolab.tasks import get_task
 
@@ -125,16 +124,15 @@ def run(settings: dict, seeds: list[int], log) -> Outcome:
         for name in settings["tasks"]:
             task = get_task(name, seed=seed, **settings["task_sizes"][name])
             for model in MODELS:
-                cfg = GeoConfig(
-                    residual=model,
+                row[f"{name}/{model}"] = train_rule(
+                    task,
+                    settings,
+                    seed,
+                    log,
+                    model,
                     n_layer=settings["layers"][model],
                     d_model=settings["width"][model],
-                    n_head=settings["n_head"],
-                    **task.model_fields(),
                 )
-                r = train_run(cfg, task, settings, seed, log)
-                r.pop("model")
-                row[f"{name}/{model}"] = r
         per_seed[str(seed)] = row
     rows = [per_seed[str(s)] for s in seeds]
     table = {}
@@ -171,18 +169,21 @@ def judge(settings: dict, table: dict) -> list[Hypothesis]:
     def mses(task):
         return ", ".join(f"{LABELS[m]} {fmt(get(task, m))}" for m in MODELS)
 
+    def beats(task, model, others):
+        """Verdict for "model's MSE < each of others'" on task: the weakest pair decides."""
+        return _worst([_order(get(task, model), get(task, m)) for m in others])
+
     hyps = []
     tasks = settings["tasks"]
     order = f"holds with margin ×{MARGIN} (per pair; the weakest pair decides)"
     if "echo" in tasks:
-        others = [m for m in MODELS if m != "edelta"]
         hyps.append(
             Hypothesis(
                 id="E∆ echo best",
                 claim="echo MSE: E∆ lowest (4.35e-6; JPmHC 8.19e-6, DDL 15.3e-6, GPT 16.4e-6, "
                 "mHC 8650e-6)",
                 measured=f"echo MSE {mses('echo')}",
-                verdict=_worst([_order(get("echo", "edelta"), get("echo", m)) for m in others]),
+                verdict=beats("echo", "edelta", [m for m in MODELS if m != "edelta"]),
                 rule=f"E∆ < each other model {order}",
             )
         )
@@ -193,13 +194,9 @@ def judge(settings: dict, table: dict) -> list[Hypothesis]:
                 measured=f"mHC {fmt(get('echo', 'mhc'))} vs GPT {fmt(get('echo', 'preln'))}",
                 verdict=REPRODUCED
                 if get("echo", "mhc") >= 10 * get("echo", "preln")
-                else _worst(
-                    [
-                        NOT_REPRODUCED
-                        if get("echo", "mhc") <= get("echo", "preln") * MARGIN
-                        else INCONCLUSIVE
-                    ]
-                ),
+                else NOT_REPRODUCED
+                if get("echo", "mhc") <= get("echo", "preln") * MARGIN
+                else INCONCLUSIVE,
                 rule="reproduced if mHC ≥ 10× GPT; not reproduced if mHC ≤ 1.2× GPT; else "
                 "inconclusive",
             )
@@ -224,13 +221,7 @@ def judge(settings: dict, table: dict) -> list[Hypothesis]:
                 id="JPmHC gyroscope best",
                 claim="gyroscope MSE: JPmHC lowest (3.08e-4), E∆ next (1.02e-3)",
                 measured=f"gyroscope MSE {mses('gyroscope')}",
-                verdict=_worst(
-                    [
-                        _order(get("gyroscope", "jpmhc"), get("gyroscope", m))
-                        for m in MODELS
-                        if m != "jpmhc"
-                    ]
-                ),
+                verdict=beats("gyroscope", "jpmhc", [m for m in MODELS if m != "jpmhc"]),
                 rule=f"JPmHC < each other model {order}",
             )
         )
@@ -239,12 +230,7 @@ def judge(settings: dict, table: dict) -> list[Hypothesis]:
                 id="E∆ gyroscope beats GPT/DDL/mHC",
                 claim="gyroscope MSE: E∆ 1.02e-3 below GPT 3.78e-3, DDL 3.36e-3, mHC 4.02e-3",
                 measured=f"gyroscope MSE {mses('gyroscope')}",
-                verdict=_worst(
-                    [
-                        _order(get("gyroscope", "edelta"), get("gyroscope", m))
-                        for m in ("preln", "ddl", "mhc")
-                    ]
-                ),
+                verdict=beats("gyroscope", "edelta", ("preln", "ddl", "mhc")),
                 rule=f"E∆ < GPT, DDL, mHC {order}",
             )
         )

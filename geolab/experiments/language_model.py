@@ -7,7 +7,6 @@ transformer (and, for the stronger test the review asks for, than pre-LN and Dee
 per baseline (``common.sign_verdict`` on the per-seed difference baseline − MGT in perplexity).
 """
 
-from geolab.config import GeoConfig
 from geolab.experiments import figures
 from geolab.experiments.common import (
     Hypothesis,
@@ -16,7 +15,7 @@ from geolab.experiments.common import (
     fmt_ms,
     mean_std,
     sign_verdict,
-    train_run,
+    train_rules,
 )
 from geolab.tasks import get_task
 
@@ -80,19 +79,7 @@ def run(settings: dict, seeds: list[int], log) -> Outcome:
     task = get_task(settings["task"], seq_len=settings["seq_len"], data_dir=data_dir(settings))
     per_seed = {}
     for seed in seeds:
-        row = {}
-        for rule in settings["rules"]:
-            cfg = GeoConfig(
-                residual=rule,
-                n_layer=settings["n_layer"],
-                d_model=settings["d_model"],
-                n_head=settings["n_head"],
-                **task.model_fields(),
-            )
-            r = train_run(cfg, task, settings, seed, log)
-            r.pop("model")
-            row[rule] = r
-        per_seed[str(seed)] = row
+        per_seed[str(seed)] = train_rules(task, settings, seed, log)
     rows = [per_seed[str(s)] for s in seeds]
     rules = settings["rules"]
     summary = {

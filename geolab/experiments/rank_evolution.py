@@ -16,7 +16,6 @@ stack; H2 when the trained MGT final-layer rank at the deepest stack is above 0.
 
 import torch
 
-from geolab.config import GeoConfig
 from geolab.experiments import figures
 from geolab.experiments.common import (
     NOT_REPRODUCED,
@@ -26,6 +25,7 @@ from geolab.experiments.common import (
     data_dir,
     fmt,
     mean_std,
+    model_config,
     text_probe,
     train_config,
 )
@@ -108,14 +108,7 @@ def measure(settings: dict, seed: int, task, probe: torch.Tensor, log) -> dict:
     out = {}
     for depth in settings["depths"]:
         for rule in settings["rules"]:
-            cfg = GeoConfig(
-                residual=rule,
-                n_layer=depth,
-                d_model=settings["d_model"],
-                n_head=settings["n_head"],
-                grad_checkpoint=settings.get("grad_checkpoint", False),
-                **task.model_fields(),
-            )
+            cfg = model_config(settings, task, rule, n_layer=depth)
             torch.manual_seed(seed)
             model = GeoTransformer(cfg).eval()
             row = {"init": layer_ranks(rank_profile(model, probe))}
