@@ -186,7 +186,7 @@ def _cayley_planes(x, u, v, c):
     """Q x for c = β/2 (..., 1) by the two full-width forms of `cayley_apply`'s numerics note.
 
     The slow, always-safe path: `cayley_apply` runs it only for leading indices whose scalar
-    coefficients it cannot trust (nearly parallel u, v with m > 1, extreme ‖u‖, ‖v‖ or x).
+    coefficients it cannot trust (nearly parallel u, v with m > 1, extreme ‖u‖, ‖v‖ or β).
     """
     e1, e2, nu, nv, sin = _plane(u, v)
     small = c.abs() * nu * nv <= 1
@@ -243,8 +243,8 @@ def _cayley_coeffs(x, u, v, c):
     uax = uu * vx - uv * ux
     g = (uu * vv - uv * uv).clamp_min(0)  # ω² ≥ 0 exactly; see `_cayley_planes` on the clamp
 
-    # m ≤ 1: Q x = x − k1 (Ax − c A²x), k1 = 2c/(1+t²), t² = c·(c ω²); c is applied to each
-    # product before the next so c² is never formed (no overflow for huge β, tiny ‖u‖‖v‖).
+    # m ≤ 1: Q x = x − k1 (Ax − c A²x), k1 = 2c/(1+t²), t² = c·(c ω²). Here |c| ≤ max^(1/5)
+    # (`tame`), so no product overflows; huge β on tiny u, v is left to `_cayley_planes`.
     cp = torch.where(ok & small, c, torch.zeros_like(c))
     k1 = 2 * cp / (1 + cp * (cp * g))
     a_poly = k1 * (cp * vax - vx)
@@ -309,7 +309,7 @@ def cayley_apply(x, u, v, beta):
       so this scalar form is used only for sin² ≥ 1/4.
     * Every other index — m > 1 with nearly parallel u, v; m ≤ 1 with |c| > max^(1/5) of the
       dtype (huge β on tiny u, v); ‖u‖², ‖v‖² outside [√tiny, √max] — takes the full-width
-      form (`_cayley_planes`, computed only when some index needs it): the polynomial as
+      form (`_cayley_planes`, computed only on the indices that need it): the polynomial as
       above, or the rotation in a re-orthogonalised orthonormal basis (e1, e2) of the plane,
       which keeps Q orthogonal to rounding even for nearly parallel u, v.
     θ → π as β → ∞ but the exact θ never reaches π. Exactly parallel u, v (v̂ = ±û) with m > 1
@@ -397,7 +397,8 @@ def hybrid_apply(x, u, v, k, beta, gamma):
     x, u, v, k: (..., d); beta, gamma: numbers or (...) tensors -> (..., d).
     Fused with the scalar form of `cayley_apply` (Q x = x + a u + b v):
         G_γ x = x + γa u + γb v − 2(1 − γ)(k̂·x) k̂,
-    one full-width combine; indices `cayley_apply` hands to its full-width form use it here too.
+    one full-width combine; indices `cayley_apply` hands to its full-width form use it here
+    too (γ Q x + (1 − γ) H₂ x on those indices only).
     """
     _vec("x", x)
     d = x.shape[-1]
