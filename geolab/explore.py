@@ -52,6 +52,15 @@ from geolab.residuals import RESIDUALS
 F64 = torch.float64
 
 
+def notebook_cache(fn, maxsize: int = 32):
+    """Memoise a view function for a notebook: ``mo.cache`` (keyed on the slider values) inside
+    marimo's runtime, ``functools.lru_cache`` elsewhere — ``mo.cache`` fails inside a Jupyter
+    kernel running an exported notebook, where ``mo.app_meta().mode`` is None."""
+    import marimo as mo
+
+    return mo.cache(fn) if mo.app_meta().mode else functools.lru_cache(maxsize=maxsize)(fn)
+
+
 @dataclass
 class View:
     """What one explorer shows for one set of slider values."""

@@ -6,13 +6,11 @@ app = marimo.App(width="medium", app_title="01 · The Delta operator")
 
 @app.cell
 def _():
-    import functools
-
     import marimo as mo
 
     from geolab import explore
 
-    return explore, functools, mo
+    return explore, mo
 
 
 @app.cell(hide_code=True)
@@ -79,11 +77,8 @@ def _(mo):
 
 
 @app.cell
-def _(explore, functools, mo):
-    # mo.cache keys on the slider values; it needs marimo's runtime, so the Jupyter export
-    # (where app_meta().mode is None) falls back to functools.
-    cache = mo.cache if mo.app_meta().mode else functools.lru_cache(maxsize=32)
-    delta_view = cache(explore.delta_view)
+def _(explore):
+    delta_view = explore.notebook_cache(explore.delta_view)
     return (delta_view,)
 
 

@@ -6,13 +6,11 @@ app = marimo.App(width="medium", app_title="02 · The MGT block")
 
 @app.cell
 def _():
-    import functools
-
     import marimo as mo
 
     from geolab import explore
 
-    return explore, functools, mo
+    return explore, mo
 
 
 @app.cell(hide_code=True)
@@ -103,11 +101,8 @@ def _(alpha, beta0, eps, lam, mo):
 
 
 @app.cell
-def _(explore, functools, mo):
-    # mo.cache keys on the slider values; it needs marimo's runtime, so the Jupyter export
-    # (where app_meta().mode is None) falls back to functools.
-    cache = mo.cache if mo.app_meta().mode else functools.lru_cache(maxsize=32)
-    mgt_view = cache(explore.mgt_view)
+def _(explore):
+    mgt_view = explore.notebook_cache(explore.mgt_view)
     return (mgt_view,)
 
 

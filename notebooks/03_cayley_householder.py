@@ -6,13 +6,11 @@ app = marimo.App(width="medium", app_title="03 · Cayley, Householder and the hy
 
 @app.cell
 def _():
-    import functools
-
     import marimo as mo
 
     from geolab import explore
 
-    return explore, functools, mo
+    return explore, mo
 
 
 @app.cell(hide_code=True)
@@ -80,11 +78,8 @@ def _(mo):
 
 
 @app.cell
-def _(explore, functools, mo):
-    # mo.cache keys on the slider values; it needs marimo's runtime, so the Jupyter export
-    # (where app_meta().mode is None) falls back to functools.
-    cache = mo.cache if mo.app_meta().mode else functools.lru_cache(maxsize=32)
-    cayley_view = cache(explore.cayley_view)
+def _(explore):
+    cayley_view = explore.notebook_cache(explore.cayley_view)
     return (cayley_view,)
 
 

@@ -6,13 +6,11 @@ app = marimo.App(width="medium", app_title="04 · Rank collapse in deep stacks")
 
 @app.cell
 def _():
-    import functools
-
     import marimo as mo
 
     from geolab import explore
 
-    return explore, functools, mo
+    return explore, mo
 
 
 @app.cell(hide_code=True)
@@ -135,11 +133,8 @@ def _(alpha, beta0, gamma0, lam, mo):
 
 
 @app.cell
-def _(explore, functools, mo):
-    # mo.cache keys on the slider values; it needs marimo's runtime, so the Jupyter export
-    # (where app_meta().mode is None) falls back to functools.
-    cache = mo.cache if mo.app_meta().mode else functools.lru_cache(maxsize=32)
-    rank_view = cache(explore.rank_view)
+def _(explore):
+    rank_view = explore.notebook_cache(explore.rank_view)
     return (rank_view,)
 
 
