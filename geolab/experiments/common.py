@@ -128,24 +128,22 @@ def train_config(settings: dict, seed: int, **changes):
     return TrainConfig(seed=seed, **{**base, **settings["train"], **changes})
 
 
-def train_run(cfg, task, settings: dict, seed: int, log=None, **changes) -> dict:
+def train_run(cfg, task, settings: dict, seed: int, log=None) -> dict:
     """Train ``GeoTransformer(cfg)`` on ``task`` with the scale's settings and seed.
 
     Returns JSON-ready numbers: "val" (the trainer's final validation metrics), "n_params",
-    "curve" (training loss per step), "seconds"; and "model" (the trained model, to be dropped
-    before writing).
+    "curve" (training loss per step), "seconds".
     """
     from geolab.model import count_params
     from geolab.train import train
 
     t0 = time.perf_counter()
-    res = train(cfg, task, train_config(settings, seed, **changes))
+    res = train(cfg, task, train_config(settings, seed))
     out = {
         "val": {k: v for k, v in res.metrics.items() if k != "step"},
         "n_params": count_params(res.model),
         "curve": [row["loss"] for row in res.history],
         "seconds": time.perf_counter() - t0,
-        "model": res.model,
     }
     if log is not None:
         vals = " ".join(f"{k} {fmt(v)}" for k, v in out["val"].items())
@@ -169,7 +167,7 @@ def model_config(settings: dict, task, rule: str, **changes):
 def train_rule(
     task, settings: dict, seed: int, log, rule: str, budget: int | None = None, **changes
 ) -> dict:
-    """:func:`train_run` of ``model_config(settings, task, rule, **changes)``, model dropped.
+    """:func:`train_run` of ``model_config(settings, task, rule, **changes)``.
 
     With ``budget`` the width is first matched to that many parameters
     (``match_params(cfg, budget, vary="d_model")``) and recorded as "d_model".
@@ -180,7 +178,6 @@ def train_rule(
     if budget is not None:
         cfg = match_params(cfg, budget, vary="d_model")
     out = train_run(cfg, task, settings, seed, log)
-    out.pop("model")
     if budget is not None:
         out["d_model"] = cfg.d_model
     return out
