@@ -14,7 +14,7 @@ import torch
 from bench.timing import bracketed, spread
 from geolab.config import GeoConfig
 from geolab.model import GeoTransformer, count_params
-from geolab.residuals import RESIDUALS
+from geolab.rules import RESIDUALS
 
 TARGETS = {"mgt": 1.35, "ddl": 1.15, "edelta": 1.5, "mhc": 1.6}
 

@@ -1,7 +1,7 @@
 """geolab: geometric residual connections in very deep transformers.
 
-The public API of spec §10: operators, metrics, the residual-rule registry, the model and the
-probes, all importable from ``geolab`` directly.
+The public API (docs/design.md §10): operators, metrics, the residual rules and their registry
+(``Rule``, ``register``, ``RESIDUALS``), the model and the probes, all importable from ``geolab``.
 """
 
 from geolab.config import GeoConfig
@@ -28,7 +28,7 @@ from geolab.operators import (
     skew,
 )
 from geolab.probe import rank_profile, record
-from geolab.residuals import RESIDUALS
+from geolab.rules import RESIDUALS, Rule, register
 
 __version__ = "0.1.0"
 
@@ -36,6 +36,7 @@ __all__ = [
     "GeoConfig",
     "GeoTransformer",
     "RESIDUALS",
+    "Rule",
     "amax_gain",
     "beta_stats",
     "cayley",
@@ -54,6 +55,7 @@ __all__ = [
     "rank_collapse_residual",
     "rank_profile",
     "record",
+    "register",
     "sinkhorn",
     "skew",
     "synergy",

@@ -22,7 +22,7 @@ def _device_name() -> str:
 
 def cmd_info(args) -> int:
     import geolab
-    from geolab.residuals import RESIDUALS, describe
+    from geolab.rules import RESIDUALS, describe
 
     versions = f"python {platform.python_version()}  torch {torch.__version__}"
     print(f"geolab {geolab.__version__}  {versions}")

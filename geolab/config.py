@@ -1,33 +1,33 @@
-"""``GeoConfig``: every knob of a ``GeoTransformer``, validated on construction (spec §4).
+"""``GeoConfig``: every knob of a ``GeoTransformer``, validated on construction (docs/design.md §4).
 
 Errors name the field, the bad value and what is allowed, so a slider or a command line that
-passes a wrong value gets a message a learner can act on.
+passes a wrong value gets a message a learner can act on. Fields are checked here for what they
+mean on their own; the rule ``residual`` names then checks the fields it reads (``Rule.check``).
 """
 
 import math
 from dataclasses import asdict, dataclass, fields, replace
 
 from geolab.layers import NORMS
+from geolab.rules.registry import config_error, rule_class
 
 POS = ("learned", "rope", "none")
 GEOMETRIES = ("full", "streams")
 POOLS = ("token", "sequence")
-RESHAPE_RULES = ("jpmhc",)  # rules that view D as n_streams chunks of D/n
-GEOMETRIC_RULES = ("cayley", "householder", "edelta")
 
 
 def _fail(field: str, value, allowed: str):
-    raise ValueError(f"GeoConfig.{field}={value!r} is not allowed; {allowed}")
+    raise config_error(field, value, allowed)
 
 
 @dataclass(frozen=True)
 class GeoConfig:
     """Model configuration. Token models set ``vocab_size``; vector models set ``d_in``/``d_out``.
 
-    Rule fields (spec §3.1–§3.5): ``lam``, ``eps``, ``alpha0``, ``beta0`` (None = the rule's own
-    default: 0.5 for the MGT family, 1.0 for ``ddl``), ``gamma0`` (E∆ gate at init, ½ in the
-    paper), ``reg_weight`` (E∆ gate regulariser), ``layerscale_init`` (None = CaiT's depth rule),
-    ``n_streams`` (hyper-connection streams), ``geometry`` and ``pool`` (E∆ family).
+    Rule fields (docs/design.md §3.1–§3.5): ``lam``, ``eps``, ``alpha0``, ``beta0`` (None = the
+    rule's own default: 0.5 for the MGT family, 1.0 for ``ddl``), ``gamma0`` (E∆ gate at init, ½
+    in the paper), ``reg_weight`` (E∆ gate regulariser), ``layerscale_init`` (None = CaiT's depth
+    rule), ``n_streams`` (hyper-connection streams), ``geometry`` and ``pool`` (E∆ family).
     """
 
     residual: str = "preln"
@@ -55,10 +55,7 @@ class GeoConfig:
     grad_checkpoint: bool = False
 
     def __post_init__(self):
-        from geolab.residuals import RESIDUALS
-
-        if self.residual not in RESIDUALS:
-            _fail("residual", self.residual, f"allowed: {', '.join(RESIDUALS)}")
+        rule = rule_class(self)
         for name in ("n_layer", "d_model", "n_head", "seq_len", "n_streams"):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
@@ -66,7 +63,6 @@ class GeoConfig:
         self._check_io()
         if self.d_model % self.n_head:
             _fail("d_model", self.d_model, f"must be divisible by n_head={self.n_head}")
-        self._check_streams()
         if self.norm not in NORMS:
             _fail("norm", self.norm, f"allowed: {', '.join(NORMS)}")
         if self.pos not in POS:
@@ -76,6 +72,7 @@ class GeoConfig:
         if self.pool not in POOLS:
             _fail("pool", self.pool, f"allowed: {', '.join(POOLS)}")
         self._check_rule_numbers()
+        rule.check(self)
 
     def _check_io(self):
         if self.vocab_size is not None:
@@ -88,24 +85,6 @@ class GeoConfig:
             value = getattr(self, name)
             if not isinstance(value, int) or isinstance(value, bool) or value <= 0:
                 _fail(name, value, "set vocab_size (token model) or positive d_in and d_out")
-
-    def _check_streams(self):
-        n = self.n_streams
-        if self.residual in GEOMETRIC_RULES and self.geometry == "streams":
-            if n < 2:
-                _fail("n_streams", n, "geometry='streams' needs at least 2 streams")
-            if self.d_model % n:
-                _fail("d_model", self.d_model, f"must be divisible by n_streams={n}")
-        if self.residual in RESHAPE_RULES:
-            if self.d_model % n:
-                _fail("d_model", self.d_model, f"must be divisible by n_streams={n}")
-            if (self.d_model // n) % self.n_head:
-                _fail(
-                    "d_model",
-                    self.d_model,
-                    f"d_model/n_streams={self.d_model // n} must be divisible by "
-                    f"n_head={self.n_head} (jpmhc runs its sublayers at width D/n)",
-                )
 
     def _check_rule_numbers(self):
         for name in ("lam", "eps", "alpha0", "gamma0", "reg_weight", "dropout"):
@@ -122,13 +101,6 @@ class GeoConfig:
             _fail("gamma0", self.gamma0, "γ₀ must lie in the open interval (0, 1)")
         if self.layerscale_init is not None and not self.layerscale_init > 0:
             _fail("layerscale_init", self.layerscale_init, "must be > 0 (or None for CaiT's rule)")
-        if self.beta0 is None:
-            return
-        if self.residual == "ddl" and not 0 < self.beta0 < 2:
-            _fail("beta0", self.beta0, "ddl's β = 2σ(·) needs β₀ in the open interval (0, 2)")
-        low, high = -self.lam + self.eps, self.lam + self.eps
-        if self.residual.startswith("mgt") and not low < self.beta0 < high:
-            _fail("beta0", self.beta0, f"MGT's β = λ·tanh(·)+ε needs β₀ in ({low:g}, {high:g})")
 
     @property
     def n_steps(self) -> int:

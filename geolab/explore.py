@@ -47,7 +47,7 @@ from geolab.operators import (
     skew,
 )
 from geolab.probe import record
-from geolab.residuals import RESIDUALS
+from geolab.rules import RESIDUALS
 
 F64 = torch.float64
 
@@ -460,7 +460,6 @@ def cayley_view(beta: float, angle: float, gamma: float) -> View:
 # ---------------------------------------------------------------------------------------------
 # 04 — rank collapse in deep stacks (spec §5, §8 protocol 1)
 
-RANK_RULES = tuple(name for name in RESIDUALS if name != "noskip")
 RANK_DEPTHS = (12, 24, 48, 100, 200)
 REFERENCE = "pure attention"
 _VOCAB = 256
@@ -468,25 +467,31 @@ _MODELS: OrderedDict = OrderedDict()
 _MODEL_PARAM_BUDGET = 400_000_000
 
 
-def rule_fields(rule: str, beta0: float, lam: float, alpha0: float, gamma0: float) -> dict:
-    """The GeoConfig fields the 04 sliders set for one rule.
+def rank_rules() -> tuple[str, ...]:
+    """The rules 04 offers: every registered rule (yours too) but ``noskip``, the reference's."""
+    return tuple(name for name in RESIDUALS if name != "noskip")
 
-    β₀, λ, α₀ reach only the MGT rules with a Delta controller (``mgt``, ``mgt_ddl``; ``mgt_mhc``
-    has none) and γ₀ only ``edelta`` (spec §3.1, §3.5); every other rule keeps its own
-    defaults, so moving a slider recomputes only the rules it changes.
+
+def _residual(rule: str) -> str:
+    return "noskip" if rule == REFERENCE else rule
+
+
+def rule_fields(rule: str, beta0: float, lam: float, alpha0: float, gamma0: float) -> dict:
+    """The GeoConfig fields the 04 sliders set for one rule: those among its ``init_fields``.
+
+    β₀, λ, α₀ reach the MGT rules with a Delta controller and γ₀ ``edelta``; every other rule
+    keeps its own defaults, so moving a slider recomputes only the rules it changes.
     """
-    if rule in ("mgt", "mgt_ddl"):
-        return {"beta0": beta0, "lam": lam, "alpha0": alpha0}
-    if rule == "edelta":
-        return {"gamma0": gamma0}
-    return {}
+    sliders = {"beta0": beta0, "lam": lam, "alpha0": alpha0, "gamma0": gamma0}
+    wanted = RESIDUALS[_residual(rule)].init_fields
+    return {name: value for name, value in sliders.items() if name in wanted}
 
 
 def rank_config(rule: str, n_layer: int, d_model: int, seq_len: int, **fields) -> GeoConfig:
     """The token-model GeoConfig of one 04 curve; ``REFERENCE`` is ``noskip`` with
     ``mlp=False``, Dong et al. 2021's pure attention."""
     return GeoConfig(
-        residual="noskip" if rule == REFERENCE else rule,
+        residual=_residual(rule),
         n_layer=n_layer,
         d_model=d_model,
         n_head=4,
@@ -497,32 +502,13 @@ def rank_config(rule: str, n_layer: int, d_model: int, seq_len: int, **fields) -
     )
 
 
-def _set_rule_scalars(model: GeoTransformer, cfg: GeoConfig) -> None:
-    """Re-apply the slider-driven init constants of ``cfg`` to a model built with other values.
-
-    The constants are exactly the rules' init formulas (rules_delta: b_β = atanh((β₀−ε)/λ),
-    α = α₀, λ; rules_geometric: b_γ = logit(γ₀)); none of them draws random numbers, so the
-    result equals a model built from ``cfg`` with the same seed (tested). This keeps a slider
-    move at 200 layers to one forward pass instead of a rebuild.
-    """
-    with torch.no_grad():
-        for rule in model.rules:
-            if hasattr(rule, "w_beta") and hasattr(rule, "alpha"):
-                beta0 = 0.5 if cfg.beta0 is None else cfg.beta0
-                rule.lam, rule.eps = cfg.lam, cfg.eps
-                rule.w_beta.bias.fill_(math.atanh((beta0 - cfg.eps) / cfg.lam))
-                rule.alpha.fill_(cfg.alpha0)
-            if hasattr(rule, "w_gamma"):
-                rule.w_gamma.bias.fill_(math.log(cfg.gamma0 / (1 - cfg.gamma0)))
-            rule.cfg = cfg
-    model.cfg = cfg
-
-
 def build_model(cfg: GeoConfig, seed: int) -> GeoTransformer:
     """GeoTransformer(cfg) with weights drawn from ``seed`` (the global RNG is left untouched).
 
     Built models are kept (least recently used first out, at most 400M parameters ≈ 1.6 GB) by
-    everything but the slider constants, which are re-applied to a kept model.
+    everything but the slider constants, which each rule re-applies to a kept model
+    (``Rule.reset_init``: init constants only, no random draw, so the result equals a fresh build
+    with the same seed — tested). A slider move at 200 layers is then one forward pass.
     """
     key = (cfg.residual, cfg.n_layer, cfg.d_model, cfg.seq_len, cfg.mlp, seed)
     model = _MODELS.pop(key, None)
@@ -533,7 +519,9 @@ def build_model(cfg: GeoConfig, seed: int) -> GeoTransformer:
     _MODELS[key] = model
     while sum(count_params(m) for m in _MODELS.values()) > _MODEL_PARAM_BUDGET:
         _MODELS.popitem(last=False)
-    _set_rule_scalars(model, cfg)
+    for rule in model.rules:
+        rule.reset_init(cfg)
+    model.cfg = cfg
     return model
 
 
@@ -590,9 +578,10 @@ def rank_view(
     config's ValueError.
     """
     n_layer = _check_int("n_layer", n_layer, 1, 400)
-    unknown = [r for r in rules if r not in RANK_RULES]
+    allowed = rank_rules()
+    unknown = [r for r in rules if r not in allowed]
     if unknown:
-        raise ValueError(f"rules: {unknown} not allowed; choose from {', '.join(RANK_RULES)}")
+        raise ValueError(f"rules: {unknown} not allowed; choose from {', '.join(allowed)}")
     names = list(dict.fromkeys(rules)) + ([REFERENCE] if reference else [])
     ranks, residuals = {}, {}
     for name in names:

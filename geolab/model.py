@@ -1,13 +1,12 @@
 """``GeoTransformer``: embedding → L layers of (attention step, MLP step) → final norm → head.
 
-Spec §4. Each layer has two residual steps, each with its own residual-rule instance; the rule
-named by ``cfg.residual`` decides the shortcut. Token models (``vocab_size``) map (B, S) int64 to
-logits (B, S, vocab); vector models (``d_in``/``d_out``) map (B, S, d_in) to (B, S, d_out).
+docs/design.md §4. Each layer has two residual steps, each with its own residual-rule instance;
+the rule named by ``cfg.residual`` decides the shortcut. Token models (``vocab_size``) map (B, S)
+int64 to logits (B, S, vocab); vector models (``d_in``/``d_out``) map (B, S, d_in) to (B, S, d_out).
 ``model.rules`` lists the rule modules in order and ``model.aux_loss()`` returns the E∆ gate
 regulariser of the last forward. ``hook_embed`` is a named probe point on the embedding output.
 """
 
-import math
 from functools import partial
 
 import torch
@@ -16,7 +15,7 @@ from torch.utils.checkpoint import checkpoint
 
 from geolab.config import GeoConfig
 from geolab.layers import MLP, CausalSelfAttention, gpt2_proj_std, make_norm
-from geolab.residuals import RESIDUALS
+from geolab.rules import rule_class
 
 
 class Layer(nn.Module):
@@ -24,7 +23,7 @@ class Layer(nn.Module):
 
     def __init__(self, cfg: GeoConfig):
         super().__init__()
-        rule_cls = RESIDUALS[cfg.residual]
+        rule_cls = rule_class(cfg)
         width = rule_cls.sublayer_width(cfg)
         std = gpt2_proj_std(cfg.n_steps)
         self.attn = CausalSelfAttention(width, cfg.n_head, cfg.dropout, cfg.pos == "rope", std)
@@ -54,7 +53,7 @@ class GeoTransformer(nn.Module):
     def __init__(self, cfg: GeoConfig):
         super().__init__()
         self.cfg = cfg
-        self.rule_cls = RESIDUALS[cfg.residual]
+        self.rule_cls = rule_class(cfg)
         d = cfg.d_model
         if cfg.vocab_size is not None:
             self.embed = nn.Embedding(cfg.vocab_size, d)
@@ -118,26 +117,18 @@ def _count(cfg: GeoConfig) -> int:
         return count_params(GeoTransformer(cfg))
 
 
-def _d_model_step(cfg: GeoConfig) -> int:
-    """The granularity d_model must keep: n_head, and n_streams·n_head for reshaping rules."""
-    if cfg.residual == "jpmhc":
-        return cfg.n_head * cfg.n_streams
-    if cfg.residual in ("cayley", "householder", "edelta") and cfg.geometry == "streams":
-        return math.lcm(cfg.n_head, cfg.n_streams)
-    return cfg.n_head
-
-
 def match_params(cfg: GeoConfig, budget: int, vary: str = "n_layer") -> GeoConfig:
     """The config, varying ``n_layer`` or ``d_model``, whose parameter count is nearest ``budget``.
 
     Counts are exact (models built on the meta device, no memory). ``d_model`` moves in steps that
-    keep it divisible by ``n_head`` (and by ``n_streams`` where the rule reshapes D).
+    keep it divisible by ``n_head`` (and by ``n_streams`` where the rule reshapes D): the rule's
+    ``d_model_step``.
     """
     if vary not in ("n_layer", "d_model"):
         raise ValueError(f"vary={vary!r} is not allowed; allowed: 'n_layer', 'd_model'")
     if not budget > 0:
         raise ValueError(f"budget={budget!r} is not allowed; it must be a positive count")
-    step = 1 if vary == "n_layer" else _d_model_step(cfg)
+    step = 1 if vary == "n_layer" else rule_class(cfg).d_model_step(cfg)
 
     def count_at(units: int) -> int:
         return _count(cfg.replace(**{vary: units * step}))

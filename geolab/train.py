@@ -552,7 +552,7 @@ def add_train_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run_train_cli(args: argparse.Namespace) -> int:
     """``geolab train``: validate everything, then train, print progress and the final metrics."""
-    from geolab.residuals import RESIDUALS
+    from geolab.rules import RESIDUALS
 
     lead = int(os.environ.get("RANK", "0")) == 0
     try:

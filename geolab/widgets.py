@@ -118,7 +118,7 @@ def rank_explorer(rules: tuple[str, ...] = ("postln", "preln", "mgt")) -> Explor
         explore.rank_view,
         {
             "rules": W.SelectMultiple(
-                options=explore.RANK_RULES, value=rules, description="rules", rows=6
+                options=explore.rank_rules(), value=rules, description="rules", rows=6
             ),
             "n_layer": W.SelectionSlider(
                 options=explore.RANK_DEPTHS, value=24, description="depth L"

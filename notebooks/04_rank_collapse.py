@@ -45,7 +45,7 @@ def _(explore, mo):
         full_width=True,
     )
     rules = mo.ui.multiselect(
-        options=list(explore.RANK_RULES),
+        options=list(explore.rank_rules()),
         value=["postln", "preln", "mgt"],
         label="residual rules",
     )
@@ -178,7 +178,7 @@ def _(mo):
 def _(compare, depth, explore, gates, mo):
     mo.stop(not compare.value, mo.md("*Press the button to compare every rule.*"))
     table = []
-    for name in mo.status.progress_bar(explore.RANK_RULES, title="building and probing"):
+    for name in mo.status.progress_bar(explore.rank_rules(), title="building and probing"):
         one = explore.rank_view([name], depth.value, reference=False, **gates)
         table.append(
             {

@@ -9,7 +9,7 @@ def _():
     import marimo as mo
 
     from geolab.experiments import lab
-    from geolab.residuals import RESIDUALS
+    from geolab.rules import RESIDUALS
 
     return RESIDUALS, lab, mo
 

@@ -13,8 +13,7 @@ from geolab.assignments import a1, a2, a3, a4, release
 from geolab.assignments.catalog import ASSIGNMENTS, all_failed, check_all, feedback
 from geolab.assignments.checks import NOT_IMPLEMENTED, ForbiddenCall, forbid
 from geolab.assignments.run_checks import load_submission
-from geolab.residuals import RESIDUALS
-from geolab.rule import Rule
+from geolab.rules import RESIDUALS, Rule
 
 REPO = Path(__file__).resolve().parents[1]
 SRC = REPO / "assignments" / "instructor"
@@ -183,7 +182,7 @@ def test_nan_effective_rank_on_zero_is_reported():
 def test_a4_rejects_reusing_geolab_mgt():
     fails = _failures(a4.check_my_rule(RESIDUALS["mgt_ddl"]))
     assert "MyRule: equals geolab's mgt_ddl at initialisation" in fails
-    assert all("MGT" in m or "geolab.rules_delta" in m for m in fails.values())
+    assert all("MGT" in m or "geolab.rules.delta" in m for m in fails.values())
 
 
 def test_register_rule_adds_and_removes():

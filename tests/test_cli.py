@@ -5,7 +5,7 @@ import subprocess
 import sys
 
 from geolab.cli import main
-from geolab.residuals import RESIDUALS
+from geolab.rules import RESIDUALS
 
 
 def test_info_lists_every_rule(capsys):

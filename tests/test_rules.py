@@ -11,7 +11,7 @@ import torch
 import torch.nn.functional as F
 
 from geolab import GeoConfig
-from geolab.residuals import RESIDUALS
+from geolab.rules import RESIDUALS
 
 D, S, B = 8, 5, 2
 

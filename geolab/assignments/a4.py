@@ -2,8 +2,8 @@
 
 The student writes ``MyRule(Rule)`` for ``mgt_ddl`` (seed 000 Eq. 6–7, spec §3 and §3.1):
 ``X' = X + β ⊙ (F(LN X) − α X)``, ``β = λ·tanh(X W_β + b_β) + ε``, and trains it with the geolab
-trainer. :func:`register_rule` puts a student's class into ``RESIDUALS`` for the length of a
-``with`` block, so ``GeoConfig(residual=name)`` and ``GeoTransformer`` accept it.
+trainer. :func:`register_rule` puts a student's class into ``RESIDUALS`` (``geolab.register``) for
+the length of a ``with`` block, so ``GeoConfig(residual=name)`` and ``GeoTransformer`` accept it.
 """
 
 import math
@@ -11,17 +11,15 @@ from contextlib import contextmanager
 
 import torch
 
-from geolab import rules_delta
 from geolab.assignments.checks import as_tensor, close, describe, fail, forbid, run_check
 from geolab.config import GeoConfig
 from geolab.model import GeoTransformer
-from geolab.residuals import RESIDUALS
-from geolab.rule import Rule
+from geolab.rules import RESIDUALS, Rule, delta, register, unregister
 from geolab.tasks import get_task
 from geolab.train import TrainConfig, train
 
 REFERENCE = "mgt_ddl"
-BANNED = ["geolab.rules_delta.MGTDDL", "geolab.rules_delta.MGT", "geolab.rules_delta.MGTmHC"]
+BANNED = ["geolab.rules.delta.MGTDDL", "geolab.rules.delta.MGT", "geolab.rules.delta.MGTmHC"]
 
 
 @contextmanager
@@ -29,16 +27,18 @@ def register_rule(name: str, rule_cls: type):
     """Make ``rule_cls`` available as ``GeoConfig(residual=name)`` inside the block; removed on
     exit, also when the block raises. ``name`` must not shadow a geolab rule."""
     if not isinstance(rule_cls, type) or not issubclass(rule_cls, Rule):
-        raise ValueError(f"rule_cls={rule_cls!r} is not allowed; it must subclass geolab.rule.Rule")
+        raise ValueError(
+            f"rule_cls={rule_cls!r} is not allowed; it must subclass geolab.rules.Rule"
+        )
     if not isinstance(name, str) or not name or name in RESIDUALS:
         raise ValueError(
             f"name={name!r} is not allowed; use a new name, not one of {list(RESIDUALS)}"
         )
-    RESIDUALS[name] = rule_cls
+    register(name)(rule_cls)
     try:
         yield name
     finally:
-        del RESIDUALS[name]
+        unregister(name)
 
 
 def copy_task(seed: int = 0):
@@ -75,9 +75,9 @@ def check_my_rule(cls, seed: int = 0):
         with forbid(BANNED, cls, label=f"MyRule(GeoConfig({changes or ''}))"):
             rule = cls(_cfg(**changes))
         if not isinstance(rule, Rule):
-            fail("MyRule must subclass geolab.rule.Rule (the common interface)")
-        if isinstance(rule, rules_delta._MGTBlock) or any(
-            isinstance(m, rules_delta._MGTBlock) for m in rule.modules()
+            fail("MyRule must subclass geolab.rules.Rule (the common interface)")
+        if isinstance(rule, delta._MGTBlock) or any(
+            isinstance(m, delta._MGTBlock) for m in rule.modules()
         ):
             fail("MyRule must not reuse geolab's MGT rules; write the update yourself")
         return rule

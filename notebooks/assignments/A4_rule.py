@@ -14,13 +14,13 @@ with app.setup:
     import torch
     from torch import nn
 
-    from geolab.assignments.a4 import copy_task, register_rule, train_config
+    from geolab.assignments.a4 import copy_task, train_config
     from geolab.assignments.catalog import feedback
     from geolab.assignments.checks import demo
     from geolab.config import GeoConfig
     from geolab.figures import sweep_figure
     from geolab.layers import make_norm
-    from geolab.rule import Rule
+    from geolab.rules import Rule, register
     from geolab.train import train
 
 
@@ -33,8 +33,9 @@ def _():
     `rule(x, sublayer) -> x_next`: `x` is the residual state `(B, S, D)`, `sublayer` is the
     attention or MLP of this step (it takes an un-normalised input — the rule decides where
     the norm goes). After each call the rule records its gates for the probes with
-    `self.keep(beta=..., ...)`. `geolab.rule.Rule` is the base class; it stores the config as
-    `self.cfg`.
+    `self.keep(beta=..., ...)`. `geolab.rules.Rule` is the base class; it stores the config as
+    `self.cfg`. The decorator `@register("my_rule")` puts your class into geolab's rule registry,
+    so `GeoConfig(residual="my_rule")` builds a transformer on it.
 
     Your rule is the MGT paper's "+DDL only" ablation, `mgt_ddl` (seed 000, Eq. 6–7): a
     data-dependent Delta controller scales a write of the sublayer output against an erase of
@@ -46,7 +47,7 @@ def _():
     with $W_\beta \in \mathbb{R}^{D\times D}$ reading the **raw** state $X$ (not
     $\mathrm{LN}\,X$), $\alpha$ a learnable scalar, and $\beta$ elementwise.
 
-    **Initialisation** (geolab's choices, spec §3.1): $W_\beta = 0$ and
+    **Initialisation** (geolab's choices, docs/design.md §3.1): $W_\beta = 0$ and
     $b_\beta = \operatorname{atanh}((\beta_0 - \varepsilon)/\lambda)$, so every token starts at
     $\beta = \beta_0$; $\alpha = \alpha_0$. Read them from the config: `cfg.lam`, `cfg.eps`,
     `cfg.alpha0`, `cfg.beta0` (`None` means the default $\beta_0 = 0.5$), `cfg.d_model`, and use
@@ -62,6 +63,7 @@ def _():
 
 
 @app.class_definition
+@register("my_rule")
 class MyRule(Rule):
     """mgt_ddl: X' = X + β ⊙ (F(LN X) − α X), β = λ·tanh(X W_β + b_β) + ε (seed 000 Eq. 6–7)."""
 
@@ -84,9 +86,9 @@ def _():
     mo.md(r"""
     ## Train it
 
-    `register_rule(name, cls)` adds your class to geolab's rule registry for the length of a
-    `with` block, so `GeoConfig(residual=name)` builds a `GeoTransformer` on it. The button
-    trains your rule and the pre-LN baseline, 4 layers each, for 200 steps on the copy task
+    `@register("my_rule")` above made your class a rule of geolab, so
+    `GeoConfig(residual="my_rule")` builds a `GeoTransformer` on it. The button trains your
+    rule and the pre-LN baseline, 4 layers each, for 200 steps on the copy task
     (about a minute on a laptop CPU) and plots both training losses.
     """)
     return
@@ -105,13 +107,10 @@ def _(train_button):
     def _train():
         task = copy_task(0)
         curves = {}
-        with register_rule("my_rule", MyRule):
-            for name in ("my_rule", "preln"):
-                cfg = GeoConfig(
-                    residual=name, n_layer=4, d_model=32, n_head=4, **task.model_fields()
-                )
-                result = train(cfg, task, train_config(200, 0))
-                curves[name] = [record["loss"] for record in result.history]
+        for name in ("my_rule", "preln"):
+            cfg = GeoConfig(residual=name, n_layer=4, d_model=32, n_head=4, **task.model_fields())
+            result = train(cfg, task, train_config(200, 0))
+            curves[name] = [record["loss"] for record in result.history]
         steps = list(range(1, len(curves["preln"]) + 1))
         return sweep_figure(steps, curves, title="copy", x_title="step", y_title="training loss")
 
@@ -126,8 +125,9 @@ def _():
 
     Copy `MyRule` into a new class and change one thing — a per-channel $\alpha$, a
     token-wise scalar $\beta$, the tangent gate of the full MGT, a Cayley rotation of the
-    shortcut from A2 — then train it with the button above (change `MyRule` in the training
-    cell to your class). Describe what you changed and what happened to the loss.
+    shortcut from A2 — register it under a new name and train it with the button above
+    (change `"my_rule"` in the training cell to that name). Describe what you changed and what
+    happened to the loss.
 
     *Your answer:*
     """)

@@ -1,19 +1,24 @@
-"""The residual-rule zoo (spec §3): sixteen rules behind one call, ``rule(x, sublayer)``.
+"""The classic shortcuts (docs/design.md §3): post-LN, pre-LN, ReZero, LayerScale, DeepNorm, none.
 
-This file holds the classic shortcuts and the registry ``RESIDUALS``; the Delta/MGT family lives
-in ``rules_delta.py``, the hyper-connection family in ``rules_streams.py`` and the E∆ geometric
-family in ``rules_geometric.py``. Notation: X the residual state (B, S, D), F the sublayer,
-LN the configured norm.
+Notation: X the residual state (B, S, D), F the sublayer, LN the configured norm.
 """
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
 
 import torch
 from torch import nn
 
-from geolab.config import GeoConfig
 from geolab.layers import make_norm
-from geolab.rule import Rule
+from geolab.rules.base import Rule
+from geolab.rules.registry import register
+
+if TYPE_CHECKING:
+    from geolab.config import GeoConfig
 
 
+@register("postln")
 class PostLN(Rule):
     """Post-LN: ``X' = LN(X + F(X))`` — Vaswani et al. 2017, the MGT paper's baseline."""
 
@@ -25,6 +30,7 @@ class PostLN(Rule):
         return self.ln(x + sublayer(x))
 
 
+@register("preln")
 class PreLN(Rule):
     """Pre-LN: ``X' = X + F(LN X)`` — Xiong et al. 2020, the strong modern baseline."""
 
@@ -36,6 +42,7 @@ class PreLN(Rule):
         return x + sublayer(self.ln(x))
 
 
+@register("rezero")
 class ReZero(Rule):
     """ReZero: ``X' = X + a·F(X)``, scalar a = 0 at init, no norm — Bachlechner et al. 2021."""
 
@@ -57,6 +64,7 @@ def cait_layerscale_init(n_layer: int) -> float:
     return 1e-6
 
 
+@register("layerscale")
 class LayerScale(Rule):
     """LayerScale: ``X' = X + diag(s)·F(LN X)``, s = s₀·1 — CaiT (Touvron et al. 2021)."""
 
@@ -71,6 +79,7 @@ class LayerScale(Rule):
         return x + self.s * sublayer(self.ln(x))
 
 
+@register("deepnorm")
 class DeepNorm(Rule):
     """DeepNorm: ``X' = LN(a·X + F(X))``, a = (2N)^¼ — DeepNet (Wang et al. 2022), decoder-only.
 
@@ -97,6 +106,7 @@ class DeepNorm(Rule):
         return self.ln(self.alpha * x + sublayer(x))
 
 
+@register("noskip")
 class NoSkip(Rule):
     """No shortcut: ``X' = F(LN X)``. With ``mlp=False`` it is Dong et al. 2021's pure attention,
     whose token representations collapse to rank 1 doubly exponentially with depth."""
@@ -107,37 +117,3 @@ class NoSkip(Rule):
 
     def forward(self, x, sublayer):
         return sublayer(self.ln(x))
-
-
-def _registry() -> dict[str, type[Rule]]:
-    from geolab.rules_delta import DDL, MGT, MGTDDL, MGTmHC
-    from geolab.rules_geometric import Cayley, EDelta, Householder
-    from geolab.rules_streams import HC, MHC, JPmHC
-
-    return {
-        "postln": PostLN,
-        "preln": PreLN,
-        "rezero": ReZero,
-        "layerscale": LayerScale,
-        "deepnorm": DeepNorm,
-        "noskip": NoSkip,
-        "mgt_mhc": MGTmHC,
-        "mgt_ddl": MGTDDL,
-        "mgt": MGT,
-        "ddl": DDL,
-        "hc": HC,
-        "mhc": MHC,
-        "jpmhc": JPmHC,
-        "cayley": Cayley,
-        "householder": Householder,
-        "edelta": EDelta,
-    }
-
-
-RESIDUALS: dict[str, type[Rule]] = _registry()
-
-
-def describe(name: str) -> str:
-    """The first line of a rule's docstring, for ``geolab info``."""
-    doc = RESIDUALS[name].__doc__ or ""
-    return doc.strip().splitlines()[0] if doc.strip() else name

@@ -1,4 +1,4 @@
-"""Hyper-connection family: n parallel residual streams mixed by per-token matrices (spec §3.3–3.4).
+"""Hyper-connections: n parallel residual streams mixed by per-token matrices (design §3.3–3.4).
 
 ``hc``  — Hyper-Connections (Zhu et al. 2024): H_res unconstrained.
 ``mhc`` — Manifold-constrained HC (Xie et al. 2025, DeepSeek): H_res doubly stochastic by
@@ -12,18 +12,25 @@ summed before the final norm. Per token, with x̃ = RMSNorm(flatten X) ∈ R^{nD
     H_post = 2σ(α_post · x̃ φ_post + b_post)             ∈ R^n
     H_res  = Sinkhorn(α_res · mat(x̃ φ_res) + b_res)     ∈ R^{n×n}   (mhc, 20 iterations)
     X'     = H_res X + H_postᵀ ⊗ F(LN(H_pre X))
-Init (geolab's values, spec §3.3): α's = 0.01, φ ~ N(0, 0.02); b_pre = logit(1/n) so H_pre ≈ 1/n
-(H_pre X is then the mean stream, i.e. the embedding itself); b_post = 0 so H_post ≈ 1;
+Init (geolab's values, docs/design.md §3.3): α's = 0.01, φ ~ N(0, 0.02); b_pre = logit(1/n) so
+H_pre ≈ 1/n (H_pre X is then the mean stream, i.e. the embedding itself); b_post = 0 so H_post ≈ 1;
 b_res = 0 on the diagonal and −8 off it, so Sinkhorn gives H_res ≈ I (off-diagonal ≈ 3e-4).
 """
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
 
 import torch
 from torch import nn
 
-from geolab.config import GeoConfig
 from geolab.layers import make_norm
 from geolab.operators import sinkhorn
-from geolab.rule import Rule, float32_gates, logit, upcast
+from geolab.rules.base import Rule, check_divides, float32_gates, logit, upcast
+from geolab.rules.registry import config_error, register
+
+if TYPE_CHECKING:
+    from geolab.config import GeoConfig
 
 SINKHORN_ITERS = 20
 OFF_DIAGONAL_BIAS = -8.0
@@ -68,6 +75,7 @@ class _Streams(Rule):
         return mixed + h_post.to(x.dtype).unsqueeze(-1) * f.unsqueeze(-2)
 
 
+@register("hc")
 class HC(_Streams):
     """Hyper-Connections: ``X' = H_res X + H_postᵀ ⊗ F(LN(H_pre X))``, H_res unconstrained —
     Zhu et al. 2024. As in their dynamic HC, ``H_res = B_res + α_res·tanh(mat(x̃ φ_res))``: a
@@ -81,9 +89,11 @@ class HC(_Streams):
         return self.b_res + a_res * torch.tanh(z_res), {}
 
 
+@register("mhc")
 class MHC(_Streams):
     """mHC: ``X' = H_res X + H_postᵀ ⊗ F(LN(H_pre X))``, H_res = Sinkhorn(·) doubly stochastic —
-    Xie et al. 2025 (DeepSeek), spec §3.3. The gates report Sinkhorn's column-sum error."""
+    Xie et al. 2025 (DeepSeek), docs/design.md §3.3. The gates report Sinkhorn's column-sum
+    error."""
 
     @staticmethod
     def res_bias_init(n):
@@ -94,6 +104,7 @@ class MHC(_Streams):
         return h_res, {"sinkhorn_error": err}
 
 
+@register("jpmhc")
 class JPmHC(Rule):
     """JPmHC: ``X' = Y X + H_postᵀ F(LN(H_pre X))`` with Y orthogonal-ish by fixed-point Cayley.
 
@@ -101,8 +112,8 @@ class JPmHC(Rule):
     ``[H̃_pre | H̃_post | H̃_res] = W·LN(x)``; H_pre, H_post = softmax over streams;
     W_s = H̃_res − H̃_resᵀ (skew); Y from ``Y ← I + (a/2) W_s (I + Y)`` with a = 0.1, two
     iterations from Y = I (the fixed point is the Cayley transform (I − aW_s/2)⁻¹(I + aW_s/2)).
-    No official code exists; this follows the public description (spec §3.4). geolab's choices:
-    W = 0 at init (uniform H_pre/H_post, Y = I) and an LN on the sublayer input like every
+    No official code exists; this follows the public description (docs/design.md §3.4). geolab's
+    choices: W = 0 at init (uniform H_pre/H_post, Y = I) and an LN on the sublayer input like every
     pre-LN rule here.
     """
 
@@ -120,8 +131,24 @@ class JPmHC(Rule):
         nn.init.zeros_(self.w.bias)
 
     @staticmethod
+    def check(cfg):
+        n = cfg.n_streams
+        check_divides(cfg, n)
+        if (cfg.d_model // n) % cfg.n_head:
+            raise config_error(
+                "d_model",
+                cfg.d_model,
+                f"d_model/n_streams={cfg.d_model // n} must be divisible by "
+                f"n_head={cfg.n_head} (jpmhc runs its sublayers at width D/n)",
+            )
+
+    @staticmethod
     def sublayer_width(cfg):
         return cfg.d_model // cfg.n_streams
+
+    @staticmethod
+    def d_model_step(cfg):
+        return cfg.n_head * cfg.n_streams
 
     def forward(self, x, sublayer):
         n = self.n

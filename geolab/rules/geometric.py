@@ -1,4 +1,6 @@
-"""The E∆-MHC-Geo family: a geometric shortcut, then a mapped sublayer (seed 003 §2–3, spec §3.5).
+"""The E∆-MHC-Geo family: a geometric shortcut, then a mapped sublayer (docs/design.md §3.5).
+
+Source: seed 003 §2–3.
 
 Per residual step and token t:
   1. u_t, v_t, k_t, β_t from a small MLP of x_t (hidden D/4, GELU; one hidden layer shared by the
@@ -17,13 +19,16 @@ n streams of D/n and the dense n×n Q and H₂ act on the stream axis (the refer
 reference does; it lets token t see tokens after t, so it warns.
 """
 
+from __future__ import annotations
+
+import math
 import warnings
+from typing import TYPE_CHECKING
 
 import torch
 import torch.nn.functional as F
 from torch import nn
 
-from geolab.config import GeoConfig
 from geolab.layers import make_norm
 from geolab.operators import (
     cayley,
@@ -35,7 +40,11 @@ from geolab.operators import (
     hybrid_operator,
     skew,
 )
-from geolab.rule import Rule, float32_gates, logit, upcast
+from geolab.rules.base import Rule, check_divides, float32_gates, logit, upcast
+from geolab.rules.registry import config_error, register
+
+if TYPE_CHECKING:
+    from geolab.config import GeoConfig
 
 POOL_WARNING = (
     "pool='sequence' computes the geometric gates from the mean over the whole sequence, so "
@@ -67,12 +76,34 @@ class _Geometric(Rule):
         if self.mode == "hybrid":
             self.w_gamma = nn.Linear(d, 1)
             nn.init.zeros_(self.w_gamma.weight)
-            nn.init.constant_(self.w_gamma.bias, logit(cfg.gamma0))
         self.ln = make_norm(cfg.norm, d)
         self.h_pre = nn.Linear(d, d, bias=False)
         self.h_post = nn.Linear(d, d, bias=False)
         nn.init.eye_(self.h_pre.weight)
         nn.init.eye_(self.h_post.weight)
+        self.reset_init(cfg)
+
+    @staticmethod
+    def check(cfg):
+        if cfg.geometry == "streams":
+            if cfg.n_streams < 2:
+                raise config_error(
+                    "n_streams", cfg.n_streams, "geometry='streams' needs at least 2 streams"
+                )
+            check_divides(cfg, cfg.n_streams)
+
+    @staticmethod
+    def d_model_step(cfg):
+        if cfg.geometry == "streams":
+            return math.lcm(cfg.n_head, cfg.n_streams)
+        return cfg.n_head
+
+    def reset_init(self, cfg):
+        """b_γ = logit(γ₀), so with w_γ = 0 the gate starts at γ₀ (hybrid only)."""
+        super().reset_init(cfg)
+        if self.mode == "hybrid":
+            with torch.no_grad():
+                self.w_gamma.bias.fill_(logit(cfg.gamma0))
 
     def _geometry(self, x: torch.Tensor):
         """u, v, k (…, g), β, γ (…) from the (pooled) raw state, in float32."""
@@ -120,19 +151,23 @@ class _Geometric(Rule):
         return y + self.h_post(sublayer(self.h_pre(self.ln(y))))
 
 
-class EDelta(_Geometric):
-    """E∆-MHC-Geo: ``X' = G_γX + H_post F(H_pre LN(G_γX))``, G_γ = γQ + (1−γ)H₂ — seed 003 §2–3."""
-
-    mode = "hybrid"
-
-
+@register("cayley")
 class Cayley(_Geometric):
     """E∆ ablation, rotation only (γ ≡ 1): ``X' = Q X + H_post F(H_pre LN(Q X))`` — seed 003."""
 
     mode = "rotation"
 
 
+@register("householder")
 class Householder(_Geometric):
     """E∆ ablation, reflection only (γ ≡ 0): ``X' = H₂X + H_post F(H_pre LN(H₂X))`` — seed 003."""
 
     mode = "reflection"
+
+
+@register("edelta")
+class EDelta(_Geometric):
+    """E∆-MHC-Geo: ``X' = G_γX + H_post F(H_pre LN(G_γX))``, G_γ = γQ + (1−γ)H₂ — seed 003 §2–3."""
+
+    mode = "hybrid"
+    init_fields = ("gamma0",)

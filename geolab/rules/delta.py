@@ -7,21 +7,27 @@ MGT (Algorithm 1), elementwise over the width D:
     X'     = X + β ⊙ (V_mHC − α X)               update, Eq. 7
 Both gates read the raw state X (not LN X); only the sublayer reads LN X. The ablations drop one
 gate: ``mgt_mhc`` keeps the tangent gate only (X + V_mHC), ``mgt_ddl`` the controller only.
-Defaults (spec §3.1, geolab's own — the paper gives none): λ = 1, ε = 0, α₀ = 0.1 learnable,
-W_β = 0 and b_β = atanh((β₀ − ε)/λ) with β₀ = 0.5 so every token starts at β₀,
+Defaults (docs/design.md §3.1, geolab's own — the paper gives none): λ = 1, ε = 0, α₀ = 0.1
+learnable, W_β = 0 and b_β = atanh((β₀ − ε)/λ) with β₀ = 0.5 so every token starts at β₀,
 W_gate ~ N(0, 0.02).
 """
 
+from __future__ import annotations
+
 import math
+from typing import TYPE_CHECKING
 
 import torch
 import torch.nn.functional as F
 from torch import nn
 
-from geolab.config import GeoConfig
 from geolab.layers import make_norm
 from geolab.operators import delta_update
-from geolab.rule import Rule, float32_gates, logit, upcast
+from geolab.rules.base import Rule, float32_gates, logit, upcast
+from geolab.rules.registry import config_error, register
+
+if TYPE_CHECKING:
+    from geolab.config import GeoConfig
 
 
 class _MGTBlock(Rule):
@@ -39,12 +45,36 @@ class _MGTBlock(Rule):
             nn.init.normal_(self.w_gate.weight, std=0.02)
             self.ln_gate = make_norm(cfg.norm, d)
         if self.delta:
-            beta0 = 0.5 if cfg.beta0 is None else cfg.beta0
-            self.lam, self.eps = cfg.lam, cfg.eps
             self.w_beta = nn.Linear(d, d)
             nn.init.zeros_(self.w_beta.weight)
-            nn.init.constant_(self.w_beta.bias, math.atanh((beta0 - cfg.eps) / cfg.lam))
-            self.alpha = nn.Parameter(torch.tensor(float(cfg.alpha0)))
+            self.alpha = nn.Parameter(torch.empty(()))
+            self.reset_init(cfg)
+
+    @staticmethod
+    def check(cfg):
+        # The whole family shares the controller's convention, so β₀ is checked even where
+        # the tangent-only ablation leaves it unread.
+        low, high = -cfg.lam + cfg.eps, cfg.lam + cfg.eps
+        if cfg.beta0 is not None and not low < cfg.beta0 < high:
+            raise config_error(
+                "beta0", cfg.beta0, f"MGT's β = λ·tanh(·)+ε needs β₀ in ({low:g}, {high:g})"
+            )
+
+    @classmethod
+    def beta_range(cls, cfg):
+        """β = λ·tanh(·) + ε lives in (−λ+ε, λ+ε) (Eq. 6); None without the controller."""
+        return (-cfg.lam + cfg.eps, cfg.lam + cfg.eps) if cls.delta else None
+
+    def reset_init(self, cfg):
+        """b_β = atanh((β₀ − ε)/λ) so β starts at β₀ (W_β = 0), α = α₀."""
+        super().reset_init(cfg)
+        if not self.delta:
+            return
+        beta0 = 0.5 if cfg.beta0 is None else cfg.beta0
+        self.lam, self.eps = cfg.lam, cfg.eps
+        with torch.no_grad():
+            self.w_beta.bias.fill_(math.atanh((beta0 - cfg.eps) / cfg.lam))
+            self.alpha.fill_(cfg.alpha0)
 
     def forward(self, x, sublayer):
         v = sublayer(self.ln(x))
@@ -64,32 +94,38 @@ class _MGTBlock(Rule):
         return x + beta.to(x.dtype) * (v - self.alpha.to(x.dtype) * x)
 
 
+@register("mgt_mhc")
 class MGTmHC(_MGTBlock):
     """MGT ablation "+mHC only": ``X' = X + F(LN X) ⊙ σ(LN(X W_gate))`` — seed 000 Eq. 5."""
 
     tangent, delta = True, False
 
 
+@register("mgt_ddl")
 class MGTDDL(_MGTBlock):
     """MGT ablation "+DDL only": ``X' = X + β ⊙ (F(LN X) − α X)`` — seed 000 Eq. 6–7."""
 
     tangent, delta = False, True
+    init_fields = ("beta0", "lam", "eps", "alpha0")
 
 
+@register("mgt")
 class MGT(_MGTBlock):
     """MGT full: ``X' = X + β ⊙ (F(LN X) ⊙ σ(LN(X W_gate)) − α X)`` — seed 000 Algorithm 1."""
 
     tangent, delta = True, True
+    init_fields = ("beta0", "lam", "eps", "alpha0")
 
 
+@register("ddl")
 class DDL(Rule):
     """Deep Delta Learning, d_v = 1: ``x' = x + β (v − kᵀx) k`` per token — DDL official code.
 
     k = F(RMSNorm x)/‖F(RMSNorm x)‖ (the sublayer output is the direction),
     β = 2σ(w_β·RMSNorm(x) + b_β) with b_β = logit(β₀/2), β₀ = 1 (β ∈ (0, 2): identity → erasure
-    → reflection), v = 4σ(w_v·x + b_v) a scalar per token read from the raw state (spec §3.2).
-    DDL always uses RMSNorm, as its code does. geolab's choices: w_β = 0 so β starts exactly at
-    β₀; w_v ~ N(0, 0.02), b_v = 0 so v starts near 2.
+    → reflection), v = 4σ(w_v·x + b_v) a scalar per token read from the raw state
+    (docs/design.md §3.2). DDL always uses RMSNorm, as its code does. geolab's choices: w_β = 0
+    so β starts exactly at β₀; w_v ~ N(0, 0.02), b_v = 0 so v starts near 2.
     """
 
     def __init__(self, cfg: GeoConfig):
@@ -103,6 +139,18 @@ class DDL(Rule):
         self.w_v = nn.Linear(d, 1)
         nn.init.normal_(self.w_v.weight, std=0.02)
         nn.init.zeros_(self.w_v.bias)
+
+    @staticmethod
+    def check(cfg):
+        if cfg.beta0 is not None and not 0 < cfg.beta0 < 2:
+            raise config_error(
+                "beta0", cfg.beta0, "ddl's β = 2σ(·) needs β₀ in the open interval (0, 2)"
+            )
+
+    @staticmethod
+    def beta_range(cfg):
+        """β = 2σ(·) lives in (0, 2)."""
+        return 0.0, 2.0
 
     def forward(self, x, sublayer):
         xn = self.norm(x)

@@ -1,0 +1,17 @@
+"""The residual rules (docs/design.md §3): sixteen rules behind one call, ``rule(x, sublayer)``.
+
+``base`` (the ``Rule`` interface), ``registry`` (``@register``, ``RESIDUALS``), and one module per
+family: ``classic`` (post-LN … no skip), ``delta`` (MGT and DDL), ``streams`` (hyper-connections)
+and ``geometric`` (E∆: Cayley, Householder, the hybrid). Importing this package registers them.
+"""
+
+from geolab.rules.registry import RESIDUALS, describe, register, rule_class, unregister
+
+from geolab.rules.base import Rule  # isort: skip
+
+# The families register in this order, which is the order of RESIDUALS (and of every listing).
+from geolab.rules import classic, delta  # noqa: F401, E402  isort: skip
+from geolab.rules import streams  # noqa: F401, E402  isort: skip
+from geolab.rules import geometric  # noqa: F401, E402  isort: skip
+
+__all__ = ["RESIDUALS", "Rule", "describe", "register", "rule_class", "unregister"]

@@ -1,0 +1,78 @@
+"""The residual-rule registry: ``RESIDUALS`` maps a name to its rule class (docs/design.md §3).
+
+``@register("name")`` on a ``geolab.rules.Rule`` subclass adds it — geolab's sixteen rules, a
+notebook's, a student's or your own file's alike — and from then on ``GeoConfig(residual="name")``,
+``GeoTransformer``, the trainer, the probes and notebook 04's selector all use it. ``rule_class``
+is the one place a config is turned into its rule class.
+
+This module imports nothing from geolab: ``GeoConfig`` asks it (to validate ``residual`` and let
+the rule check the fields it reads) and the rules fill it, without an import circle.
+"""
+
+from torch import nn
+
+RESIDUALS: dict[str, type[nn.Module]] = {}
+
+# What GeoConfig, GeoTransformer and match_params call on a rule class (geolab.rules.base.Rule).
+RULE_API = (
+    "forward",
+    "check",
+    "sublayer_width",
+    "d_model_step",
+    "beta_range",
+    "expand",
+    "merge",
+    "init_sublayers",
+    "reset_init",
+)
+
+
+def config_error(field: str, value, allowed: str) -> ValueError:
+    """The one-line error of a bad GeoConfig field: the field, the value and what is allowed."""
+    return ValueError(f"GeoConfig.{field}={value!r} is not allowed; {allowed}")
+
+
+def register(name: str):
+    """Class decorator: ``@register("my_rule")`` makes ``GeoConfig(residual="my_rule")`` build it.
+
+    A name is taken once. A class of the same qualified name outside geolab (a re-run notebook
+    cell, a reloaded module, the same notebook loaded again) may take it again and replaces the
+    old definition; geolab's own rules are never replaced.
+    """
+    if not isinstance(name, str) or not name.isidentifier():
+        raise ValueError(f"rule name {name!r} is not allowed; use a Python identifier")
+
+    def add(cls):
+        api_ok = isinstance(cls, type) and issubclass(cls, nn.Module)
+        if not api_ok or not all(hasattr(cls, attr) for attr in RULE_API):
+            raise ValueError(f"rule class {cls!r} is not allowed; subclass geolab.rules.Rule")
+        old = RESIDUALS.get(name)
+        builtin = old is not None and old.__module__.startswith("geolab.rules.")
+        if old is not None and old is not cls and (builtin or old.__qualname__ != cls.__qualname__):
+            where = f"{old.__module__}.{old.__qualname__}"
+            raise ValueError(f"rule name {name!r} is not allowed; it is taken by {where}")
+        RESIDUALS[name] = cls
+        return cls
+
+    return add
+
+
+def unregister(name: str) -> None:
+    """Remove rule ``name`` (a temporary registration, e.g. the A4 grader's)."""
+    if name not in RESIDUALS:
+        raise ValueError(f"rule name {name!r} is not registered")
+    del RESIDUALS[name]
+
+
+def rule_class(cfg) -> type[nn.Module]:
+    """The rule class ``cfg.residual`` names."""
+    cls = RESIDUALS.get(cfg.residual)
+    if cls is None:
+        raise config_error("residual", cfg.residual, f"allowed: {', '.join(RESIDUALS)}")
+    return cls
+
+
+def describe(name: str) -> str:
+    """The first line of a rule's docstring, for ``geolab info``."""
+    doc = (RESIDUALS[name].__doc__ or "").strip()
+    return doc.splitlines()[0] if doc else name
