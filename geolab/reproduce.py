@@ -13,7 +13,8 @@ import argparse
 import sys
 
 from geolab.experiments import NAMES, get_protocol
-from geolab.experiments.common import SCALE_NAMES, run_protocol, save_figures
+from geolab.experiments.export import save_figures
+from geolab.experiments.runner import SCALE_NAMES, run_protocol
 
 
 def list_protocols() -> list[tuple[str, str]]:

@@ -9,7 +9,7 @@ def _():
     import marimo as mo
 
     from geolab.experiments import NAMES, get_protocol, report
-    from geolab.experiments.common import run_protocol
+    from geolab.experiments.runner import run_protocol
 
     return NAMES, get_protocol, mo, report, run_protocol
 

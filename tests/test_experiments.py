@@ -11,14 +11,15 @@ import pytest
 import torch
 
 from geolab.cli import main
-from geolab.experiments import NAMES, common, get_protocol, report
-from geolab.experiments.beta_dynamics import snapshot_steps, spearman
+from geolab.experiments import NAMES, export, get_protocol, report, runner, snapshots, verdicts
+from geolab.experiments.beta_dynamics import spearman
 from geolab.experiments.depth_scaling import smoothed
 from geolab.experiments.edelta_benchmarks import _order
+from geolab.experiments.snapshots import snapshot_steps
 
 REPO = Path(__file__).resolve().parents[1]
 RESULTS = REPO / "data" / "results"
-VERDICTS = {common.REPRODUCED, common.NOT_REPRODUCED, common.INCONCLUSIVE}
+VERDICTS = {verdicts.REPRODUCED, verdicts.NOT_REPRODUCED, verdicts.INCONCLUSIVE}
 
 
 @pytest.fixture
@@ -83,25 +84,25 @@ def test_bad_names_and_scales_raise_value_error():
     with pytest.raises(ValueError, match="unknown protocol 'nope'"):
         get_protocol("nope")
     with pytest.raises(ValueError, match="scale='huge'"):
-        common.scale_settings(get_protocol("ablation"), "huge")
+        runner.scale_settings(get_protocol("ablation"), "huge")
     with pytest.raises(ValueError, match="seeds=0"):
-        common.pick_seeds({"seeds": [42, 123]}, 0)
-    assert common.pick_seeds({"seeds": [42, 123]}, 1) == [42]
+        runner.pick_seeds({"seeds": [42, 123]}, 0)
+    assert runner.pick_seeds({"seeds": [42, 123]}, 1) == [42]
 
 
 def test_mean_std_and_sign_verdict():
-    s = common.mean_std([1.0, 2.0, 4.0])
+    s = verdicts.mean_std([1.0, 2.0, 4.0])
     assert s["mean"] == pytest.approx(7 / 3)
     assert s["std"] == pytest.approx(
         math.sqrt(((1 - 7 / 3) ** 2 + (2 - 7 / 3) ** 2 + (4 - 7 / 3) ** 2) / 2)
     )
-    assert common.mean_std([5.0]) == {"mean": 5.0, "std": 0.0, "n": 1}
+    assert verdicts.mean_std([5.0]) == {"mean": 5.0, "std": 0.0, "n": 1}
     with pytest.raises(ValueError, match="empty"):
-        common.mean_std([])
-    assert common.sign_verdict({"mean": 1.0, "std": 0.5, "n": 2}) == common.REPRODUCED
-    assert common.sign_verdict({"mean": -1.0, "std": 0.5, "n": 3}) == common.NOT_REPRODUCED
-    assert common.sign_verdict({"mean": 0.2, "std": 0.5, "n": 3}) == common.INCONCLUSIVE
-    assert common.sign_verdict({"mean": 9.0, "std": 0.0, "n": 1}) == common.INCONCLUSIVE
+        verdicts.mean_std([])
+    assert verdicts.sign_verdict({"mean": 1.0, "std": 0.5, "n": 2}) == verdicts.REPRODUCED
+    assert verdicts.sign_verdict({"mean": -1.0, "std": 0.5, "n": 3}) == verdicts.NOT_REPRODUCED
+    assert verdicts.sign_verdict({"mean": 0.2, "std": 0.5, "n": 3}) == verdicts.INCONCLUSIVE
+    assert verdicts.sign_verdict({"mean": 9.0, "std": 0.0, "n": 1}) == verdicts.INCONCLUSIVE
 
 
 def test_spearman_matches_hand_computed_values():
@@ -123,17 +124,17 @@ def test_snapshot_steps_and_smoothing():
 
 
 def test_ordering_verdict_uses_the_margin():
-    assert _order(1.0, 1.3) == common.REPRODUCED
-    assert _order(1.3, 1.0) == common.NOT_REPRODUCED
-    assert _order(1.0, 1.1) == common.INCONCLUSIVE
+    assert _order(1.0, 1.3) == verdicts.REPRODUCED
+    assert _order(1.3, 1.0) == verdicts.NOT_REPRODUCED
+    assert _order(1.0, 1.1) == verdicts.INCONCLUSIVE
 
 
 def test_png_notice_without_a_browser(monkeypatch, tmp_path):
     import plotly.graph_objects as go
 
-    monkeypatch.setattr(common, "chrome_path", lambda: None)
+    monkeypatch.setattr(export, "chrome_path", lambda: None)
     notes = []
-    saved = common.save_figures({"f": go.Figure()}, tmp_path, "x", png=True, log=notes.append)
+    saved = export.save_figures({"f": go.Figure()}, tmp_path, "x", png=True, log=notes.append)
     assert saved["files"] == ["x-f.html"] and (tmp_path / "x-f.html").is_file()
     assert len(notes) == 1 and "PNG skipped" in notes[0] and "\n" not in notes[0]
 
@@ -173,9 +174,9 @@ def test_rerun_reproduces_committed_numbers(data_env):
     settings = {**result["config"], "depths": [12], "rules": ["postln", "mgt"]}
     settings["train_rules"] = ["postln", "mgt"]
     seed = result["seeds"][0]
-    with common.deterministic():
+    with runner.deterministic():
         task = module.get_task(settings["task"], seq_len=settings["seq_len"])
-        probe = common.text_probe(task, settings["probe_batch"])
+        probe = snapshots.text_probe(task, settings["probe_batch"])
         fresh = module.measure(settings, seed, task, probe, log=lambda m: None)
     for key in ("postln/L12", "mgt/L12"):
         old = result["per_seed"][str(seed)][key]
@@ -194,7 +195,7 @@ def test_committed_synergy_is_eq9_of_the_committed_losses():
         expected = loss["mgt_mhc"] + loss["mgt_ddl"] - loss["mgt"] - loss["preln"]
         assert row["synergy_preln"] == pytest.approx(expected, abs=1e-12)
     values = [row["synergy_postln"] for row in result["per_seed"].values()]
-    assert result["summary"]["synergy_postln"] == pytest.approx(common.mean_std(values))
+    assert result["summary"]["synergy_postln"] == pytest.approx(verdicts.mean_std(values))
 
 
 def test_committed_beta_starts_at_beta0_in_every_layer():

@@ -2,7 +2,7 @@
 
 ``PROTOCOLS`` maps a name to its module; each runs at scale "tiny" (seconds, CI), "small" (the
 committed CPU results under data/results/) or "paper" (the papers' sizes, for a GPU) through
-:func:`geolab.experiments.common.run_protocol` or ``geolab reproduce NAME --scale S``.
+:func:`geolab.experiments.runner.run_protocol` or ``geolab reproduce NAME --scale S``.
 """
 
 import importlib

@@ -8,20 +8,13 @@ synergy coefficient (Eq. 9, ``geolab.synergy``)
     𝒮 = (L_base − L_MGT) − (L_base − L_mHC) − (L_base − L_DDL),
 
 computed per seed with base = post-LN (the paper's) and base = pre-LN, then mean ± std.
-Hypothesis: 𝒮 > 0 ("orthogonal synergy"). Verdict (``common.sign_verdict``): reproduced when
+Hypothesis: 𝒮 > 0 ("orthogonal synergy"). Verdict (``verdicts.sign_verdict``): reproduced when
 mean − std > 0 over seeds, not reproduced when mean + std < 0, inconclusive otherwise.
 """
 
 from geolab.experiments import figures
-from geolab.experiments.common import (
-    Hypothesis,
-    Outcome,
-    data_dir,
-    fmt_ms,
-    mean_std,
-    sign_verdict,
-    train_rules,
-)
+from geolab.experiments.runs import data_dir, train_rules
+from geolab.experiments.verdicts import Hypothesis, Outcome, fmt_ms, mean_std, sign_verdict
 from geolab.metrics import synergy
 from geolab.tasks import get_task
 

@@ -19,30 +19,25 @@ fraction β < 0 in deep ones (erasure), sharpening as training goes on. Verdict 
 
 import torch
 
-from geolab.config import GeoConfig
 from geolab.experiments import figures
-from geolab.experiments.common import (
+from geolab.experiments.runs import data_dir, model_config, train_config
+from geolab.experiments.snapshots import beta_snapshot, snapshot_steps, text_probe
+from geolab.experiments.verdicts import (
     INCONCLUSIVE,
     NOT_REPRODUCED,
     REPRODUCED,
     Hypothesis,
     Outcome,
-    data_dir,
     fmt,
-    model_config,
-    text_probe,
-    train_config,
 )
-from geolab.metrics import beta_stats_per_layer
 from geolab.model import GeoTransformer
-from geolab.probe import record
+from geolab.rules import rule_class
 from geolab.tasks import get_task
 from geolab.train import train
 
 NAME = "beta_dynamics"
 TITLE = "MGT 3: β per layer over training in a 100-layer MGT (the sign phase transition)"
-FRACTIONS = (0.0, 0.25, 0.5, 1.0)
-SIZEABLE, CORRELATED, BINS = 0.1, 0.5, 40
+SIZEABLE, CORRELATED = 0.1, 0.5
 
 SCALES = {
     "tiny": {
@@ -96,33 +91,6 @@ SCALES = {
 }
 
 
-def beta_range(cfg: GeoConfig) -> tuple[float, float]:
-    """The interval β lives in: (−λ+ε, λ+ε) for the MGT family (Eq. 6), (0, 2) for ``ddl``."""
-    if cfg.residual == "ddl":
-        return 0.0, 2.0
-    return -cfg.lam + cfg.eps, cfg.lam + cfg.eps
-
-
-@torch.no_grad()
-def beta_snapshot(model, probe: torch.Tensor, low: float, high: float) -> dict:
-    """β statistics per layer from one eval forward (attention and MLP steps pooled)."""
-    was_training = model.training
-    model.eval()
-    with record(model) as rec:
-        model(probe.to(next(model.parameters()).device))
-    model.train(was_training)
-    per_step = [g["beta"].float().cpu() for g in rec.gates]
-    k = len(per_step) // model.cfg.n_layer
-    layers = [torch.cat(per_step[i * k : (i + 1) * k]) for i in range(model.cfg.n_layer)]
-    stats = beta_stats_per_layer(layers, bins=BINS, range=(low, high))
-    return {key: stats[key] for key in ("mean", "std", "frac_negative", "hist", "edges")}
-
-
-def snapshot_steps(steps: int) -> dict[int, str]:
-    """Optimizer step -> label for the fractions after 0 (the "0%" snapshot is taken before)."""
-    return {max(1, round(f * steps)): f"{round(100 * f)}%" for f in FRACTIONS if f > 0}
-
-
 def spearman(x: list[float], y: list[float]) -> float | None:
     """Spearman rank correlation with average ranks for ties; None if either side is constant."""
 
@@ -148,7 +116,7 @@ def run(settings: dict, seeds: list[int], log) -> Outcome:
     per_seed = {}
     for seed in seeds:
         cfg = model_config(settings, task, "mgt")
-        low, high = beta_range(cfg)
+        low, high = rule_class(cfg).beta_range(cfg)
         torch.manual_seed(seed)
         model = GeoTransformer(cfg)
         tc = train_config(settings, seed)

@@ -15,17 +15,16 @@ than the stds; inconclusive otherwise.
 """
 
 from geolab.experiments import figures
-from geolab.experiments.common import (
+from geolab.experiments.runs import data_dir, train_rules
+from geolab.experiments.verdicts import (
     INCONCLUSIVE,
     NOT_REPRODUCED,
     REPRODUCED,
     Hypothesis,
     Outcome,
-    data_dir,
     fmt,
     fmt_ms,
     mean_std,
-    train_rules,
 )
 from geolab.tasks import get_task
 

@@ -15,7 +15,8 @@ reproduced when the opposite holds with that margin, inconclusive in between.
 """
 
 from geolab.experiments import figures
-from geolab.experiments.common import (
+from geolab.experiments.runs import train_rule
+from geolab.experiments.verdicts import (
     INCONCLUSIVE,
     NOT_REPRODUCED,
     REPRODUCED,
@@ -23,7 +24,6 @@ from geolab.experiments.common import (
     Outcome,
     fmt,
     mean_std,
-    train_rule,
 )
 from geolab.tasks import get_task
 

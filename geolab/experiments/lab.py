@@ -3,21 +3,22 @@
 ``LAB_TASKS`` are the spec §6 tasks at sizes that train in seconds on a laptop CPU (geolab's
 choices). :func:`compare_rules` trains one model per residual rule on the same task and seed,
 calls ``on_step(rule, record)`` after every optimizer step (a marimo progress bar, a print) and
-collects β per layer (``beta_dynamics.beta_snapshot``) at fractions {0, ¼, ½, 1} of training for
-the rules that have a β gate (``mgt``, ``mgt_ddl``, ``ddl``).
+collects β per layer (``snapshots.beta_snapshot``) at fractions {0, ¼, ½, 1} of training for
+the rules that have a β gate (those whose ``Rule.beta_range`` is not None: ``mgt``, ``mgt_ddl``,
+``ddl``).
 """
 
 import torch
 
 from geolab.config import GeoConfig
 from geolab.experiments import figures
-from geolab.experiments.beta_dynamics import beta_range, beta_snapshot, snapshot_steps
-from geolab.experiments.common import text_probe, train_config
+from geolab.experiments.runs import train_config
+from geolab.experiments.snapshots import beta_snapshot, snapshot_steps, text_probe
 from geolab.model import GeoTransformer
+from geolab.rules import rule_class
 from geolab.tasks import get_task
 from geolab.train import train
 
-BETA_RULES = ("mgt", "mgt_ddl", "ddl")
 LAB_TASKS = {
     "copy": {"m": 8, "n_train": 512, "n_val": 64},
     "echo": {"steps": 32, "n_train": 128, "n_val": 32},
@@ -69,12 +70,13 @@ def compare_rules(
         out["n_params"][rule] = sum(p.numel() for p in model.parameters())
         snaps = {}
         at = snapshot_steps(steps)
-        if rule in BETA_RULES:
-            snaps["0%"] = beta_snapshot(model, probe, *beta_range(cfg))
+        beta_range = rule_class(cfg).beta_range(cfg)
+        if beta_range is not None:
+            snaps["0%"] = beta_snapshot(model, probe, *beta_range)
 
-        def step(rec, rule=rule, model=model, cfg=cfg, snaps=snaps, at=at):
-            if rule in BETA_RULES and rec["step"] in at:
-                snaps[at[rec["step"]]] = beta_snapshot(model, probe, *beta_range(cfg))
+        def step(rec, rule=rule, model=model, snaps=snaps, at=at, beta_range=beta_range):
+            if beta_range is not None and rec["step"] in at:
+                snaps[at[rec["step"]]] = beta_snapshot(model, probe, *beta_range)
             if on_step is not None:
                 on_step(rule, rec)
 

@@ -4,19 +4,12 @@ The same architecture (paper: D = 512, L = 24, 8 heads, WikiText-103, 100 epochs
 standard post-LN residual, pre-LN, DeepNorm and MGT. Reported: validation perplexity (mean ± std
 over seeds) and the training curves. Claim: MGT reaches a lower perplexity than the standard
 transformer (and, for the stronger test the review asks for, than pre-LN and DeepNorm). Verdict
-per baseline (``common.sign_verdict`` on the per-seed difference baseline − MGT in perplexity).
+per baseline (``verdicts.sign_verdict`` on the per-seed difference baseline − MGT in perplexity).
 """
 
 from geolab.experiments import figures
-from geolab.experiments.common import (
-    Hypothesis,
-    Outcome,
-    data_dir,
-    fmt_ms,
-    mean_std,
-    sign_verdict,
-    train_rules,
-)
+from geolab.experiments.runs import data_dir, train_rules
+from geolab.experiments.verdicts import Hypothesis, Outcome, fmt_ms, mean_std, sign_verdict
 from geolab.tasks import get_task
 
 NAME = "language_model"

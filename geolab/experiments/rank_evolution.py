@@ -17,17 +17,15 @@ stack; H2 when the trained MGT final-layer rank at the deepest stack is above 0.
 import torch
 
 from geolab.experiments import figures
-from geolab.experiments.common import (
+from geolab.experiments.runs import data_dir, model_config, train_config
+from geolab.experiments.snapshots import text_probe
+from geolab.experiments.verdicts import (
     NOT_REPRODUCED,
     REPRODUCED,
     Hypothesis,
     Outcome,
-    data_dir,
     fmt,
     mean_std,
-    model_config,
-    text_probe,
-    train_config,
 )
 from geolab.model import GeoTransformer
 from geolab.probe import rank_profile

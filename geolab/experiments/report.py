@@ -7,7 +7,7 @@ and notebook 07 show exactly the committed numbers.
 from pathlib import Path
 
 from geolab.experiments import NAMES, get_protocol
-from geolab.experiments.common import load_result
+from geolab.experiments.runner import load_result
 
 
 def load_results(directory: str | Path, scale: str = "small") -> dict:

@@ -1,0 +1,47 @@
+"""Figure files: every figure as HTML, and as PNG when kaleido finds a Chrome/Chromium."""
+
+import os
+import shutil
+from pathlib import Path
+
+
+def chrome_path() -> str | None:
+    """A Chrome/Chromium binary kaleido can drive, or None."""
+    env = os.environ.get("BROWSER_PATH")
+    if env and Path(env).is_file():
+        return env
+    for name in ("chromium", "chromium-browser", "google-chrome", "google-chrome-stable", "chrome"):
+        found = shutil.which(name)
+        if found:
+            return found
+    return None
+
+
+def save_figures(figures: dict, out: Path, stem: str, png: bool, log) -> dict:
+    """Write each figure as HTML (always) and PNG (when possible); returns file names and notes."""
+    written, note = [], None
+    chrome = chrome_path() if png else None
+    if png and chrome is None:
+        note = "PNG skipped: no Chrome/Chromium found for kaleido (HTML written)"
+    if chrome is not None:
+        try:
+            import kaleido  # noqa: F401 (only probing that it is installed)
+        except ImportError:
+            chrome, note = None, "PNG skipped: kaleido is not installed (HTML written)"
+    if note:
+        log(note)
+    for name, fig in figures.items():
+        html = out / f"{stem}-{name}.html"
+        fig.write_html(html, include_plotlyjs="cdn", full_html=True)
+        written.append(html.name)
+        if chrome is not None:
+            os.environ.setdefault("BROWSER_PATH", chrome)
+            path = out / f"{stem}-{name}.png"
+            try:
+                fig.write_image(path, width=900, height=fig.layout.height or 450, scale=1)
+                written.append(path.name)
+            except Exception as err:  # noqa: BLE001 (kaleido raises many types; HTML still stands)
+                note = f"PNG skipped: kaleido failed ({type(err).__name__}: {err})"[:300]
+                log(note)
+                chrome = None
+    return {"files": written, "png_note": note}

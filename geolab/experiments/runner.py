@@ -1,0 +1,121 @@
+"""The protocol runner: a scale and seeds in, one result file with provenance and figures out.
+
+A protocol module (``rank_evolution``, ``ablation``, …) defines ``NAME``, ``TITLE``, ``SCALES``
+(scale name -> settings dict, with a ``"reductions"`` entry saying how it departs from the paper's
+sizes) and ``run(settings, seeds, log) -> Outcome``. :func:`run_protocol` wraps it: it fixes the
+torch determinism switches, times the run, stamps provenance and writes
+
+    OUT/NAME-SCALE.json           config, seeds, per-seed and mean ± std numbers, hypotheses with
+                                  verdicts, reductions, package versions, git revision, wall time,
+                                  device, thread count
+    OUT/NAME-SCALE-FIG.html       one plotly figure each (plotly.js from its CDN, to keep the
+                                  committed files small)
+    OUT/NAME-SCALE-FIG.png        the same, when kaleido finds a Chrome/Chromium (else a one-line
+                                  notice is logged and recorded in the JSON)
+
+Verdicts come from ``verdicts``, training from ``runs``, provenance from ``provenance`` and the
+figure files from ``export``.
+"""
+
+import json
+import time
+from pathlib import Path
+
+import torch
+
+from geolab.experiments.export import save_figures
+from geolab.experiments.provenance import device_name, git_revision, versions
+
+SCALE_NAMES = ("tiny", "small", "paper")
+
+
+def pick_seeds(settings: dict, seeds: int | None) -> list[int]:
+    """The first ``seeds`` seeds of the scale's list (all of them when None)."""
+    allowed = settings["seeds"]
+    if seeds is None:
+        return list(allowed)
+    if isinstance(seeds, bool) or not isinstance(seeds, int) or not 1 <= seeds <= len(allowed):
+        raise ValueError(f"seeds={seeds!r} is not allowed; choose 1..{len(allowed)} of {allowed}")
+    return list(allowed[:seeds])
+
+
+def scale_settings(module, scale: str) -> dict:
+    if scale not in module.SCALES:
+        raise ValueError(f"scale={scale!r} is not allowed; allowed: {', '.join(module.SCALES)}")
+    return module.SCALES[scale]
+
+
+class deterministic:
+    """Context: deterministic torch kernels (warn-only where none exists), restored on exit."""
+
+    def __enter__(self):
+        self._was = (
+            torch.are_deterministic_algorithms_enabled(),
+            torch.is_deterministic_algorithms_warn_only_enabled(),
+        )
+        torch.use_deterministic_algorithms(True, warn_only=True)
+        return self
+
+    def __exit__(self, *exc):
+        torch.use_deterministic_algorithms(self._was[0], warn_only=self._was[1])
+        return False
+
+
+def run_protocol(
+    module,
+    scale: str,
+    seeds: int | None = None,
+    out: str | Path | None = None,
+    png: bool = True,
+    log=print,
+) -> tuple[dict, dict]:
+    """Run protocol ``module`` at ``scale`` and write its result and figures under ``out``.
+
+    Returns (result dict, figures by name); the result is also written as
+    ``out/NAME-SCALE.json`` with the figures beside it (out=None writes nothing).
+    """
+    settings = scale_settings(module, scale)
+    chosen = pick_seeds(settings, seeds)
+    log(f"{module.NAME} at scale {scale!r}, seeds {chosen}")
+    git = git_revision()  # the code that runs, before anything can change the checkout
+    t0 = time.perf_counter()
+    with deterministic():
+        outcome = module.run(settings, chosen, log)
+    wall = time.perf_counter() - t0
+    result = {
+        "protocol": module.NAME,
+        "title": module.TITLE,
+        "scale": scale,
+        "seeds": chosen,
+        "config": {k: v for k, v in settings.items() if k not in ("reductions", "data_dir")},
+        "reductions": settings.get("reductions", {}),
+        "per_seed": outcome.per_seed,
+        "summary": outcome.summary,
+        "hypotheses": [h.__dict__ for h in outcome.hypotheses],
+        "provenance": {
+            "versions": versions(),
+            "git": git,
+            "device": device_name(settings),
+            "torch_threads": torch.get_num_threads(),
+            "deterministic_algorithms": True,
+            "wall_time_s": wall,
+            "finished_utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        },
+        "figures": [],
+    }
+    if out is not None:
+        out = Path(out)
+        out.mkdir(parents=True, exist_ok=True)
+        stem = f"{module.NAME}-{scale}"
+        saved = save_figures(outcome.figures, out, stem, png, log)
+        result["figures"] = saved["files"]
+        result["provenance"]["png_note"] = saved["png_note"]
+        path = out / f"{stem}.json"
+        path.write_text(json.dumps(result, indent=1, allow_nan=False) + "\n")
+        log(f"wrote {path} ({wall:.1f} s)")
+    return result, outcome.figures
+
+
+def load_result(path: str | Path) -> dict:
+    """A result JSON written by :func:`run_protocol`."""
+    return json.loads(Path(path).read_text())

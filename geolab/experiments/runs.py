@@ -1,0 +1,83 @@
+"""Seeded training runs of a protocol: its model and train configs, one run, one run per rule.
+
+A scale's settings dict gives ``n_layer``, ``d_model``, ``n_head``, ``grad_checkpoint``, the
+``train`` dict of ``TrainConfig`` fields and the ``rules``; these helpers turn it into configs and
+JSON-ready numbers.
+"""
+
+import os
+import time
+
+from geolab.config import GeoConfig
+from geolab.experiments.verdicts import fmt
+from geolab.model import count_params, match_params
+from geolab.train import TrainConfig, train
+
+
+def data_dir(settings: dict):
+    """Where text corpora come from: the settings' data_dir, else $GEOLAB_DATA, else the hub."""
+    return settings.get("data_dir") or os.environ.get("GEOLAB_DATA") or None
+
+
+def train_config(settings: dict, seed: int, **changes):
+    """The protocol's ``TrainConfig`` for one seed: settings["train"] plus ``changes``.
+
+    No checkpoints or metric files (the protocol writes one JSON), evaluation only at the end
+    unless eval_every is set, float32 (bf16 only where a scale asks for it on CUDA).
+    """
+    base = {"eval_every": 0, "ckpt_every": 0, "bf16": False, "device": "cpu"}
+    return TrainConfig(seed=seed, **{**base, **settings["train"], **changes})
+
+
+def train_run(cfg, task, settings: dict, seed: int, log=None) -> dict:
+    """Train ``GeoTransformer(cfg)`` on ``task`` with the scale's settings and seed.
+
+    Returns JSON-ready numbers: "val" (the trainer's final validation metrics), "n_params",
+    "curve" (training loss per step), "seconds".
+    """
+    t0 = time.perf_counter()
+    res = train(cfg, task, train_config(settings, seed))
+    out = {
+        "val": {k: v for k, v in res.metrics.items() if k != "step"},
+        "n_params": count_params(res.model),
+        "curve": [row["loss"] for row in res.history],
+        "seconds": time.perf_counter() - t0,
+    }
+    if log is not None:
+        vals = " ".join(f"{k} {fmt(v)}" for k, v in out["val"].items())
+        log(f"  seed {seed} {cfg.residual} L={cfg.n_layer} D={cfg.d_model}: {vals}")
+    return out
+
+
+def model_config(settings: dict, task, rule: str, **changes):
+    """The protocol's ``GeoConfig`` for residual rule ``rule`` on ``task``.
+
+    The scale's ``n_layer``, ``d_model`` and ``n_head`` (those it sets) and ``grad_checkpoint``
+    (off unless set), then ``changes``, plus the task's fields (``task.model_fields()``).
+    """
+    fields = {k: settings[k] for k in ("n_layer", "d_model", "n_head") if k in settings}
+    fields["grad_checkpoint"] = settings.get("grad_checkpoint", False)
+    return GeoConfig(residual=rule, **{**fields, **changes}, **task.model_fields())
+
+
+def train_rule(
+    task, settings: dict, seed: int, log, rule: str, budget: int | None = None, **changes
+) -> dict:
+    """:func:`train_run` of ``model_config(settings, task, rule, **changes)``.
+
+    With ``budget`` the width is first matched to that many parameters
+    (``match_params(cfg, budget, vary="d_model")``) and recorded as "d_model".
+    """
+    cfg = model_config(settings, task, rule, **changes)
+    if budget is not None:
+        cfg = match_params(cfg, budget, vary="d_model")
+    out = train_run(cfg, task, settings, seed, log)
+    if budget is not None:
+        out["d_model"] = cfg.d_model
+    return out
+
+
+def train_rules(task, settings: dict, seed: int, log, rules=None, **changes) -> dict:
+    """rule -> :func:`train_rule` numbers, for ``rules`` (default: the scale's) in order."""
+    rules = settings["rules"] if rules is None else rules
+    return {rule: train_rule(task, settings, seed, log, rule, **changes) for rule in rules}
