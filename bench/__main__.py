@@ -27,7 +27,7 @@ import numpy as np
 import torch
 
 from bench.timing import clock_name, set_clock
-from geolab.bench import add_bench_arguments
+from geolab.cli.bench import add_bench_arguments
 
 HERE = Path(__file__).resolve().parent
 ORDER = ("operators", "rules", "views", "live", "train", "memory")

@@ -24,7 +24,6 @@ Text tasks hold one token stream per split; a sample index is a window offset (r
 training, non-overlapping windows in evaluation).
 """
 
-import argparse
 import inspect
 import math
 from collections.abc import Callable
@@ -391,16 +390,3 @@ def get_task(name: str, seed: int = 0, **overrides) -> Task:
     if unknown:
         raise ValueError(f"task {name!r} has no option(s) {unknown}; allowed: {allowed}")
     return TASKS[name](seed, **overrides)
-
-
-def _list_tasks(args) -> int:
-    width = max(map(len, TASKS))
-    for name in TASKS:
-        print(f"{name:<{width}}  {TASK_LINES[name]}")
-    return 0
-
-
-def add_tasks_cli(subparsers: argparse._SubParsersAction) -> None:
-    """Register ``geolab tasks``: one line per task."""
-    parser = subparsers.add_parser("tasks", help="list the training tasks, one line each")
-    parser.set_defaults(func=_list_tasks)

@@ -113,8 +113,8 @@ def test_unknown_only_is_an_error(tmp_path):
 
 
 def test_geolab_bench_is_wired():
-    from geolab.bench import cmd_bench
     from geolab.cli import build_parser
+    from geolab.cli.bench import cmd_bench
 
     args = build_parser().parse_args(["bench", "--quick", "--only", "rules", "--threads", "1"])
     assert args.func is cmd_bench

@@ -9,7 +9,8 @@ from pathlib import Path
 
 import torch
 
-from geolab.train import load_checkpoint, main
+from geolab.cli.train import main
+from geolab.train import load_checkpoint
 
 REPO = Path(__file__).parents[1]
 

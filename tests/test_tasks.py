@@ -9,7 +9,8 @@ import torch.nn.functional as F
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from geolab.tasks import TASK_LINES, TASKS, add_tasks_cli, get_task, rotate_in_planes
+from geolab.cli.tasks import add_tasks_cli
+from geolab.tasks import TASK_LINES, TASKS, get_task, rotate_in_planes
 
 SMALL = {"n_train": 24, "n_val": 8}
 

@@ -7,6 +7,7 @@ import pytest
 import torch
 import torch.nn.functional as F
 
+from geolab.cli.train import main
 from geolab.config import GeoConfig
 from geolab.tasks import get_task
 from geolab.train import (
@@ -15,7 +16,6 @@ from geolab.train import (
     evaluate,
     load_checkpoint,
     lr_at,
-    main,
     param_groups,
     train,
 )
@@ -308,7 +308,7 @@ def test_compiled_training_follows_eager(gyro):
 
 
 def test_device_selection():
-    from geolab.train import pick_device
+    from geolab.device import pick_device
 
     if torch.cuda.is_available():
         assert pick_device("auto", local_rank=0) == torch.device("cuda", 0)

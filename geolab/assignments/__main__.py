@@ -4,8 +4,7 @@
 import argparse
 import sys
 
-from geolab.assignments.grade import add_grade_cli
-from geolab.assignments.release import add_release_cli
+from geolab.cli.assignments import add_grade_cli, add_release_cli
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -19,7 +19,6 @@ JSON file beside it with every check's message. Student code runs with your user
 grade in a throwaway account or container when you do not trust the submissions.
 """
 
-import argparse
 import csv
 import json
 import multiprocessing
@@ -184,33 +183,3 @@ def _cmd_grade(args) -> int:
         print(f"{row['submission']:<32} {row['status']:<14} {row['score']:g}/{row['max_score']:g}")
     print(f"gradebook: {csv_path} and {json_path}")
     return 0
-
-
-def add_grade_cli(subparsers: argparse._SubParsersAction) -> None:
-    """Register ``geolab grade``."""
-    p = subparsers.add_parser(
-        "grade",
-        help="grade a folder of assignment notebooks into a CSV/JSON gradebook",
-        description=__doc__.splitlines()[0],
-    )
-    p.add_argument("submissions", metavar="SUBMISSIONS_DIR", help="folder of submitted *.py")
-    p.add_argument("--assignment", required=True, help="A1, A2, A3 or A4")
-    p.add_argument(
-        "--timeout",
-        type=float,
-        default=120.0,
-        help="seconds per submission before it is killed (default: %(default)s)",
-    )
-    p.add_argument(
-        "--task-timeout",
-        type=float,
-        default=30.0,
-        help="seconds per stub inside a submission (default: %(default)s)",
-    )
-    p.add_argument("--jobs", type=int, default=1, help="submissions graded in parallel")
-    p.add_argument(
-        "--out",
-        default="gradebook.csv",
-        help="gradebook CSV; a .json with every message is written beside it",
-    )
-    p.set_defaults(func=_cmd_grade)

@@ -9,7 +9,6 @@ Python, the notebook still runs headless, and the checks report "not implemented
     geolab release --check              # exit 1 when the committed release is out of date
 """
 
-import argparse
 import sys
 from pathlib import Path
 
@@ -101,16 +100,3 @@ def _cmd_release(args) -> int:
     if not changed:
         print(f"{args.out} is up to date")
     return 0
-
-
-def add_release_cli(subparsers: argparse._SubParsersAction) -> None:
-    """Register ``geolab release``."""
-    p = subparsers.add_parser(
-        "release",
-        help="build the student assignment notebooks from the instructor sources",
-        description=__doc__.splitlines()[0],
-    )
-    p.add_argument("--src", default=str(SRC_DIR), help="instructor notebooks (%(default)s)")
-    p.add_argument("--out", default=str(OUT_DIR), help="student release (%(default)s)")
-    p.add_argument("--check", action="store_true", help="only report out-of-date release files")
-    p.set_defaults(func=_cmd_release)

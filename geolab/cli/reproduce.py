@@ -11,8 +11,9 @@ with verdicts, reductions, provenance) and OUT/NAME-SCALE-FIG.html (+ .png with 
 
 import argparse
 import sys
+from pathlib import Path
 
-from geolab.experiments import NAMES, get_protocol
+from geolab.experiments import NAMES, get_protocol, report
 from geolab.experiments.export import save_figures
 from geolab.experiments.runner import SCALE_NAMES, run_protocol
 
@@ -28,10 +29,6 @@ def run_reproduce_cli(args: argparse.Namespace) -> int:
             print(f"{name:<18} {title}")
         return 0
     if args.readme:
-        from pathlib import Path
-
-        from geolab.experiments import report
-
         results = report.load_results(args.out)
         if not results:
             print(f"geolab reproduce: error: no NAME-small.json in {args.out!r}", file=sys.stderr)
@@ -86,15 +83,3 @@ def add_reproduce_cli(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--data-dir", default=None, help="local text data (else $GEOLAB_DATA)")
     p.add_argument("--no-png", action="store_true", help="HTML figures only")
     p.set_defaults(func=run_reproduce_cli)
-
-
-def main(argv: list[str] | None = None) -> int:
-    """``python -m geolab.reproduce ...`` — the same as ``geolab reproduce``."""
-    parser = argparse.ArgumentParser(prog="geolab")
-    add_reproduce_cli(parser.add_subparsers(dest="command", required=True))
-    args = parser.parse_args(["reproduce", *(sys.argv[1:] if argv is None else argv)])
-    return args.func(args)
-
-
-if __name__ == "__main__":
-    sys.exit(main())

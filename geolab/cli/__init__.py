@@ -1,0 +1,37 @@
+"""The ``geolab`` command line (also ``python -m geolab``): every argparse parser lives here.
+
+One module per group of subcommands registers them through an ``add_*_cli`` function; this file
+wires them together. ``args`` holds the shared model flags and the one GeoConfig builder.
+"""
+
+import argparse
+import sys
+
+from geolab.cli.assignments import add_grade_cli, add_release_cli
+from geolab.cli.bench import add_bench_cli
+from geolab.cli.info import add_info_cli
+from geolab.cli.reproduce import add_reproduce_cli
+from geolab.cli.tasks import add_tasks_cli
+from geolab.cli.train import add_train_cli
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="geolab", description=__doc__.splitlines()[0])
+    sub = parser.add_subparsers(dest="command", required=True)
+    add_info_cli(sub)
+    add_tasks_cli(sub)
+    add_train_cli(sub)
+    add_grade_cli(sub)
+    add_release_cli(sub)
+    add_reproduce_cli(sub)
+    add_bench_cli(sub)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        return args.func(args)
+    except ValueError as err:
+        print(f"geolab {args.command}: error: {err}", file=sys.stderr)
+        return 2

@@ -1,0 +1,28 @@
+"""The flags every model-building subcommand shares, and the one place they become a GeoConfig."""
+
+import argparse
+
+from geolab.config import GeoConfig
+
+
+def add_model_arguments(parser: argparse.ArgumentParser, layers: int) -> None:
+    """--residual, --layers, --d-model and --heads (alias --n-head)."""
+    parser.add_argument("--residual", default="preln", help="residual rule (see `geolab info`)")
+    parser.add_argument(
+        "--layers", type=int, default=layers, help=f"transformer layers (default {layers})"
+    )
+    parser.add_argument("--d-model", type=int, default=128, help="model width (default 128)")
+    parser.add_argument(
+        "--heads", "--n-head", dest="heads", type=int, default=4, help="attention heads (default 4)"
+    )
+
+
+def geo_config(args: argparse.Namespace, **fields) -> GeoConfig:
+    """The GeoConfig of the model flags plus ``fields`` (the task's, or the command's own)."""
+    return GeoConfig(
+        residual=args.residual,
+        n_layer=args.layers,
+        d_model=args.d_model,
+        n_head=args.heads,
+        **fields,
+    )

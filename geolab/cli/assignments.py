@@ -1,0 +1,48 @@
+"""``geolab grade`` and ``geolab release`` (also ``python -m geolab.assignments grade|release``)."""
+
+import argparse
+
+from geolab.assignments import grade, release
+
+
+def add_grade_cli(subparsers: argparse._SubParsersAction) -> None:
+    """Register ``geolab grade``."""
+    p = subparsers.add_parser(
+        "grade",
+        help="grade a folder of assignment notebooks into a CSV/JSON gradebook",
+        description=grade.__doc__.splitlines()[0],
+    )
+    p.add_argument("submissions", metavar="SUBMISSIONS_DIR", help="folder of submitted *.py")
+    p.add_argument("--assignment", required=True, help="A1, A2, A3 or A4")
+    p.add_argument(
+        "--timeout",
+        type=float,
+        default=120.0,
+        help="seconds per submission before it is killed (default: %(default)s)",
+    )
+    p.add_argument(
+        "--task-timeout",
+        type=float,
+        default=30.0,
+        help="seconds per stub inside a submission (default: %(default)s)",
+    )
+    p.add_argument("--jobs", type=int, default=1, help="submissions graded in parallel")
+    p.add_argument(
+        "--out",
+        default="gradebook.csv",
+        help="gradebook CSV; a .json with every message is written beside it",
+    )
+    p.set_defaults(func=grade._cmd_grade)
+
+
+def add_release_cli(subparsers: argparse._SubParsersAction) -> None:
+    """Register ``geolab release``."""
+    p = subparsers.add_parser(
+        "release",
+        help="build the student assignment notebooks from the instructor sources",
+        description=release.__doc__.splitlines()[0],
+    )
+    p.add_argument("--src", default=str(release.SRC_DIR), help="instructor notebooks (%(default)s)")
+    p.add_argument("--out", default=str(release.OUT_DIR), help="student release (%(default)s)")
+    p.add_argument("--check", action="store_true", help="only report out-of-date release files")
+    p.set_defaults(func=release._cmd_release)

@@ -1,0 +1,98 @@
+"""``geolab train`` (and ``python -m geolab.train``): validate, train, print the result."""
+
+import argparse
+import os
+import sys
+
+from geolab.cli.args import add_model_arguments, geo_config
+from geolab.model import GeoTransformer, count_params
+from geolab.rules import RESIDUALS
+from geolab.tasks import get_task
+from geolab.train import TrainConfig, TrainingDiverged, train
+from geolab.train.loop import summary
+
+
+def add_train_arguments(parser: argparse.ArgumentParser) -> None:
+    d = TrainConfig()
+    parser.add_argument("--task", required=True, help="task name (see `geolab tasks`)")
+    add_model_arguments(parser, layers=6)
+    parser.add_argument("--steps", type=int, default=d.steps, help=f"optimizer steps ({d.steps})")
+    parser.add_argument("--batch-size", type=int, default=d.batch_size, help="global batch")
+    parser.add_argument("--lr", type=float, default=d.lr, help=f"peak learning rate ({d.lr})")
+    parser.add_argument("--min-lr", type=float, default=d.min_lr, help="final cosine lr")
+    parser.add_argument("--warmup", type=int, default=d.warmup, help="linear warm-up steps")
+    parser.add_argument("--seed", type=int, default=d.seed, help="seeds data, init and batches")
+    parser.add_argument("--device", default=d.device, help="auto | cpu | cuda[:N] | mps")
+    parser.add_argument("--out", default=None, help="run directory (default runs/TASK-RULE-sSEED)")
+    parser.add_argument("--resume", action="store_true", help="continue the run in --out exactly")
+    parser.add_argument("--compile", action="store_true", help="torch.compile the model")
+    parser.add_argument("--grad-checkpoint", action="store_true", help="recompute sublayers")
+    parser.add_argument("--eval-every", type=int, default=d.eval_every, help="0: only at the end")
+    parser.add_argument("--eval-batches", type=int, default=None, help="cap validation batches")
+    parser.add_argument("--ckpt-every", type=int, default=d.ckpt_every, help="0: only at the end")
+    parser.add_argument("--seq-len", type=int, default=None, help="window (text, inversion)")
+    parser.add_argument("--n-train", type=int, default=None, help="training samples (synthetic)")
+    parser.add_argument("--n-val", type=int, default=None, help="validation samples (synthetic)")
+    parser.add_argument("--data-dir", default=None, help="local text data (else $GEOLAB_DATA)")
+    parser.add_argument("--no-progress", action="store_true", help="no progress bar")
+
+
+def run_train_cli(args: argparse.Namespace) -> int:
+    """``geolab train``: validate everything, then train, print progress and the final metrics."""
+    lead = int(os.environ.get("RANK", "0")) == 0
+    try:
+        if args.residual not in RESIDUALS:
+            raise ValueError(
+                f"--residual {args.residual!r} is not allowed; allowed: {', '.join(RESIDUALS)}"
+            )
+        out = args.out or os.path.join("runs", f"{args.task}-{args.residual}-s{args.seed}")
+        tc = TrainConfig(
+            steps=args.steps,
+            batch_size=args.batch_size,
+            lr=args.lr,
+            min_lr=args.min_lr,
+            warmup=args.warmup,
+            seed=args.seed,
+            device=args.device,
+            compile=args.compile,
+            eval_every=args.eval_every,
+            eval_batches=args.eval_batches,
+            ckpt_every=args.ckpt_every,
+            out_dir=out,
+            resume=args.resume,
+            progress=not args.no_progress,
+        )
+        options = {k: getattr(args, k) for k in ("seq_len", "n_train", "n_val", "data_dir")}
+        options = {k: v for k, v in options.items() if v is not None}
+        task = get_task(args.task, seed=args.seed, **options)
+        cfg = geo_config(args, grad_checkpoint=args.grad_checkpoint, **task.model_fields())
+        if lead:
+            n = count_params(GeoTransformer(cfg))
+            print(
+                f"geolab train: {task.name} with {cfg.residual}, L={cfg.n_layer}, "
+                f"D={cfg.d_model}, {n:,} parameters -> {out}"
+            )
+        result = train(cfg, task, tc)
+    except (ValueError, FileNotFoundError) as err:
+        print(f"geolab train: error: {err}", file=sys.stderr)
+        return 2
+    except TrainingDiverged as err:
+        print(f"geolab train: diverged: {err}", file=sys.stderr)
+        return 1
+    if lead:
+        print(f"done: {summary(result.metrics)}  ({result.steps_per_s:.3g} steps/s)")
+    return 0
+
+
+def add_train_cli(subparsers: argparse._SubParsersAction) -> None:
+    """Register ``geolab train``."""
+    parser = subparsers.add_parser("train", help="train a model on a task (CPU, GPU, torchrun)")
+    add_train_arguments(parser)
+    parser.set_defaults(func=run_train_cli)
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``python -m geolab.train ...`` — the same as ``geolab train``, handy under torchrun."""
+    parser = argparse.ArgumentParser(prog="geolab train", description="train a geolab model")
+    add_train_arguments(parser)
+    return run_train_cli(parser.parse_args(argv))

@@ -1,0 +1,82 @@
+"""``TrainConfig``: the optimisation settings, validated on construction, and the lr schedule.
+
+Defaults are the E∆ protocol (docs/design.md §8): 2000 steps, batch 64, AdamW lr 1e-3 cosine to
+1e-4 after 100 linear warm-up steps, weight decay 0.1, clip 1.0, seed 42.
+"""
+
+import math
+import re
+from dataclasses import dataclass
+
+
+@dataclass
+class TrainConfig:
+    """Optimisation settings; defaults are the E∆ protocol of spec §8.
+
+    batch_size is the global batch (split evenly across DDP ranks). eval_every / ckpt_every = 0
+    mean "only at the end"; eval_batches None evaluates the whole validation split. device:
+    "auto" | "cpu" | "cuda" | "cuda:N" | "mps". clip None disables clipping.
+    """
+
+    steps: int = 2000
+    batch_size: int = 64
+    lr: float = 1e-3
+    min_lr: float = 1e-4
+    warmup: int = 100
+    weight_decay: float = 0.1
+    betas: tuple[float, float] = (0.9, 0.999)
+    clip: float | None = 1.0
+    seed: int = 42
+    device: str = "auto"
+    compile: bool = False
+    bf16: bool = True
+    eval_every: int = 200
+    eval_batches: int | None = None
+    ckpt_every: int = 500
+    out_dir: str | None = None
+    resume: bool = False
+    progress: bool = False
+
+    def __post_init__(self):
+        for name in ("steps", "batch_size"):
+            check_int(name, getattr(self, name), low=1)
+        for name in ("warmup", "eval_every", "ckpt_every", "seed"):
+            check_int(name, getattr(self, name), low=0)
+        if self.eval_batches is not None:
+            check_int("eval_batches", self.eval_batches, low=1)
+        if not (_finite(self.lr) and self.lr > 0):
+            _bad("lr", self.lr, "must be a finite number > 0")
+        if not (_finite(self.min_lr) and 0 <= self.min_lr <= self.lr):
+            _bad("min_lr", self.min_lr, f"must lie in [0, lr={self.lr}]")
+        if not (_finite(self.weight_decay) and self.weight_decay >= 0):
+            _bad("weight_decay", self.weight_decay, "must be a finite number >= 0")
+        if self.clip is not None and not (_finite(self.clip) and self.clip > 0):
+            _bad("clip", self.clip, "must be a finite number > 0, or None for no clipping")
+        if len(self.betas) != 2 or not all(_finite(b) and 0 <= b < 1 for b in self.betas):
+            _bad("betas", self.betas, "must be two numbers in [0, 1)")
+        self.betas = tuple(float(b) for b in self.betas)
+        if not isinstance(self.device, str) or not re.fullmatch(
+            r"auto|cpu|mps|cuda(:\d+)?", self.device
+        ):
+            _bad("device", self.device, "allowed: auto, cpu, cuda, cuda:N, mps")
+
+
+def _bad(name, value, allowed):
+    raise ValueError(f"TrainConfig.{name}={value!r} is not allowed; {allowed}")
+
+
+def _finite(x) -> bool:
+    return isinstance(x, int | float) and not isinstance(x, bool) and math.isfinite(x)
+
+
+def check_int(name, value, low):
+    if isinstance(value, bool) or not isinstance(value, int) or value < low:
+        _bad(name, value, f"must be an integer >= {low}")
+
+
+def lr_at(step: int, cfg: TrainConfig) -> float:
+    """Learning rate of optimizer step ``step`` (0-based): linear warm-up, then cosine to min_lr."""
+    if step < cfg.warmup:
+        return cfg.lr * (step + 1) / cfg.warmup
+    progress = (step - cfg.warmup) / max(1, cfg.steps - cfg.warmup)
+    return cfg.min_lr + 0.5 * (cfg.lr - cfg.min_lr) * (1 + math.cos(math.pi * progress))
