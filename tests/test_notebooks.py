@@ -21,6 +21,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from geolab import explore
+from geolab.model import GeoTransformer
 
 REPO = Path(__file__).resolve().parents[1]
 NOTEBOOKS = {
@@ -243,7 +244,7 @@ def test_04_slider_constants_on_a_kept_model_equal_a_fresh_build(rule, fields):
     kept = explore.build_model(cfg, seed=3)
     with torch.random.fork_rng():
         torch.manual_seed(3)
-        fresh = explore.GeoTransformer(cfg).eval()
+        fresh = GeoTransformer(cfg).eval()
     for (name, a), (_, b) in zip(
         kept.state_dict().items(), fresh.state_dict().items(), strict=True
     ):
@@ -256,7 +257,7 @@ def test_04_slider_constants_on_a_kept_model_equal_a_fresh_build(rule, fields):
 
 def test_04_leaves_no_hooks_behind():
     explore.rank_view(["mgt"], 12, reference=False)
-    for model in explore._MODELS.values():
+    for model in explore.rank._MODELS.values():
         assert all(not m._forward_hooks for m in model.modules())
 
 

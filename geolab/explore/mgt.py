@@ -1,0 +1,149 @@
+"""Notebook 02 — the MGT block (docs/design.md §2.6): gates, β range, and the Jacobian critique."""
+
+from __future__ import annotations
+
+import math
+
+import torch
+
+from geolab import figures
+from geolab.config import GeoConfig
+from geolab.explore.view import F64, View, check_range
+from geolab.layers import CausalSelfAttention
+from geolab.metrics import beta_stats
+from geolab.operators import (
+    delta_operator,
+)
+from geolab.rules import RESIDUALS
+
+MGT_WIDTH = 16
+
+
+def _mgt_rule(lam: float, eps: float, alpha: float, beta0: float, w_scale: float, seed: int):
+    """geolab's real ``mgt`` rule and a real causal attention sublayer, seeded.
+
+    W_β is drawn N(0, w_scale²/D) instead of the init's 0 (geolab's choice, to show a controller
+    whose β depends on the token, as after training); everything else is the rule's own init.
+    """
+    cfg = GeoConfig(
+        residual="mgt",
+        n_layer=1,
+        d_model=MGT_WIDTH,
+        n_head=2,
+        seq_len=64,
+        vocab_size=8,
+        lam=lam,
+        eps=eps,
+        alpha0=alpha,
+        beta0=beta0,
+    )
+    with torch.random.fork_rng():
+        torch.manual_seed(seed)
+        rule = RESIDUALS["mgt"](cfg)
+        attn = CausalSelfAttention(MGT_WIDTH, 2, 0.0, False, 0.02)
+        with torch.no_grad():
+            rule.w_beta.weight.normal_(0.0, w_scale / math.sqrt(MGT_WIDTH))
+        x = torch.randn(1, 64, MGT_WIDTH)
+    return rule.eval(), attn.eval(), x
+
+
+def mgt_view(
+    lam: float, eps: float, alpha: float, beta0: float, w_scale: float = 1.0, seed: int = 0
+) -> View:
+    """02: X' = X + β ⊙ (F(LN X) ⊙ σ(LN(X W_gate)) − α X), β = λ·tanh(X W_β + b_β) + ε.
+
+    Uses geolab's ``mgt`` rule on 64 random tokens of width 16 with a real attention sublayer.
+    Numbers: the allowed β range (−λ+ε, λ+ε), the observed β statistics over tokens × channels
+    (mean, fraction negative), the per-channel retention 1 − αβ of the old state (≈1:
+    accumulation, ≈0: erasure, >1: amplification when β < 0), and the Jacobian ∂x'/∂x of the
+    update on one token vs the rank-1 Delta operator A(k, β₀): the Delta operator has d−1
+    eigenvalues exactly 1 (J − I has rank 1), the elementwise update has none (rank d).
+    """
+    lam = check_range("lam", lam, 0.05, 2.0)
+    eps = check_range("eps", eps, -0.5, 0.5)
+    alpha = check_range("alpha", alpha, 0.0, 2.0)
+    beta0 = check_range("beta0", beta0, -2.5, 2.5)
+    w_scale = check_range("w_scale", w_scale, 0.0, 5.0)
+    low, high = -lam + eps, lam + eps
+    if not low < beta0 < high:
+        raise ValueError(
+            f"beta0={beta0} is not allowed; MGT's β = λ·tanh(·)+ε needs β₀ in "
+            f"({low:g}, {high:g}) for λ={lam:g}, ε={eps:g}"
+        )
+    rule, attn, x = _mgt_rule(lam, eps, alpha, beta0, w_scale, seed)
+    with torch.no_grad():
+        x_new = rule(x, attn)
+        beta, gate = rule.gates["beta"], rule.gates["gate"]
+        v_raw = attn(rule.ln(x))
+    stats = beta_stats(beta, bins=40)
+    retention = 1 - alpha * beta
+    token = x[0, 0]
+    plain = beta[0, 0] * (v_raw[0, 0] - alpha * token)
+    gated = beta[0, 0] * (v_raw[0, 0] * gate[0, 0] - alpha * token)
+
+    def one_token(t: torch.Tensor) -> torch.Tensor:
+        return rule(t.view(1, 1, -1), attn).view(-1)
+
+    J = torch.autograd.functional.jacobian(one_token, token, vectorize=True)
+    eig_mgt = torch.linalg.eigvals(J)
+    k = v_raw[0, 0].double()
+    A = delta_operator(k, beta0)
+    eig_delta = torch.linalg.eigvalsh(A)
+    eye = torch.eye(MGT_WIDTH, dtype=F64)
+    rank_mgt = int(torch.linalg.matrix_rank(J.double() - eye, atol=1e-5))
+    rank_delta = int(torch.linalg.matrix_rank(A - eye, atol=1e-9))
+    unit_mgt = int((eig_mgt - 1).abs().le(1e-5).sum())
+    unit_delta = int((eig_delta - 1).abs().le(1e-6).sum())
+    numbers = {
+        "beta_low": low,
+        "beta_high": high,
+        "beta_mean": stats["mean"],
+        "beta_min": stats["min"],
+        "beta_max": stats["max"],
+        "frac_negative": stats["frac_negative"],
+        "retention_min": retention.min().item(),
+        "retention_max": retention.max().item(),
+        "gate_mean": gate.mean().item(),
+        "update_error": (x[0, 0] + gated - x_new[0, 0]).abs().max().item(),
+        "unit_eigs_mgt": unit_mgt,
+        "unit_eigs_delta": unit_delta,
+        "rank_mgt": rank_mgt,
+        "rank_delta": rank_delta,
+        "eig_mgt": eig_mgt.tolist(),
+        "eig_delta": eig_delta.tolist(),
+    }
+    d = MGT_WIDTH
+    readout = [
+        (
+            r"allowed $\beta$ range $(-\lambda+\epsilon,\ \lambda+\epsilon)$",
+            f"({low:.3f}, {high:.3f})",
+        ),
+        (
+            r"observed $\beta$: min / mean / max",
+            f"{stats['min']:.3f} / {stats['mean']:.3f} / {stats['max']:.3f}",
+        ),
+        (r"fraction $\beta < 0$", f"{stats['frac_negative']:.3f}"),
+        (
+            r"retention $1-\alpha\beta$: min / max",
+            f"{numbers['retention_min']:.3f} / {numbers['retention_max']:.3f}",
+        ),
+        (r"mean tangent gate $\sigma(\mathrm{LN}(XW_{gate}))$", f"{numbers['gate_mean']:.3f}"),
+        (
+            r"eigenvalues $=1$: Delta $A(k,\beta_0)$ vs MGT $J$",
+            f"{unit_delta} of {d} vs {unit_mgt} of {d}",
+        ),
+        (r"$\mathrm{rank}(A - I)$ vs $\mathrm{rank}(J - I)$", f"{rank_delta} vs {rank_mgt}"),
+    ]
+    figs = {
+        "beta": figures.beta_histogram_figure(beta, low, high),
+        "gate": figures.bars_figure(
+            {"x (old state)": token, "β⊙(V − αx), no gate": plain, "β⊙(V⊙g − αx), gated": gated},
+            title="One token: the update with and without the tangent gate",
+            x_title="channel",
+        ),
+        "jacobian": figures.spectrum_figure(
+            {"MGT Jacobian ∂x'/∂x": eig_mgt, "Delta operator A(k, β₀)": eig_delta},
+            title="Jacobian spectrum: elementwise MGT vs rank-1 Delta",
+        ),
+    }
+    return View(numbers, readout, figs)

@@ -1,0 +1,162 @@
+"""Notebook 04 — rank collapse in deep stacks (docs/design.md §5, §8 protocol 1)."""
+
+from __future__ import annotations
+
+import functools
+from collections import OrderedDict
+
+import numpy as np
+import torch
+
+from geolab import figures
+from geolab.config import GeoConfig
+from geolab.explore.view import View, check_int, num
+from geolab.metrics import effective_rank, rank_collapse_residual
+from geolab.model import GeoTransformer, count_params
+from geolab.probe import record
+from geolab.rules import RESIDUALS
+
+RANK_DEPTHS = (12, 24, 48, 100, 200)
+REFERENCE = "pure attention"
+_VOCAB = 256
+_MODELS: OrderedDict = OrderedDict()
+_MODEL_PARAM_BUDGET = 400_000_000
+
+
+def rank_rules() -> tuple[str, ...]:
+    """The rules 04 offers: every registered rule (yours too) but ``noskip``, the reference's."""
+    return tuple(name for name in RESIDUALS if name != "noskip")
+
+
+def _residual(rule: str) -> str:
+    return "noskip" if rule == REFERENCE else rule
+
+
+def rule_fields(rule: str, beta0: float, lam: float, alpha0: float, gamma0: float) -> dict:
+    """The GeoConfig fields the 04 sliders set for one rule: those among its ``init_fields``.
+
+    β₀, λ, α₀ reach the MGT rules with a Delta controller and γ₀ ``edelta``; every other rule
+    keeps its own defaults, so moving a slider recomputes only the rules it changes.
+    """
+    sliders = {"beta0": beta0, "lam": lam, "alpha0": alpha0, "gamma0": gamma0}
+    wanted = RESIDUALS[_residual(rule)].init_fields
+    return {name: value for name, value in sliders.items() if name in wanted}
+
+
+def rank_config(rule: str, n_layer: int, d_model: int, seq_len: int, **fields) -> GeoConfig:
+    """The token-model GeoConfig of one 04 curve; ``REFERENCE`` is ``noskip`` with
+    ``mlp=False``, Dong et al. 2021's pure attention."""
+    return GeoConfig(
+        residual=_residual(rule),
+        n_layer=n_layer,
+        d_model=d_model,
+        n_head=4,
+        seq_len=seq_len,
+        vocab_size=_VOCAB,
+        mlp=rule != REFERENCE,
+        **fields,
+    )
+
+
+def build_model(cfg: GeoConfig, seed: int) -> GeoTransformer:
+    """GeoTransformer(cfg) with weights drawn from ``seed`` (the global RNG is left untouched).
+
+    Built models are kept (least recently used first out, at most 400M parameters ≈ 1.6 GB) by
+    everything but the slider constants, which each rule re-applies to a kept model
+    (``Rule.reset_init``: init constants only, no random draw, so the result equals a fresh build
+    with the same seed — tested). A slider move at 200 layers is then one forward pass.
+    """
+    key = (cfg.residual, cfg.n_layer, cfg.d_model, cfg.seq_len, cfg.mlp, seed)
+    model = _MODELS.pop(key, None)
+    if model is None:
+        with torch.random.fork_rng():
+            torch.manual_seed(seed)
+            model = GeoTransformer(cfg).eval()
+    _MODELS[key] = model
+    while sum(count_params(m) for m in _MODELS.values()) > _MODEL_PARAM_BUDGET:
+        _MODELS.popitem(last=False)
+    for rule in model.rules:
+        rule.reset_init(cfg)
+    model.cfg = cfg
+    return model
+
+
+def rank_tokens(seq_len: int, seed: int) -> torch.Tensor:
+    """One seeded sequence of random tokens, (1, seq_len) int64."""
+    gen = torch.Generator().manual_seed(seed + 1)
+    return torch.randint(0, _VOCAB, (1, seq_len), generator=gen)
+
+
+@torch.inference_mode()
+def layer_profile(model: GeoTransformer, x: torch.Tensor) -> tuple[np.ndarray, np.ndarray]:
+    """Effective rank (Eq. 8) and Dong's residual after every *layer* (its last residual step),
+    stream states merged as the head sees them. Returns two (n_layer,) float arrays."""
+    with record(model) as rec:
+        model(x)
+    per_layer = len(rec.states) // model.cfg.n_layer
+    merge = model.rule_cls.merge
+    states = torch.stack([merge(s) for s in rec.states[per_layer - 1 :: per_layer]])
+    ranks = effective_rank(states).mean(dim=-1)
+    residual = rank_collapse_residual(states).mean(dim=-1)
+    return ranks.numpy(), residual.numpy()
+
+
+@functools.lru_cache(maxsize=256)
+def rule_profile(
+    rule: str, n_layer: int, d_model: int, seq_len: int, seed: int, fields: tuple
+) -> tuple[np.ndarray, np.ndarray]:
+    """``layer_profile`` of one 04 curve, cached by everything that can change it (the arrays
+    are read-only: every caller shares them)."""
+    cfg = rank_config(rule, n_layer, d_model, seq_len, **dict(fields))
+    ranks, residual = layer_profile(build_model(cfg, seed), rank_tokens(seq_len, seed))
+    ranks.setflags(write=False)
+    residual.setflags(write=False)
+    return ranks, residual
+
+
+def rank_view(
+    rules: tuple[str, ...] | list[str],
+    n_layer: int,
+    beta0: float = 0.5,
+    lam: float = 1.0,
+    alpha0: float = 0.1,
+    gamma0: float = 0.5,
+    d_model: int = 128,
+    seq_len: int = 32,
+    reference: bool = True,
+    seed: int = 0,
+) -> View:
+    """04: effective rank and Dong's residual per layer for each rule at init, one seed.
+
+    Curves have length n_layer (the state after each layer). ``reference`` adds pure attention
+    (``noskip``, ``mlp=False``), whose rank collapses doubly exponentially (Dong et al. 2021).
+    Slider values that a rule's config rejects (e.g. β₀ outside (−λ, λ) for MGT) raise the
+    config's ValueError.
+    """
+    n_layer = check_int("n_layer", n_layer, 1, 400)
+    allowed = rank_rules()
+    unknown = [r for r in rules if r not in allowed]
+    if unknown:
+        raise ValueError(f"rules: {unknown} not allowed; choose from {', '.join(allowed)}")
+    names = list(dict.fromkeys(rules)) + ([REFERENCE] if reference else [])
+    ranks, residuals = {}, {}
+    for name in names:
+        fields = rule_fields(name, beta0, lam, alpha0, gamma0)
+        ranks[name], residuals[name] = rule_profile(
+            name, n_layer, d_model, seq_len, seed, tuple(sorted(fields.items()))
+        )
+    final = {name: float(r[-1]) for name, r in ranks.items()}
+    numbers = {
+        "ranks": ranks,
+        "residuals": residuals,
+        "final_rank": final,
+        "final_residual": {name: float(r[-1]) for name, r in residuals.items()},
+    }
+    readout = [
+        (f"`{name}`: rank / residual at layer {n_layer}", f"{final[name]:.3f} / {num(r[-1])}")
+        for name, r in residuals.items()
+    ]
+    fig = figures.rank_figure(
+        ranks, residuals, title=f"Effective rank per layer at init (L = {n_layer}, D = {d_model})"
+    )
+    return View(numbers, readout, {"rank": fig})

@@ -1,0 +1,74 @@
+"""What every explorer returns: a ``View`` of numbers, a readout and figures; shared helpers.
+
+Each notebook's view function is pure in its slider values (seeded) and returns a ``View``: raw
+``numbers`` (what tests check), a ``readout`` of (LaTeX label, formatted value) rows (what the
+learner reads) and plotly ``figures``. ``notebook_cache`` memoises a view for a notebook.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+from dataclasses import dataclass, field
+
+import plotly.graph_objects as go
+import torch
+
+F64 = torch.float64
+
+
+def notebook_cache(fn, maxsize: int = 32):
+    """Memoise a view function for a notebook: ``mo.cache`` (keyed on the slider values) inside
+    marimo's runtime, ``functools.lru_cache`` elsewhere — ``mo.cache`` fails inside a Jupyter
+    kernel running an exported notebook, where ``mo.app_meta().mode`` is None."""
+    import marimo as mo
+
+    return mo.cache(fn) if mo.app_meta().mode else functools.lru_cache(maxsize=maxsize)(fn)
+
+
+@dataclass
+class View:
+    """What one explorer shows for one set of slider values."""
+
+    numbers: dict[str, object]
+    readout: list[tuple[str, str]]
+    figures: dict[str, go.Figure] = field(default_factory=dict)
+
+    def markdown(self) -> str:
+        """The readout as a two-column markdown table (LaTeX labels render in marimo)."""
+        rows = "\n".join(f"| {label} | {value} |" for label, value in self.readout)
+        return "| quantity | value |\n|:--|--:|\n" + rows
+
+    def html(self) -> str:
+        """The readout as an HTML table (for ipywidgets.HTMLMath, which renders the LaTeX)."""
+        rows = "".join(
+            f"<tr><td>{label}</td><td style='text-align:right'><code>{value}</code></td></tr>"
+            for label, value in self.readout
+        )
+        return f"<table>{rows}</table>"
+
+
+def num(x: float) -> str:
+    """Fixed notation for ordinary sizes, scientific for tiny or huge ones (1e-16 stays visible)."""
+    x = float(x)
+    if x == 0 or 1e-3 <= abs(x) < 1e4:
+        return f"{x:.4f}"
+    return f"{x:.2e}"
+
+
+def fixed(x: float) -> str:
+    """Four decimals with −0 shown as 0: for quantities whose exact value is the point (det)."""
+    return f"{float(x) + 0.0:.4f}".replace("-0.0000", "0.0000")
+
+
+def check_range(name: str, value: float, low: float, high: float) -> float:
+    value = float(value)
+    if not (math.isfinite(value) and low <= value <= high):
+        raise ValueError(f"{name}={value!r} is not allowed; expected a number in [{low}, {high}]")
+    return value
+
+
+def check_int(name: str, value, low: int, high: int) -> int:
+    if isinstance(value, bool) or int(value) != value or not low <= value <= high:
+        raise ValueError(f"{name}={value!r} is not allowed; expected an integer in [{low}, {high}]")
+    return int(value)
