@@ -1,0 +1,43 @@
+"""Figure builders: pure functions from numbers to plotly figures, one module per topic.
+
+Shared by the marimo notebooks (``notebooks/``), the Jupyter explorers (``geolab.widgets``) and the
+latency benchmark. Every builder takes plain numbers (Python floats, lists, numpy arrays or torch
+tensors) and returns a fresh ``plotly.graph_objects.Figure``; nothing here computes operators or
+runs models.
+
+Live-update contract (geolab's own): for a given set of *names* (curve names, eigenvalue sets,
+rules) a builder always emits the same traces in the same order, so a live view can copy
+``new.data[i]`` into ``old.data[i]`` in place. Quantities that grow with depth (200 layers) are one
+trace each, never one trace per layer.
+
+Speed: figures are assembled as plain dicts and wrapped without plotly's per-property validation
+(``_validate=False``; validation costs ~30–80 ms per figure, the whole live budget of a slider).
+The tests re-validate every builder's output with a validating ``go.Figure(fig.to_dict())``.
+"""
+
+from geolab.figures.depth import composite_gain_figure, heatmaps_figure, rank_figure
+from geolab.figures.gates import bars_figure, beta_histogram_figure
+from geolab.figures.operators import (
+    determinant_figure,
+    spectrum_figure,
+    sweep_figure,
+    unit_image_figure,
+    vectors_figure,
+)
+from geolab.figures.style import HEIGHT, PALETTE, as_numpy
+
+__all__ = [
+    "HEIGHT",
+    "PALETTE",
+    "as_numpy",
+    "bars_figure",
+    "beta_histogram_figure",
+    "composite_gain_figure",
+    "determinant_figure",
+    "heatmaps_figure",
+    "rank_figure",
+    "spectrum_figure",
+    "sweep_figure",
+    "unit_image_figure",
+    "vectors_figure",
+]

@@ -1,0 +1,43 @@
+"""The figures' shared style: height, palette, markers, and the dict-to-figure wrapper."""
+
+from __future__ import annotations
+
+import numpy as np
+import plotly.graph_objects as go
+from plotly.colors import qualitative
+
+HEIGHT = 360
+PALETTE = qualitative.Plotly
+SYMBOLS = ["circle", "x", "diamond", "square", "triangle-up"]
+
+
+def as_numpy(x) -> np.ndarray:
+    """Plain numbers, lists, numpy arrays or torch tensors (any device, grad or not) -> ndarray."""
+    if hasattr(x, "detach"):
+        x = x.detach().cpu().numpy()
+    return np.asarray(x)
+
+
+def floats(x) -> np.ndarray:
+    return as_numpy(x).astype(float).ravel()
+
+
+def figure(data: list[dict], layout: dict) -> go.Figure:
+    return go.Figure({"data": data, "layout": layout}, _validate=False)
+
+
+def base_layout(title: str, x_title: str = "", y_title: str = "", **extra) -> dict:
+    layout = {
+        "height": HEIGHT,
+        "title": {"text": title, "x": 0.02, "font": {"size": 14}},
+        "margin": {"l": 55, "r": 20, "t": 55, "b": 45},
+        "legend": {"orientation": "h", "yanchor": "bottom", "y": 1.0, "xanchor": "right", "x": 1},
+        "xaxis": {"title": {"text": x_title}},
+        "yaxis": {"title": {"text": y_title}},
+    }
+    for key, value in extra.items():
+        if isinstance(value, dict) and isinstance(layout.get(key), dict):
+            layout[key] = {**layout[key], **value}
+        else:
+            layout[key] = value
+    return layout
