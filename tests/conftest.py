@@ -1,7 +1,12 @@
-"""Shared test setup: offline Hugging Face, the shared data folder, small torch thread counts."""
+"""Shared test setup: offline Hugging Face, the shared data folder, small torch thread counts, and
+the helpers that run a marimo notebook headless with injected slider values."""
 
+import importlib.util
 import os
+import subprocess
+import sys
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 import torch
@@ -12,6 +17,37 @@ torch.set_num_threads(1)
 
 REPO = Path(__file__).resolve().parents[1]
 SHARED_DATA = REPO.parent / "shared" / "data"
+NOTEBOOK_ENV = {**os.environ, "PYTHONPATH": str(REPO), "OMP_NUM_THREADS": "1"}
+
+
+def load_app(path: Path):
+    """The ``marimo.App`` of the notebook file at ``path``, imported fresh."""
+    spec = importlib.util.spec_from_file_location(f"nb_{path.stem}", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module.app
+
+
+def ui(value):
+    """Stands in for a marimo UI element: the cells read only ``.value``."""
+    return SimpleNamespace(value=value)
+
+
+def shown(outputs) -> str:
+    """Everything the notebook displayed, as HTML text."""
+    return "\n".join(str(getattr(o, "text", "")) for o in outputs if o is not None)
+
+
+def assert_marimo_check_clean(paths) -> None:
+    """``marimo check --strict`` reports nothing for the notebook files ``paths``."""
+    proc = subprocess.run(
+        [sys.executable, "-m", "marimo", "check", "--strict", *map(str, paths)],
+        capture_output=True,
+        text=True,
+        env=NOTEBOOK_ENV,
+        timeout=300,
+    )
+    assert proc.returncode == 0, proc.stdout + proc.stderr
 
 
 @pytest.fixture(scope="session")

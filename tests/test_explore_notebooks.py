@@ -6,17 +6,15 @@ functions, a learner's slider drives. The view functions are also called directl
 values (hypothesis) where running the notebook each time would be slow.
 """
 
-import importlib.util
 import math
-import os
 import subprocess
 import sys
 from pathlib import Path
-from types import SimpleNamespace
 
 import numpy as np
 import pytest
 import torch
+from conftest import NOTEBOOK_ENV, assert_marimo_check_clean, load_app, shown, ui
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -29,24 +27,10 @@ NOTEBOOKS = {
     for p in sorted((REPO / "notebooks").glob("0*.py"))
     if p.stem[:2] in {"00", "01", "02", "03", "04", "05"}
 }
-SUBPROCESS_ENV = {**os.environ, "PYTHONPATH": str(REPO), "OMP_NUM_THREADS": "1"}
 
 
-def load_app(name: str):
-    spec = importlib.util.spec_from_file_location(f"nb_{name}", NOTEBOOKS[name])
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module.app
-
-
-def slider(value):
-    """Stands in for a marimo UI element: the cells read only ``.value``."""
-    return SimpleNamespace(value=value)
-
-
-def shown_text(outputs) -> str:
-    """Everything the notebook displayed, as HTML text."""
-    return "\n".join(str(getattr(o, "text", "")) for o in outputs if o is not None)
+def load_notebook(name: str):
+    return load_app(NOTEBOOKS[name])
 
 
 def test_the_six_notebooks_of_spec_9_exist():
@@ -61,20 +45,12 @@ def test_the_six_notebooks_of_spec_9_exist():
 
 
 def test_marimo_check_strict_is_clean():
-    files = [str(p) for p in NOTEBOOKS.values()]
-    proc = subprocess.run(
-        [sys.executable, "-m", "marimo", "check", "--strict", *files],
-        capture_output=True,
-        text=True,
-        env=SUBPROCESS_ENV,
-        timeout=300,
-    )
-    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert_marimo_check_clean(NOTEBOOKS.values())
 
 
 @pytest.mark.parametrize("name", list(NOTEBOOKS))
 def test_notebook_runs_headless_with_defaults(name):
-    outputs, defs = load_app(name).run()
+    outputs, defs = load_notebook(name).run()
     assert len(outputs) > 3
     assert "view" in defs or name == "00_tour"
     if name == "04_rank_collapse":
@@ -86,7 +62,7 @@ def test_notebook_runs_as_a_script():
         [sys.executable, str(NOTEBOOKS["01_delta_operator"])],
         capture_output=True,
         text=True,
-        env=SUBPROCESS_ENV,
+        env=NOTEBOOK_ENV,
         timeout=600,
         cwd=REPO,
     )
@@ -97,10 +73,10 @@ def test_notebook_runs_as_a_script():
 
 
 def run_01(beta, phi=0.3, v=0.7):
-    outputs, defs = load_app("01_delta_operator").run(
-        defs={"beta": slider(beta), "phi": slider(phi), "v": slider(v)}
+    outputs, defs = load_notebook("01_delta_operator").run(
+        defs={"beta": ui(beta), "phi": ui(phi), "v": ui(v)}
     )
-    return shown_text(outputs), defs["view"]
+    return shown(outputs), defs["view"]
 
 
 def test_01_at_beta_1_shows_det_0_and_one_zero_eigenvalue():
@@ -156,9 +132,9 @@ def test_02_without_token_dependence_every_beta_is_beta0_and_alpha0_keeps_the_st
 
 def test_02_notebook_stops_with_a_message_for_beta0_outside_the_range():
     values = {"lam": 0.5, "eps": 0.0, "alpha": 0.1, "beta0": 0.9, "w_scale": 1.0}
-    outputs, defs = load_app("02_mgt_block").run(defs={k: slider(v) for k, v in values.items()})
+    outputs, defs = load_notebook("02_mgt_block").run(defs={k: ui(v) for k, v in values.items()})
     assert "view" not in defs
-    assert "outside" in shown_text(outputs)
+    assert "outside" in shown(outputs)
     with pytest.raises(ValueError, match="beta0"):
         explore.mgt_view(0.5, 0.0, 0.1, 0.9)
 
@@ -167,14 +143,14 @@ def test_02_notebook_stops_with_a_message_for_beta0_outside_the_range():
 
 
 def test_03_notebook_at_the_largest_beta_still_shows_theta_below_pi():
-    outputs, defs = load_app("03_cayley_householder").run(
-        defs={"beta": slider(20.0), "angle": slider(math.pi / 2), "gamma": slider(0.5)}
+    outputs, defs = load_notebook("03_cayley_householder").run(
+        defs={"beta": ui(20.0), "angle": ui(math.pi / 2), "gamma": ui(0.5)}
     )
     n = defs["view"].numbers
     assert n["theta_over_pi"] < 1 and n["distance_to_minus_one"] > 0.05
     assert n["det_q"] == pytest.approx(1.0, abs=1e-12)
     assert n["regularizer_grad"] == 0.0
-    assert '<td style="text-align: right;">-1.0000</td>' in shown_text(outputs)  # det H₂
+    assert '<td style="text-align: right;">-1.0000</td>' in shown(outputs)  # det H₂
 
 
 @settings(max_examples=40, deadline=None)
@@ -211,11 +187,11 @@ def test_03_hybrid_and_regulariser(gamma):
 
 
 def test_04_at_100_layers_shows_postln_and_mgt_curves_of_length_100():
-    outputs, defs = load_app("04_rank_collapse").run(
+    outputs, defs = load_notebook("04_rank_collapse").run(
         defs={
-            "depth": slider(100),
-            "rules": slider(["postln", "mgt"]),
-            "reference": slider(False),
+            "depth": ui(100),
+            "rules": ui(["postln", "mgt"]),
+            "reference": ui(False),
         }
     )
     n = defs["view"].numbers
@@ -223,7 +199,7 @@ def test_04_at_100_layers_shows_postln_and_mgt_curves_of_length_100():
     assert [len(n["ranks"][r]) for r in ("postln", "mgt")] == [100, 100]
     assert [len(t.y) for t in defs["view"].figures["rank"].data] == [100, 100, 100, 100]
     assert all(0 <= r <= 1 for curve in n["ranks"].values() for r in curve)
-    assert "rank / residual at layer 100" in shown_text(outputs)
+    assert "rank / residual at layer 100" in shown(outputs)
 
 
 def test_04_pure_attention_collapses_and_residual_rules_do_not():
@@ -262,18 +238,18 @@ def test_04_leaves_no_hooks_behind():
 
 
 def test_04_notebook_guards_beta0_outside_lambda():
-    outputs, defs = load_app("04_rank_collapse").run(
-        defs={"beta0": slider(0.9), "lam": slider(0.5), "alpha": slider(0.1), "gamma0": slider(0.5)}
+    outputs, defs = load_notebook("04_rank_collapse").run(
+        defs={"beta0": ui(0.9), "lam": ui(0.5), "alpha": ui(0.1), "gamma0": ui(0.5)}
     )
-    assert "view" not in defs and "widen" in shown_text(outputs)
+    assert "view" not in defs and "widen" in shown(outputs)
 
 
 # --- 05
 
 
 def test_05_sinkhorn_rows_exact_columns_approximate_and_gains():
-    outputs, defs = load_app("05_streams").run(
-        defs={"iters": slider(20), "spread": slider(2.0), "depth": slider(100)}
+    outputs, defs = load_notebook("05_streams").run(
+        defs={"iters": ui(20), "spread": ui(2.0), "depth": ui(100)}
     )
     n = defs["view"].numbers
     assert n["row_error"] < 1e-6
@@ -283,7 +259,7 @@ def test_05_sinkhorn_rows_exact_columns_approximate_and_gains():
     assert gains["mHC"][0] == pytest.approx(1.0, abs=1e-4)
     assert gains["HC"][0] > 1e6
     assert gains["orthogonal"][0] <= 2.0 + 1e-9  # ‖P‖_∞ ≤ √n for orthogonal P, n = 4
-    assert "Amax gain at depth 100" in shown_text(outputs)
+    assert "Amax gain at depth 100" in shown(outputs)
 
 
 def test_05_fewer_iterations_leave_a_larger_column_error():

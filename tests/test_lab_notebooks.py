@@ -2,14 +2,12 @@
 and with the run buttons pressed (values injected with ``app.run(defs=...)``) they train, show the
 committed verdicts and rerun a protocol at tiny scale."""
 
-import importlib.util
-import os
 import subprocess
 import sys
 from pathlib import Path
-from types import SimpleNamespace
 
 import pytest
+from conftest import NOTEBOOK_ENV, assert_marimo_check_clean, load_app, shown, ui
 
 from geolab.experiments import report
 
@@ -17,40 +15,24 @@ REPO = Path(__file__).resolve().parents[1]
 NOTEBOOKS = {
     name: REPO / "notebooks" / f"{name}.py" for name in ("06_training_lab", "07_reproduce")
 }
-ENV = {**os.environ, "PYTHONPATH": str(REPO), "OMP_NUM_THREADS": "1"}
 
 
-def load_app(name: str):
-    spec = importlib.util.spec_from_file_location(f"nb_{name}", NOTEBOOKS[name])
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module.app
-
-
-def ui(value):
-    """Stands in for a marimo UI element: the cells read only ``.value``."""
-    return SimpleNamespace(value=value)
-
-
-def shown(outputs) -> str:
-    return "\n".join(str(getattr(o, "text", "")) for o in outputs if o is not None)
+def load_notebook(name: str):
+    return load_app(NOTEBOOKS[name])
 
 
 def test_marimo_check_strict_is_clean():
-    proc = subprocess.run(
-        [sys.executable, "-m", "marimo", "check", "--strict", *map(str, NOTEBOOKS.values())],
-        capture_output=True,
-        text=True,
-        env=ENV,
-        timeout=300,
-    )
-    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert_marimo_check_clean(NOTEBOOKS.values())
 
 
 @pytest.mark.parametrize("name", list(NOTEBOOKS))
 def test_runs_headless_as_a_script(name):
     proc = subprocess.run(
-        [sys.executable, str(NOTEBOOKS[name])], capture_output=True, text=True, env=ENV, timeout=300
+        [sys.executable, str(NOTEBOOKS[name])],
+        capture_output=True,
+        text=True,
+        env=NOTEBOOK_ENV,
+        timeout=300,
     )
     assert proc.returncode == 0, proc.stderr[-3000:]
 
@@ -65,7 +47,7 @@ def test_training_lab_trains_when_the_button_is_pressed():
         "seed": ui(0),
         "train_button": ui(True),
     }
-    outputs, glbls = load_app("06_training_lab").run(defs=defs)
+    outputs, glbls = load_notebook("06_training_lab").run(defs=defs)
     result = glbls["result"]
     assert list(result["val"]) == ["preln", "mgt", "ddl"]
     assert all(len(c) == 4 for c in result["curves"].values())
@@ -78,7 +60,7 @@ def test_training_lab_trains_when_the_button_is_pressed():
 
 
 def test_training_lab_waits_for_the_button():
-    outputs, glbls = load_app("06_training_lab").run()
+    outputs, glbls = load_notebook("06_training_lab").run()
     assert "result" not in glbls
     assert "press" in shown(outputs).lower()
 
@@ -88,7 +70,7 @@ def test_reproduce_notebook_shows_committed_verdicts_and_reruns(shared_data, mon
     results = report.load_results(REPO / "data" / "results")
     assert results, "committed small results are missing"
     defs = {"results": results, "protocol": ui("ablation"), "rerun": ui(True)}
-    outputs, _ = load_app("07_reproduce").run(defs=defs)
+    outputs, _ = load_notebook("07_reproduce").run(defs=defs)
     text = shown(outputs)
     for row in report.verdict_rows(results):
         assert row["verdict"] in text
