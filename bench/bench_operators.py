@@ -3,7 +3,8 @@
 Spec §2.3 promises Q x in O(d) per vector with no solve. Contenders, on N tokens of width d:
 * closed form: ``cayley_apply(x, u, v, β)`` (what the models run);
 * dense solve: geolab's dense reference ``cayley(skew(u, v), β) @ x`` — Q = (I + cA)⁻¹(I − cA)
-  by ``torch.linalg.solve`` (spec §2.3), then applied; the issue's ≥ 300× target is against it;
+  by ``torch.linalg.solve`` (docs/design.md §2.3), then applied; the issue's ≥ 300× target is
+  against it;
 * dense solve, one right-hand side: solve (I + cA) y = (I − cA) x directly — the cheapest dense
   route anyone would write for a single x, reported beside it as the stricter comparison;
 * Householder: ``householder_apply(x, k)``, the other O(d) map of the E∆ hybrid.

@@ -3,8 +3,9 @@
 One step is what ``geolab.train`` does per batch: forward (bf16 autocast on CUDA), the task loss
 plus the model's aux loss, backward, gradient clipping at 1.0, AdamW with decoupled weight decay
 on matrices (``geolab.train.param_groups``). Models:
-* the E∆ protocol's ≈1.79M-parameter configurations (spec §8) on ``gyroscope`` (S = 255, d = 16):
-  preln 9 layers, ddl 8, mhc 9, jpmhc 7 (D = 512), edelta 6, D = 128 otherwise, 4 heads;
+* the E∆ protocol's ≈1.79M-parameter configurations (docs/design.md §8) on ``gyroscope``
+  (S = 255, d = 16): preln 9 layers, ddl 8, mhc 9, jpmhc 7 (D = 512), edelta 6, D = 128
+  otherwise, 4 heads;
 * a 12-layer ``mgt`` character language model on tiny-shakespeare (D = 128, S = 128, 4 heads), or
   on copy-task tokens (vocabulary 65, S = 127) when the corpus is not on disk (notes say which).
 Batch 64 on a GPU (the protocol's); 8 on a CPU, where tokens/s no longer depends on the batch and

@@ -1,7 +1,7 @@
 """Live views: how long a notebook waits for the effective-rank profile of a deep random stack.
 
-``rank_profile(model, x)`` (spec §5/§10) on a freshly initialised 200-layer model in eval mode,
-for preln, mgt and edelta, on one input sequence (batch 1: a live view shows one sample's
+``rank_profile(model, x)`` (docs/design.md §5/§10) on a freshly initialised 200-layer model in eval
+mode, for preln, mgt and edelta, on one input sequence (batch 1: a live view shows one sample's
 profile). These are absolute times on the suite's clock (process CPU time on a CPU), each the
 median of interleaved repetitions, the minimum in the notes. Targets (issue 7): ≤ 100 ms at
 D = 128, S = 32 and ≤ 400 ms at D = 256, S = 64. The time to build the model is reported beside

@@ -1,6 +1,6 @@
 """Text corpora through HF ``datasets``: WikiText-2 (word level) and tiny-shakespeare (characters).
 
-Where the text comes from, in order (spec §6):
+Where the text comes from, in order (docs/design.md §6):
 
 1. a local directory: the ``data_dir`` argument (``--data-dir``), else ``$GEOLAB_DATA``. It holds
    ``wikitext-2/{train,valid,test}.txt`` (the files of pytorch/examples

@@ -1,4 +1,4 @@
-"""Metrics on residual states and gates (spec §5): pure functions on torch tensors.
+"""Metrics on residual states and gates (docs/design.md §5): pure functions on torch tensors.
 
 Every function is batched over leading dimensions and works on any device. Inputs in bf16/fp16
 (or integer) are cast up to float32 before any reduction; float64 stays float64. Results come
@@ -77,7 +77,7 @@ def _check_reduce(reduce: str, fn: str) -> None:
 
 
 def effective_rank(X) -> torch.Tensor:
-    """Normalised effective rank of each S×D matrix — seed 000 Eq. 8 (spec §5).
+    """Normalised effective rank of each S×D matrix — seed 000 Eq. 8 (docs/design.md §5).
 
         Rank_eff(X) = exp(H(σ̂)) / min(S, D),   H(σ̂) = −Σ_i σ̂_i log σ̂_i,   σ̂ = σ / Σ_j σ_j
 
@@ -108,7 +108,7 @@ def effective_rank(X) -> torch.Tensor:
 
 
 def rank_collapse_residual(X, norm: str = "fro") -> torch.Tensor:
-    """Relative distance of each S×D matrix from rank 1 with identical rows (spec §5).
+    """Relative distance of each S×D matrix from rank 1 with identical rows (docs/design.md §5).
 
         r(X) = ‖X − 1 x̄ᵀ‖ / ‖X‖,   x̄ = (1/S) Σ_t X_t  (mean over tokens)
 
@@ -143,14 +143,14 @@ def rank_collapse_residual(X, norm: str = "fro") -> torch.Tensor:
 
 
 def norm_deviation(x_in, x_out, reduce: str = "mean") -> torch.Tensor:
-    """Relative change of vector norms between input and output (spec §5, §8).
+    """Relative change of vector norms between input and output (docs/design.md §5, §8).
 
         dev_i = | ‖x_out,i‖ − ‖x_in,i‖ | / ‖x_in,i‖      (Euclidean norms over the last dim)
 
     reduce="mean" returns the mean of dev_i over all vectors i (a 0-dim tensor); reduce="none"
-    returns dev per vector. This is the E∆ "norm deviation" of seed 003 §4 / spec §8 (0.001 for
-    E∆-MHC-Geo on echo): pass the inputs and the model's outputs over the 100 evaluated steps,
-    e.g. x_in, x_out of shape (B, 100, d); an exactly norm-preserving map gives 0.
+    returns dev per vector. This is the E∆ "norm deviation" of seed 003 §4 / docs/design.md §8
+    (0.001 for E∆-MHC-Geo on echo): pass the inputs and the model's outputs over the 100 evaluated
+    steps, e.g. x_in, x_out of shape (B, 100, d); an exactly norm-preserving map gives 0.
 
     Geolab's choice for ‖x_in,i‖ = 0: dev_i = 0 if ‖x_out,i‖ = 0 too (norm kept), else +inf (an
     unbounded relative change) — never NaN. Each pair is divided by its common largest |entry|
@@ -178,7 +178,7 @@ def norm_deviation(x_in, x_out, reduce: str = "mean") -> torch.Tensor:
 
 
 def cosine_alignment(pred, target, reduce: str = "mean") -> torch.Tensor:
-    """Cosine similarity between predictions and targets over the last dim (spec §5, §8).
+    """Cosine similarity between predictions and targets over the last dim (docs/design.md §5, §8).
 
         cos_i = ⟨p_i, t_i⟩ / (‖p_i‖ ‖t_i‖)
 
@@ -205,7 +205,7 @@ def cosine_alignment(pred, target, reduce: str = "mean") -> torch.Tensor:
 
 
 def synergy(L_base, L_mhc, L_ddl, L_mgt):
-    """Synergy coefficient of the MGT ablation — seed 000 Eq. 9 (spec §5, §8 protocol 2).
+    """Synergy coefficient of the MGT ablation — seed 000 Eq. 9 (docs/design.md §5, §8 protocol 2).
 
         𝒮 = (L_base − L_MGT) − (L_base − L_mHC) − (L_base − L_DDL)
 
@@ -269,7 +269,7 @@ def _compose(P: torch.Tensor, H: torch.Tensor, i: int, fn: str) -> torch.Tensor:
 
 
 def amax_gain(H_list) -> tuple[torch.Tensor, torch.Tensor]:
-    """Amax gain of the composite stream mixer — the mHC stability measure (spec §5).
+    """Amax gain of the composite stream mixer — the mHC stability measure (docs/design.md §5).
 
         P = H_L ⋯ H_2 H_1
         forward = ‖P‖_∞ = max_i Σ_j |P_ij|,   backward = ‖P‖_1 = max_j Σ_i |P_ij|
@@ -294,7 +294,7 @@ def amax_gain(H_list) -> tuple[torch.Tensor, torch.Tensor]:
 
 
 def composite_gain_curve(H_list) -> tuple[torch.Tensor, torch.Tensor]:
-    """Amax gains of the partial products over depth (spec §9, notebook 05).
+    """Amax gains of the partial products over depth (docs/design.md §9, notebook 05).
 
         P_l = H_l ⋯ H_1,   forward[l−1] = ‖P_l‖_∞,   backward[l−1] = ‖P_l‖_1,   l = 1..L
 
@@ -360,7 +360,7 @@ def _stats(b: torch.Tensor, bins: int, lo: float, hi: float) -> dict:
 
 
 def beta_stats(beta, bins: int = 20, range=None) -> dict:
-    """Summary of a set of β gates (spec §5; seed 000 §5 experiment 3, the β sign "phase
+    """Summary of a set of β gates (docs/design.md §5; seed 000 §5 experiment 3, the β sign "phase
     transition": E[β] > 0 in early layers, a sizeable fraction β < 0 in deep ones).
 
     beta: tensor of any shape (e.g. one layer's (B, S) or (B, S, D) gates), flattened; finite.

@@ -1,4 +1,4 @@
-"""Residual operators as pure, batched, differentiable functions (spec §2).
+"""Residual operators as pure, batched, differentiable functions (docs/design.md §2).
 
 Every function broadcasts over arbitrary leading dimensions. `beta`, `gamma` (and the scalar
 write value `v` of `delta_update`) may be Python numbers or tensors broadcastable to the leading
@@ -83,8 +83,8 @@ def _dot(a, b):
 def delta_operator(k, beta):
     """Delta operator of Deep Delta Learning, `A(k, β) = I − β k kᵀ / ‖k‖²`.
 
-    Source: seed 000 Eq. 1, Appendix A.1–A.3 (spec §2.1). Eigenvalues: 1 on k⊥ (d−1 times) and
-    1−β along k; det A = 1−β; β=1 projects onto k⊥, β=2 is the Householder reflection.
+    Source: seed 000 Eq. 1, Appendix A.1–A.3 (docs/design.md §2.1). Eigenvalues: 1 on k⊥ (d−1 times)
+    and 1−β along k; det A = 1−β; β=1 projects onto k⊥, β=2 is the Householder reflection.
 
     k: (..., d); beta: number or (...) tensor -> (..., d, d).
     k = 0 (geolab's choice): the direction is undefined, so nothing is erased and the result is
@@ -100,7 +100,7 @@ def delta_operator(k, beta):
 def householder(k):
     """Householder reflection `H₂(k) = I − 2 k̂ k̂ᵀ`, k̂ = k/‖k‖.
 
-    Source: seed 000 Appendix A.1, seed 003 §2.2 (spec §2.4). k: (..., d) -> (..., d, d).
+    Source: seed 000 Appendix A.1, seed 003 §2.2 (docs/design.md §2.4). k: (..., d) -> (..., d, d).
     k = 0 gives the identity (same choice as `delta_operator`; it is not a reflection there).
     """
     return delta_operator(k, 2.0)
@@ -109,7 +109,8 @@ def householder(k):
 def householder_apply(x, k):
     """`H₂(k) x = x − 2 k̂ (k̂ᵀx)` in O(d), without forming the matrix.
 
-    Source: seed 003 §2.2 (spec §2.4). x: (..., d), k: (..., d) -> (..., d). k = 0 gives x.
+    Source: seed 003 §2.2 (docs/design.md §2.4). x: (..., d), k: (..., d) -> (..., d). k = 0
+    gives x.
     """
     _vec("x", x)
     _vec("k", k, x.shape[-1], "x")
@@ -121,7 +122,7 @@ def householder_apply(x, k):
 def delta_update(x, k, beta, v):
     """Vector delta residual update `x' = x + β (v − k̂ᵀx) k̂` (= A(k,β) x + β v k̂).
 
-    Source: seed 000 Eq. 2 with d_v = 1, Appendix A.5–A.6, Eq. 16 (spec §2.2).
+    Source: seed 000 Eq. 2 with d_v = 1, Appendix A.5–A.6, Eq. 16 (docs/design.md §2.2).
     x: (..., d); k: (..., d); beta, v: numbers or (...) tensors -> (..., d).
     k is normalised here (k̂ = k/‖k‖); k = 0 leaves x unchanged.
     """
@@ -137,7 +138,7 @@ def delta_update(x, k, beta, v):
 def delta_update_matrix(X, k, beta, v):
     """Matrix delta residual update `X' = X + β k̂ (vᵀ − k̂ᵀX)` (= A(k,β) X + β k̂ vᵀ).
 
-    Source: seed 000 Eq. 2, 13–15 (spec §2.2). X: (..., d, dv); k: (..., d); v: (..., dv);
+    Source: seed 000 Eq. 2, 13–15 (docs/design.md §2.2). X: (..., d, dv); k: (..., d); v: (..., dv);
     beta: number or (...) tensor -> (..., d, dv). k is normalised here; k = 0 leaves X unchanged.
     """
     if not isinstance(X, torch.Tensor) or X.ndim < 2:
@@ -159,7 +160,7 @@ def _shape_of(t):
 def skew(u, v):
     """Rank-2 skew-symmetric generator `A = u vᵀ − v uᵀ` (Aᵀ = −A for any u, v).
 
-    Source: seed 003 §2.1 (spec §2.3). u, v: (..., d) -> (..., d, d).
+    Source: seed 003 §2.1 (docs/design.md §2.3). u, v: (..., d) -> (..., d, d).
     """
     _vec("u", u)
     _vec("v", v, u.shape[-1], "u")
@@ -288,7 +289,7 @@ def _patch(y, ok, fn, *args):
 def cayley_apply(x, u, v, beta):
     """Cayley rotation `Q x`, `Q = (I + cA)⁻¹(I − cA)`, `A = u vᵀ − v uᵀ`, `c = β/2`, no solve.
 
-    Source: seed 003 §2.1 (spec §2.3). With ω² = ‖u‖²‖v‖² − (u·v)² (A³ = −ω²A), t = cω:
+    Source: seed 003 §2.1 (docs/design.md §2.3). With ω² = ‖u‖²‖v‖² − (u·v)² (A³ = −ω²A), t = cω:
         Q = I − 2c/(1+t²)·A + 2c²/(1+t²)·A²      (rotation of span{u,v} by θ = 2·atan t).
     x, u, v: (..., d); beta: number or (...) tensor -> (..., d). O(d) per vector.
 
@@ -335,8 +336,9 @@ def cayley_apply(x, u, v, beta):
 def cayley_angle(u, v, beta):
     """Rotation angle of the rank-2 Cayley map, `θ = 2·arctan(β/2 · ω)`, ω = ‖u‖‖v‖ sin∠(u,v).
 
-    Source: seed 003 §2.1, Theorem 4.6 (spec §2.3). Q has eigenvalues e^{±iθ} and 1 (d−2 times);
-    |θ| < π for every finite β (the computed value rounds to π once tan(θ/2) exceeds ~1/eps).
+    Source: seed 003 §2.1, Theorem 4.6 (docs/design.md §2.3). Q has eigenvalues e^{±iθ} and 1
+    (d−2 times); |θ| < π for every finite β (the computed value rounds to π once tan(θ/2) exceeds
+    ~1/eps).
     u, v: (..., d); beta: number or (...) tensor -> (...). ω is computed from an orthonormal
     basis of the plane (no cancellation for nearly parallel u, v); u = 0, v = 0, u ∥ v give 0.
     """
@@ -351,7 +353,7 @@ def cayley_angle(u, v, beta):
 def cayley(A, beta):
     """Dense Cayley transform `Q = (I + βA/2)⁻¹ (I − βA/2)` via `torch.linalg.solve`.
 
-    Source: seed 003 §2.1 (spec §2.3, §3.5 streams). A: (..., n, n), beta: number or (...)
+    Source: seed 003 §2.1 (docs/design.md §2.3, §3.5 streams). A: (..., n, n), beta: number or (...)
     tensor -> (..., n, n). Q is orthogonal with det +1 when A is skew-symmetric (Aᵀ = −A); that
     is not checked here (a data-dependent check would force a host sync). I + cA is invertible
     for every skew A and real c. Reference and teaching path; models use `cayley_apply`.
@@ -377,8 +379,8 @@ def _cayley_matrix(u, v, beta):
 def hybrid_operator(u, v, k, beta, gamma):
     """Dense E∆-MHC-Geo hybrid `G_γ = γ Q(u, v, β) + (1 − γ) H₂(k)`.
 
-    Source: seed 003 §2.2 (spec §2.4). Orthogonal only at γ ∈ {0, 1}; in between its singular
-    values drop below 1 (a convex combination of two orthogonal maps has ‖G‖₂ ≤ 1).
+    Source: seed 003 §2.2 (docs/design.md §2.4). Orthogonal only at γ ∈ {0, 1}; in between its
+    singular values drop below 1 (a convex combination of two orthogonal maps has ‖G‖₂ ≤ 1).
     u, v, k: (..., d); beta, gamma: numbers or (...) tensors -> (..., d, d).
     Q is built from the closed form (`cayley_apply`) applied to the identity.
     """
@@ -392,7 +394,9 @@ def hybrid_operator(u, v, k, beta, gamma):
 
 
 def hybrid_apply(x, u, v, k, beta, gamma):
-    """`G_γ x = γ Q x + (1 − γ) H₂(k) x` in O(d) per vector (seed 003 §2.2, spec §2.4, §3.5).
+    """`G_γ x = γ Q x + (1 − γ) H₂(k) x` in O(d) per vector.
+
+    Source: seed 003 §2.2 (docs/design.md §2.4, §3.5).
 
     x, u, v, k: (..., d); beta, gamma: numbers or (...) tensors -> (..., d).
     Fused with the scalar form of `cayley_apply` (Q x = x + a u + b v):
@@ -424,7 +428,7 @@ def _hybrid_planes(x, u, v, c, kh, g):
 def gate_regularizer(gamma):
     """Midpoint-collapse regulariser `L_gate(γ) = 4γ(1 − γ)`; dL/dγ = 4 − 8γ, zero at γ = ½.
 
-    Source: seed 003 §2.2, Theorem 7.3 (spec §2.4). gamma: number or tensor -> same shape.
+    Source: seed 003 §2.2, Theorem 7.3 (docs/design.md §2.4). gamma: number or tensor -> same shape.
     """
     if isinstance(gamma, bool) or not isinstance(gamma, (int, float, torch.Tensor)):
         raise ValueError(f"gamma: expected a number or a tensor, got {type(gamma).__name__}")
@@ -434,7 +438,7 @@ def gate_regularizer(gamma):
 def sinkhorn(logits, iters=20, return_error=False):
     """Sinkhorn–Knopp projection towards the doubly stochastic matrices (mHC).
 
-    Source: spec §2.5 (mHC residual mixing; seed 003 §1 on its approximation error).
+    Source: docs/design.md §2.5 (mHC residual mixing; seed 003 §1 on its approximation error).
     M⁰ = exp(logits − max), then `iters` rounds of column normalisation followed by row
     normalisation, so rows sum to 1 exactly (to rounding) and columns only approximately.
     logits: (..., n, n) -> M (..., n, n); with return_error=True returns (M, err), err (...) the

@@ -1,4 +1,4 @@
-"""Probes: capture the residual state after every step and every rule's gates (spec §5).
+"""Probes: capture the residual state after every step and every rule's gates (docs/design.md §5).
 
 ``record(model)`` is a context manager in the spirit of TransformerLens hook points: inside it,
 every forward pass appends the embedding output, the state after each residual step and each

@@ -1,4 +1,4 @@
-"""Seeded tasks for the trainer (spec §6): the E∆ synthetic suite, a copy task and two text corpora.
+"""Seeded tasks for the trainer (docs/design.md §6): the E∆ synthetic suite, copy, two corpora.
 
 Every task is a :class:`Task`: inputs, targets and (optional) loss masks per split, the loss it is
 trained with and the metrics ``geolab.train.evaluate`` reports for it. Generators draw from a

@@ -1,4 +1,5 @@
-"""Text data through HF ``datasets`` (spec §6): local copies, token counts, cache, fast failure."""
+"""Text data through HF ``datasets`` (docs/design.md §6): local copies, token counts, cache,
+fast failure."""
 
 import socket
 import threading

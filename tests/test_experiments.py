@@ -203,7 +203,7 @@ def test_committed_beta_starts_at_beta0_in_every_layer():
     n_layer = result["config"]["n_layer"]
     for row in result["per_seed"].values():
         start = row["snapshots"]["0%"]
-        # W_β = 0 and b_β = atanh(β₀) at init (spec §3.1): every β is exactly β₀ = 0.5
+        # W_β = 0 and b_β = atanh(β₀) at init (docs/design.md §3.1): every β is exactly β₀ = 0.5
         assert start["mean"] == pytest.approx([0.5] * n_layer, abs=1e-6)
         assert start["std"] == pytest.approx([0.0] * n_layer, abs=1e-6)
         assert list(row["snapshots"]) == ["0%", "25%", "50%", "100%"]

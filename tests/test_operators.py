@@ -521,7 +521,7 @@ def test_gate_regularizer_value_and_gradient():
 
 
 def ref_sinkhorn(logits, iters):
-    """Linear-domain Sinkhorn as the spec writes it, float64 (for moderate logits only)."""
+    """Linear-domain Sinkhorn as docs/design.md writes it, float64 (for moderate logits only)."""
     M = torch.exp(logits.double() - logits.double().amax((-2, -1), keepdim=True))
     for _ in range(iters):
         M = M / M.sum(-2, keepdim=True)

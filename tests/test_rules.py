@@ -1,4 +1,4 @@
-"""Each residual rule's update equals its equation in spec §3 on a hand-built case.
+"""Each residual rule's update equals its equation in docs/design.md §3 on a hand-built case.
 
 The expected values are computed here from the rule's own parameters with plain tensor algebra
 (per-token loops, dense solves), independently of the rule's vectorised code path.

@@ -1,4 +1,4 @@
-"""Tasks (spec §6): shapes, determinism by seed, and each task's defining property."""
+"""Tasks (docs/design.md §6): shapes, determinism by seed, and each task's defining property."""
 
 import argparse
 import math

@@ -1,4 +1,5 @@
-"""The trainer (spec §7): learning, exact resume, the NaN guard, checkpoints, CLI and bad input."""
+"""The trainer (docs/design.md §7): learning, exact resume, the NaN guard, checkpoints, CLI and
+bad input."""
 
 import json
 import math

@@ -1,4 +1,4 @@
-"""``geolab reproduce``: run an experiment protocol (spec §8) and write its result and figures.
+"""``geolab reproduce``: run a protocol (docs/design.md §8) and write its result and figures.
 
     geolab reproduce --list
     geolab reproduce rank_evolution --scale tiny --out runs/results

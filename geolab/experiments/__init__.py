@@ -1,4 +1,4 @@
-"""Experiment protocols (spec §8): the MGT protocol 1–5 and the E∆ benchmark table.
+"""Experiment protocols (docs/design.md §8): the MGT protocol 1–5 and the E∆ benchmark table.
 
 ``PROTOCOLS`` maps a name to its module; each runs at scale "tiny" (seconds, CI), "small" (the
 committed CPU results under data/results/) or "paper" (the papers' sizes, for a GPU) through

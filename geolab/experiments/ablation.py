@@ -1,4 +1,4 @@
-"""MGT protocol 2 — ablation and synergy (seed 000 §5, experiment 2, Eq. 9; spec §8).
+"""MGT protocol 2 — ablation and synergy (seed 000 §5, experiment 2, Eq. 9; docs/design.md §8).
 
 The four configurations of the paper at 48 layers with the same hyper-parameters — post-LN
 ("standard"), +mHC only (``mgt_mhc``), +DDL only (``mgt_ddl``), full MGT — plus pre-LN and

@@ -1,9 +1,9 @@
 """The training lab behind notebook 06: train a few small models live and compare them.
 
-``LAB_TASKS`` are the spec §6 tasks at sizes that train in seconds on a laptop CPU (geolab's
-choices). :func:`compare_rules` trains one model per residual rule on the same task and seed,
-calls ``on_step(rule, record)`` after every optimizer step (a marimo progress bar, a print) and
-collects β per layer (``snapshots.beta_snapshot``) at fractions {0, ¼, ½, 1} of training for
+``LAB_TASKS`` are the tasks of docs/design.md §6 at sizes that train in seconds on a laptop CPU
+(geolab's choices). :func:`compare_rules` trains one model per residual rule on the same task and
+seed, calls ``on_step(rule, record)`` after every optimizer step (a marimo progress bar, a print)
+and collects β per layer (``snapshots.beta_snapshot``) at fractions {0, ¼, ½, 1} of training for
 the rules that have a β gate (those whose ``Rule.beta_range`` is not None: ``mgt``, ``mgt_ddl``,
 ``ddl``).
 """

@@ -96,9 +96,9 @@ def result_figures(result: dict) -> dict:
 
 README_HEAD = """# Small-scale results
 
-Every protocol of spec §8 run at `--scale small` on a 2-core laptop-class CPU shared with other
-jobs (one torch thread per run, deterministic kernels), committed with its provenance: for each
-protocol `NAME-small.json` holds the config, seeds, per-seed and mean ± std numbers, the
+Every protocol of docs/design.md §8 run at `--scale small` on a 2-core laptop-class CPU shared with
+other jobs (one torch thread per run, deterministic kernels), committed with its provenance: for
+each protocol `NAME-small.json` holds the config, seeds, per-seed and mean ± std numbers, the
 hypotheses with their verdicts and the verdict rules, every reduction from the papers' sizes,
 package versions, git revision, device and wall time; `NAME-small-FIG.html` (plotly, loads
 plotly.js from its CDN) and `.png` are its figures. Regenerate one with

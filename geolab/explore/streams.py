@@ -25,8 +25,8 @@ MAX_ITERS = 50
 def mixers(family: str, depth: int, spread: float, iters: int, seed: int) -> torch.Tensor:
     """``depth`` seeded n×n stream mixers of one family, (depth, n, n) float64.
 
-    HC: I + tanh(σG) (unconstrained, tanh-bounded entries, spec §3.3); mHC: Sinkhorn(σG) with
-    ``iters`` iterations in float32, as mHC runs it; orthogonal: the dense Cayley map of the
+    HC: I + tanh(σG) (unconstrained, tanh-bounded entries, docs/design.md §3.3); mHC: Sinkhorn(σG)
+    with ``iters`` iterations in float32, as mHC runs it; orthogonal: the dense Cayley map of the
     skew part of σG (exactly orthogonal, as JPmHC's mixer aims to be). G ~ N(0, 1) entrywise,
     the same G for all three.
     """
@@ -62,7 +62,7 @@ def streams_view(iters: int, spread: float, depth: int, seed: int = 0) -> View:
     """05: Sinkhorn on one 4×4 logit matrix, and Amax gains of composite mixers over depth.
 
     Numbers: after ``iters`` iterations the row sums are exact and the column sums are off by
-    an error that shrinks with iterations and grows with the logit spread (spec §2.5); the
+    an error that shrinks with iterations and grows with the logit spread (docs/design.md §2.5); the
     spectral norm; the final forward (row) and backward (column) Amax gains for HC, mHC and
     orthogonal mixers of the same random draws.
     """

@@ -15,7 +15,7 @@ def beta_histogram_figure(
 ) -> go.Figure:
     """Histogram of gate values β with the allowed range (low, high) and 0 as vertical lines.
 
-    Traces: [histogram, range edges (one trace), zero line]; spec §2.6: β ∈ (−λ+ε, λ+ε).
+    Traces: [histogram, range edges (one trace), zero line]; docs/design.md §2.6: β ∈ (−λ+ε, λ+ε).
     """
     data = [
         {

@@ -33,7 +33,8 @@ def spectrum_figure(
     """Eigenvalues in the complex plane, one marker trace per named set (in mapping order).
 
     Traces: [unit circle (if ``unit_circle``)] + one per set. Repeated eigenvalues are labelled
-    with their multiplicity (e.g. the d−1 unit eigenvalues of the Delta operator, spec §2.1).
+    with their multiplicity (e.g. the d−1 unit eigenvalues of the Delta operator,
+    docs/design.md §2.1).
     """
     data = []
     if unit_circle:
@@ -154,7 +155,10 @@ def sweep_figure(
 
 
 def determinant_figure(params, dets, current: float, name: str = "β") -> go.Figure:
-    """det A(β) = 1 − β along β, the band [0, 2] shaded and the three modes marked (spec §2.1)."""
+    """det A(β) = 1 − β along β, the band [0, 2] shaded and the three modes marked.
+
+    docs/design.md §2.1.
+    """
     return sweep_figure(
         params,
         {"det": dets},

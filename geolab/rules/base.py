@@ -87,7 +87,10 @@ def upcast(x: torch.Tensor) -> torch.Tensor:
 
 
 def float32_gates(x: torch.Tensor):
-    """A context where gate arithmetic runs in float32 even under bf16 autocast (design §1)."""
+    """A context where gate arithmetic runs in float32 even under bf16 autocast.
+
+    docs/design.md §1: gates never run in reduced precision.
+    """
     if torch.is_autocast_enabled(x.device.type):
         return torch.autocast(device_type=x.device.type, enabled=False)
     return nullcontext()

@@ -1,4 +1,6 @@
-"""Hyper-connections: n parallel residual streams mixed by per-token matrices (design §3.3–3.4).
+"""Hyper-connections: n parallel residual streams mixed by per-token matrices.
+
+Source: docs/design.md §3.3–3.4.
 
 ``hc``  — Hyper-Connections (Zhu et al. 2024): H_res unconstrained.
 ``mhc`` — Manifold-constrained HC (Xie et al. 2025, DeepSeek): H_res doubly stochastic by

@@ -10,8 +10,8 @@ API (notebooks, experiments and outside scripts build on these names)::
     result.history        # one dict per optimizer step (the metrics.jsonl lines)
     result.model          # the trained GeoTransformer (unwrapped, on its training device)
 
-``TrainConfig`` defaults are the E∆ protocol (spec §8): 2000 steps, batch 64, AdamW lr 1e-3
-cosine to 1e-4 after 100 linear warm-up steps, weight decay 0.1, clip 1.0, seed 42.
+``TrainConfig`` defaults are the E∆ protocol (docs/design.md §8): 2000 steps, batch 64, AdamW lr
+1e-3 cosine to 1e-4 after 100 linear warm-up steps, weight decay 0.1, clip 1.0, seed 42.
 
 ``train(model_cfg, task, train_cfg=None, callback=None, model=None) -> TrainResult``
   * AdamW, decoupled weight decay on parameters with ≥ 2 dimensions only (weights, embeddings;
@@ -19,8 +19,8 @@ cosine to 1e-4 after 100 linear warm-up steps, weight decay 0.1, clip 1.0, seed 
   * lr(s) = lr·(s+1)/warmup for s < warmup, then min_lr + ½(lr − min_lr)(1 + cos π·p),
     p = (s − warmup)/(steps − warmup); a pure function of the step, so the step *is* the
     scheduler state.
-  * loss = task loss + ``model.aux_loss()`` (the E∆ gate regulariser of spec §3.5); gradients
-    clipped to global norm ``clip``.
+  * loss = task loss + ``model.aux_loss()`` (the E∆ gate regulariser of docs/design.md §3.5);
+    gradients clipped to global norm ``clip``.
   * device "auto" picks cuda → mps → cpu; bf16 autocast on CUDA (``bf16=True``); optional
     ``torch.compile``; gradient checkpointing is ``GeoConfig.grad_checkpoint`` (the model does it).
   * Under ``torchrun`` (WORLD_SIZE > 1) it joins the process group (NCCL on GPU, gloo on CPU) and

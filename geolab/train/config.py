@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 @dataclass
 class TrainConfig:
-    """Optimisation settings; defaults are the E∆ protocol of spec §8.
+    """Optimisation settings; defaults are the E∆ protocol of docs/design.md §8.
 
     batch_size is the global batch (split evenly across DDP ranks). eval_every / ckpt_every = 0
     mean "only at the end"; eval_batches None evaluates the whole validation split. device:

@@ -14,7 +14,7 @@ from geolab.metrics import cosine_alignment, norm_deviation
 from geolab.tasks import Task
 from geolab.train.config import check_int
 
-NORM_DEV_STEPS = 100  # the E∆ protocol's "norm deviation over 100 steps" (spec §8)
+NORM_DEV_STEPS = 100  # the E∆ protocol's "norm deviation over 100 steps" (docs/design.md §8)
 
 
 def autocast(device: torch.device, bf16: bool):
