@@ -18,25 +18,25 @@ if TYPE_CHECKING:
     from geolab.config import GeoConfig
 
 
-@register("postln")
-class PostLN(Rule):
-    """Post-LN: ``X' = LN(X + F(X))`` — Vaswani et al. 2017, the MGT paper's baseline."""
+class _Normed(Rule):
+    """A rule with one norm LN over the width D (the configured ``cfg.norm``)."""
 
     def __init__(self, cfg: GeoConfig):
         super().__init__(cfg)
         self.ln = make_norm(cfg.norm, cfg.d_model)
+
+
+@register("postln")
+class PostLN(_Normed):
+    """Post-LN: ``X' = LN(X + F(X))`` — Vaswani et al. 2017, the MGT paper's baseline."""
 
     def forward(self, x, sublayer):
         return self.ln(x + sublayer(x))
 
 
 @register("preln")
-class PreLN(Rule):
+class PreLN(_Normed):
     """Pre-LN: ``X' = X + F(LN X)`` — Xiong et al. 2020, the strong modern baseline."""
-
-    def __init__(self, cfg: GeoConfig):
-        super().__init__(cfg)
-        self.ln = make_norm(cfg.norm, cfg.d_model)
 
     def forward(self, x, sublayer):
         return x + sublayer(self.ln(x))
@@ -65,13 +65,12 @@ def cait_layerscale_init(n_layer: int) -> float:
 
 
 @register("layerscale")
-class LayerScale(Rule):
+class LayerScale(_Normed):
     """LayerScale: ``X' = X + diag(s)·F(LN X)``, s = s₀·1 — CaiT (Touvron et al. 2021)."""
 
     def __init__(self, cfg: GeoConfig):
         super().__init__(cfg)
         s0 = cfg.layerscale_init or cait_layerscale_init(cfg.n_layer)
-        self.ln = make_norm(cfg.norm, cfg.d_model)
         self.s = nn.Parameter(torch.full((cfg.d_model,), float(s0)))
 
     def forward(self, x, sublayer):
@@ -80,7 +79,7 @@ class LayerScale(Rule):
 
 
 @register("deepnorm")
-class DeepNorm(Rule):
+class DeepNorm(_Normed):
     """DeepNorm: ``X' = LN(a·X + F(X))``, a = (2N)^¼ — DeepNet (Wang et al. 2022), decoder-only.
 
     The FFN, value and output projections are initialised ×b with b = (8N)^−¼, N = layers.
@@ -89,7 +88,6 @@ class DeepNorm(Rule):
     def __init__(self, cfg: GeoConfig):
         super().__init__(cfg)
         self.alpha = (2 * cfg.n_layer) ** 0.25
-        self.ln = make_norm(cfg.norm, cfg.d_model)
 
     @staticmethod
     def init_sublayers(cfg, attn, mlp):
@@ -107,13 +105,9 @@ class DeepNorm(Rule):
 
 
 @register("noskip")
-class NoSkip(Rule):
+class NoSkip(_Normed):
     """No shortcut: ``X' = F(LN X)``. With ``mlp=False`` it is Dong et al. 2021's pure attention,
     whose token representations collapse to rank 1 doubly exponentially with depth."""
-
-    def __init__(self, cfg: GeoConfig):
-        super().__init__(cfg)
-        self.ln = make_norm(cfg.norm, cfg.d_model)
 
     def forward(self, x, sublayer):
         return sublayer(self.ln(x))
