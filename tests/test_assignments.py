@@ -99,6 +99,21 @@ def test_release_command_writes_and_checks(tmp_path, capsys):
     assert main(["release", "--src", str(tmp_path / "none"), "--out", str(out)]) == 2
 
 
+def test_release_refuses_to_write_into_the_instructor_folder(tmp_path, capsys):
+    from geolab.assignments.__main__ import main
+
+    src = tmp_path / "instructor"
+    src.mkdir()
+    notebook = src / "A1_delta.py"
+    notebook.write_text(_instructor("A1").read_text(encoding="utf-8"), encoding="utf-8")
+    before = notebook.read_text(encoding="utf-8")
+    for out in (src, src / "release", src / "." / "sub" / ".."):
+        assert main(["release", "--src", str(src), "--out", str(out)]) == 2
+        err = capsys.readouterr().err.strip()
+        assert len(err.splitlines()) == 1 and "out=" in err and "inside" in err
+    assert notebook.read_text(encoding="utf-8") == before and sorted(src.iterdir()) == [notebook]
+
+
 # --- the checks ----------------------------------------------------------------------------
 
 

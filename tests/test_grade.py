@@ -1,15 +1,19 @@
 """The grader: a folder with a correct, a wrong, a crashing, a never-ending, a garbage-printing, a
 flooding and a stub-hanging submission gives the right gradebook, each row within the time
-limit."""
+limit; the teacher's files (LMS CSV, feedback, hand-graded column, hidden checks, warnings).
+The adversarial corpus is in test_grade_adversarial.py."""
 
 import csv
 import json
 from pathlib import Path
 
 import pytest
+import torch
 
 from geolab.assignments.catalog import all_failed
-from geolab.assignments.grade import _parse, grade_dir
+from geolab.assignments.grade import find_submissions, grade_dir
+from geolab.assignments.gradebook import read_hand_grades
+from geolab.assignments.wire import decode, encode
 
 REPO = Path(__file__).resolve().parents[1]
 SOLUTION = (REPO / "assignments" / "instructor" / "A1_delta.py").read_text(encoding="utf-8")
@@ -65,6 +69,7 @@ def test_grade_a_folder_of_good_bad_and_broken_submissions(tmp_path, capsys):
     rows = json.loads(out.with_suffix(".json").read_text(encoding="utf-8"))
     by_name = {row["submission"]: row for row in rows}
     assert [r["submission"] for r in rows] == sorted(SUBMISSIONS)
+    assert len({row["seed"] for row in rows}) == 1 and isinstance(rows[0]["seed"], int)
     for row in rows:
         assert len(row["checks"]) == N_CHECKS and row["max_score"] == POINTS
         assert row["seconds"] < TIMEOUT + 30  # the never-ending one is killed at the limit
@@ -103,13 +108,70 @@ def test_grade_a_folder_of_good_bad_and_broken_submissions(tmp_path, capsys):
     assert float(table["stub_hangs.py"]["score"]) == POINTS - len(MODE_CHECKS)
 
 
+def test_teacher_files_hand_grades_hidden_checks_and_skipped_files(tmp_path, capsys):
+    """upper-case .PY is graded, the rest is skipped with a reason; the hand-graded CSV adds a
+    column and counts in the LMS total; hidden checks run; one feedback file per student."""
+    from geolab.assignments.__main__ import main
+
+    folder = tmp_path / "submissions"
+    folder.mkdir()
+    (folder / "Upper.PY").write_text(SOLUTION, encoding="utf-8")
+    (folder / "notes.txt").write_text("my answers", encoding="utf-8")
+    (folder / "dir.py").mkdir()
+    (folder / "link.py").symlink_to(folder / "Upper.PY")
+    hand = tmp_path / "hand.csv"
+    hand.write_text("student,points,max\nUpper,3.5,5\nghost,2,5\n", encoding="utf-8")
+    out = tmp_path / "book" / "gb.csv"
+    hidden = REPO / "assignments" / "instructor" / "hidden"
+    argv = ["grade", str(folder), "--assignment", "A1", "--out", str(out), "--seed", "7"]
+    argv += ["--hand-graded", str(hand), "--hidden", str(hidden), "--task-timeout", "20"]
+    assert main(argv) == 0
+    err = capsys.readouterr().err
+    assert "skipped notes.txt: not a .py file" in err and "skipped dir.py: not a regular" in err
+    assert "skipped link.py: a symbolic link" in err and "ghost, who has no graded" in err
+    (row,) = json.loads(out.with_suffix(".json").read_text(encoding="utf-8"))
+    hidden_checks = [c for c in row["checks"] if c.get("hidden")]
+    assert row["submission"] == "Upper.PY" and row["seed"] == 7 and len(hidden_checks) == 2
+    assert row["status"] == "ok" and row["score"] == row["max_score"] == POINTS + 2
+    assert row["hand"] == 3.5 and row["total"] == POINTS + 2 + 3.5
+    lms = (tmp_path / "book" / "gb_lms.csv").read_text(encoding="utf-8").splitlines()
+    assert lms == ["student_id,total,max", f"Upper,{POINTS + 5.5},{POINTS + 7.0}"]
+    feedback = (tmp_path / "book" / "gb_feedback" / "Upper.md").read_text(encoding="utf-8")
+    assert "hand-graded question: 3.5" in feedback and "seed 7" in feedback
+    assert feedback.count("| pass |") == N_CHECKS + 2 and "(hidden check)" in feedback
+
+
 @pytest.mark.parametrize(
-    "text",
-    ["", "garbage", "[]", '{"status": "ok"}', '{"status": "maybe", "checks": []}',
-     '{"status": "ok", "checks": [{"name": "x", "passed": "yes", "message": "", "points": 1}]}'],
+    "text, field",
+    [("student,points\na,1\n", "header"), ("student,points,max\na,x,5\n", "points='x'"),
+     ("student,points,max\na,6,5\n", "not in [0, 5]"), ("student,points,max\na,1,5\nb,1,4\n", "max=4")],
 )  # fmt: skip
-def test_malformed_results_are_rejected(text):
-    assert _parse(text) is None
+def test_hand_grades_reject_bad_rows(tmp_path, text, field):
+    path = tmp_path / "hand.csv"
+    path.write_text(text, encoding="utf-8")
+    with pytest.raises(ValueError, match=field.replace("[", r"\[")):
+        read_hand_grades(path)
+
+
+def test_plain_data_round_trip_and_rejects_anything_else():
+    value = (torch.arange(6.0).reshape(2, 3), torch.tensor(0.5, dtype=torch.float64), 3, "s",
+             [1.5, None, True], {"k": torch.ones(2, dtype=torch.bool)}, float("nan"))  # fmt: skip
+    back = decode(json.loads(json.dumps(encode(value))))
+    assert isinstance(back, tuple) and back[0].equal(value[0]) and back[1].shape == ()
+    assert back[2:6] == value[2:5] + (back[5],) and back[5]["k"].dtype == torch.bool
+    assert back[6] != back[6]  # nan survives
+    assert type(decode(encode(object()))).__name__ == "object"
+    for bad in ({"pickle": "gASV"}, {"tensor": {"dtype": "object", "shape": [1], "data": ""}},
+                {"tensor": {"dtype": "float64", "shape": [3], "data": "AAAAAAAAAAA="}}, [1]):  # fmt: skip
+        with pytest.raises(ValueError):
+            decode(bad)
+
+
+def test_find_submissions_reads_every_file_up_front(tmp_path):
+    (tmp_path / "a.py").write_text("x = 1\n", encoding="utf-8")
+    (tmp_path / "b.Py").write_bytes(b"\xff\xfe")
+    texts, skipped = find_submissions(tmp_path)
+    assert texts == {"a.py": "x = 1\n"} and skipped == ["skipped b.Py: not UTF-8 text"]
 
 
 def test_bad_arguments(tmp_path):

@@ -14,6 +14,8 @@ MODES = ("identity", "erase", "reflect", "general")
 OPS = "geolab.operators."
 LINALG = ("torch.linalg.eigvalsh", "torch.linalg.eigvals", "torch.linalg.eigh")
 LINALG += ("torch.linalg.eig", "torch.linalg.det", "torch.linalg.slogdet", "torch.det")
+LINALG += tuple(f"numpy.linalg.{f}" for f in ("eigvalsh", "eigvals", "eigh", "eig", "det"))
+LINALG += ("numpy.linalg.slogdet",)
 
 
 def _rand(g, *shape):

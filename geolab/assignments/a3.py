@@ -7,7 +7,7 @@ reference curves come from the same randomly initialised stack and input.
 
 import torch
 
-from geolab.assignments.checks import as_tensor, close, describe, fail, forbid, run_check
+from geolab.assignments.checks import as_tensor, close, describe, fail, forbid, observe, run_check
 from geolab.config import GeoConfig
 from geolab.metrics import effective_rank as ref_effective_rank
 from geolab.model import GeoTransformer
@@ -83,7 +83,7 @@ def check_rank_profile(fn, seed: int = 0):
         model, x = make_stack(residual, depth, seed)
         want = ref_rank_profile(model, x)
         with forbid(BANNED, fn, label=f"rank_profile(a {depth}-layer {residual} stack, x)"):
-            got = fn(model, x)
+            got = observe(fn, "rank_profile_on_stack", residual, depth, seed)
         close(got, want, f"rank_profile of a {depth}-layer {residual} stack", atol=1e-4)
 
     return [

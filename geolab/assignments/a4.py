@@ -11,12 +11,11 @@ from contextlib import contextmanager
 
 import torch
 
-from geolab.assignments.checks import as_tensor, close, describe, fail, forbid, run_check
+from geolab.assignments.checks import as_tensor, close, describe, fail, forbid, observe, run_check
 from geolab.config import GeoConfig
-from geolab.model import GeoTransformer
-from geolab.rules import RESIDUALS, Rule, delta, register, unregister
+from geolab.rules import RESIDUALS, Rule, register, unregister
 from geolab.tasks import get_task
-from geolab.train import TrainConfig, train
+from geolab.train import TrainConfig
 
 REFERENCE = "mgt_ddl"
 BANNED = ["geolab.rules.delta.MGTDDL", "geolab.rules.delta.MGT", "geolab.rules.delta.MGTmHC"]
@@ -54,96 +53,82 @@ def train_config(steps: int = 50, seed: int = 0) -> TrainConfig:
     )  # fmt: skip
 
 
-def _cfg(**changes) -> GeoConfig:
+def rule_config(**changes) -> GeoConfig:
+    """The small config every MyRule check builds its rule from (``changes`` override it)."""
     base = dict(residual=REFERENCE, n_layer=2, d_model=16, n_head=2, seq_len=6, d_in=16, d_out=16)
     return GeoConfig(**{**base, **changes})
 
 
-def _sublayer(width: int, seed: int):
+def sublayer(width: int, seed: int):
     """A fixed nonlinear per-token map standing in for attention or the MLP."""
     W = torch.randn(width, width, generator=torch.Generator().manual_seed(seed)) / width**0.5
     return lambda h: torch.tanh(h @ W)
 
 
 def check_my_rule(cls, seed: int = 0):
-    """``MyRule(cfg)``: a geolab Rule implementing mgt_ddl with spec §3.1's initialisation."""
+    """``MyRule(cfg)``: a geolab Rule implementing mgt_ddl with spec §3.1's initialisation.
+
+    Every look at the student's class goes through a probe (``probes.rule_*``), so at grading
+    time the class lives in the sandbox and only its outputs reach these comparisons."""
     g = torch.Generator().manual_seed(seed)
     x = torch.randn(2, 6, 16, generator=g)
-    F = _sublayer(16, seed)
 
     def build(**changes):
         with forbid(BANNED, cls, label=f"MyRule(GeoConfig({changes or ''}))"):
-            rule = cls(_cfg(**changes))
-        if not isinstance(rule, Rule):
+            seen = observe(cls, "rule_build", changes)
+        if not seen["is_rule"]:
             fail("MyRule must subclass geolab.rules.Rule (the common interface)")
-        if isinstance(rule, delta._MGTBlock) or any(
-            isinstance(m, delta._MGTBlock) for m in rule.modules()
-        ):
+        if seen["reuses_mgt"]:
             fail("MyRule must not reuse geolab's MGT rules; write the update yourself")
-        return rule
 
-    def step(rule, inp, sub=F):
-        with forbid(BANNED, cls, label=f"MyRule(cfg)({describe(x=inp)}, sublayer)"):
-            return rule(inp, sub)
+    def step(changes, perturb=None):
+        build(**changes)
+        with forbid(BANNED, cls, label=f"MyRule(cfg)({describe(x=x)}, sublayer)"):
+            return observe(cls, "rule_step", changes, x, seed, perturb)
 
     def interface():
-        rule = build()
-        as_tensor(step(rule, x), "MyRule(cfg)(x, sublayer)", tuple(x.shape))
+        as_tensor(step({})["out"], "MyRule(cfg)(x, sublayer)", tuple(x.shape))
 
     def at_init():
         for changes in ({}, {"beta0": 0.3, "alpha0": 0.4}, {"lam": 2.0, "eps": 0.1, "beta0": 1.2}):
-            ref = RESIDUALS[REFERENCE](_cfg(**changes))
+            ref = RESIDUALS[REFERENCE](rule_config(**changes))
             close(
-                step(build(**changes), x),
-                ref(x, F),
+                step(changes)["out"],
+                ref(x, sublayer(16, seed)),
                 f"MyRule at init with {changes or 'defaults'}"
                 " vs geolab's mgt_ddl (W_β = 0, b_β = atanh((β₀ − ε)/λ), α = α₀)",
                 atol=1e-5,
             )
 
     def gates():
-        rule = build(beta0=0.3)
-        step(rule, x)
-        beta = rule.gates.get("beta")
+        beta = step({"beta0": 0.3})["beta"]
         if beta is None:
             fail("after a call, rule.gates has no 'beta': record it with self.keep(beta=...)")
         close(beta, torch.full_like(x, 0.3), "rule.gates['beta'] at init with beta0 = 0.3")
 
     def data_dependent():
-        rule = build(lam=1.5, eps=0.2)
-        with torch.no_grad():
-            for p in rule.parameters():
-                p.add_(torch.randn(p.shape, generator=g) * 0.5)
-        step(rule, x)
-        beta = as_tensor(rule.gates.get("beta"), "rule.gates['beta']", tuple(x.shape))
+        beta = step({"lam": 1.5, "eps": 0.2}, perturb=seed + 1)["beta"]
+        beta = as_tensor(beta, "rule.gates['beta']", tuple(x.shape))
         if not ((beta > -1.5 + 0.2) & (beta < 1.5 + 0.2)).all():
             fail("β must lie in (−λ + ε, λ + ε) = (−1.3, 1.7): β = λ·tanh(X W_β + b_β) + ε")
         if beta.std() < 1e-3:
             fail("β is the same for every token and channel after random weights: it must read X")
 
     def gradients():
-        rule = build()
-        xg = x.clone().requires_grad_(True)
-        step(rule, xg).square().sum().backward()
-        params = dict(rule.named_parameters())
-        if sum(p.numel() for p in params.values()) < 16 * 16 + 16 + 1:
+        build()
+        with forbid(BANNED, cls, label=f"backward through MyRule(cfg)({describe(x=x)}, sublayer)"):
+            seen = observe(cls, "rule_grads", {}, x, seed)
+        if seen["n_params"] < 16 * 16 + 16 + 1:
             fail(
                 "MyRule has fewer parameters than W_β (D×D), b_β (D) and α: are they nn.Parameter?"
             )
-        missing = [n for n, p in params.items() if p.grad is None]
-        if missing or xg.grad is None:
-            fail(f"no gradient reaches {missing or ['the input x']}")
+        if seen["no_grad"] or not seen["x_grad"]:
+            fail(f"no gradient reaches {seen['no_grad'] or ['the input x']}")
 
     def trains():
-        task = copy_task(seed)
-        with forbid(BANNED, cls), register_rule("student_rule", cls):
-            cfg = GeoConfig(residual="student_rule", n_layer=2, d_model=32, n_head=4,
-                            **task.model_fields())  # fmt: skip
-            torch.manual_seed(seed)
-            model = GeoTransformer(cfg)
-            result = train(cfg, task, train_config(50, seed), model=model)
-        loss = result.metrics["loss"]
-        if not loss < 0.75 * math.log(8):
+        with forbid(BANNED, cls, label="training MyRule on copy"):
+            loss = observe(cls, "rule_trains", seed)
+        if not isinstance(loss, float) or not loss < 0.75 * math.log(8):
             fail(f"after 50 steps on copy the validation loss is {loss:.3f}; "
                  f"geolab's mgt_ddl gets below {0.75 * math.log(8):.2f}")  # fmt: skip
 

@@ -1,26 +1,35 @@
 """The assignments: which stubs each notebook defines and the checks that grade them.
 
 ``feedback`` is what a notebook's check cell calls (a live green/red callout); ``check_all`` is
-what the grader runs on a submission's namespace.
+what the grader runs on a submission's stubs. Hidden checks: ``assignments/instructor/hidden/
+<id>.py`` beside the instructor notebooks defines its own ``TASKS``; the release never ships it
+and only the grader loads it (:func:`hidden_tasks`).
 """
 
 import importlib
+import importlib.util
 from collections.abc import Callable, Mapping
 from contextlib import nullcontext
 from dataclasses import dataclass
+from pathlib import Path
 
-from geolab.assignments.checks import Check, TimeLimit, callout
+from geolab.assignments.checks import Check, TaskStopped, callout
+
+HIDDEN_DIR = Path("assignments/instructor/hidden")
 
 
 @dataclass(frozen=True)
 class Assignment:
     """An assignment: its id, title, notebook file name and the module holding ``TASKS``
-    (stub name -> check function taking the student's object, returning a list of Checks)."""
+    (stub name -> check function taking the student's object and a seed, returning a list of
+    Checks). ``needs_model``: the notebook itself builds geolab models, so a graded submission
+    sees the whole package; otherwise it sees only the assignment helpers."""
 
     id: str
     title: str
     notebook: str
     module: str
+    needs_model: bool = False
 
     @property
     def tasks(self) -> dict[str, Callable[..., list[Check]]]:
@@ -32,8 +41,12 @@ ASSIGNMENTS = {
     for a in (
         Assignment("A1", "The Delta operator", "A1_delta.py", "geolab.assignments.a1"),
         Assignment("A2", "The Cayley rotation", "A2_cayley.py", "geolab.assignments.a2"),
-        Assignment("A3", "Effective rank and rank collapse", "A3_rank.py", "geolab.assignments.a3"),
-        Assignment("A4", "A residual rule of your own", "A4_rule.py", "geolab.assignments.a4"),
+        Assignment(
+            "A3", "Effective rank and rank collapse", "A3_rank.py", "geolab.assignments.a3", True
+        ),
+        Assignment(
+            "A4", "A residual rule of your own", "A4_rule.py", "geolab.assignments.a4", True
+        ),
     )
 }
 
@@ -62,25 +75,51 @@ def _task_failed(check, message: str) -> list[Check]:
     return [Check(c.name, False, message, c.points) for c in check(_unimplemented)]
 
 
-def all_failed(assignment: str, message: str) -> list[Check]:
-    """Every check of ``assignment`` failed with ``message`` (a submission that did not run)."""
-    return [c for check in get(assignment).tasks.values() for c in _task_failed(check, message)]
+def all_failed(assignment: str, message: str, tasks: Mapping | None = None) -> list[Check]:
+    """Every check of ``assignment`` (or of ``tasks``) failed with ``message`` (a submission
+    that did not run)."""
+    tasks = get(assignment).tasks if tasks is None else tasks
+    return [c for check in tasks.values() for c in _task_failed(check, message)]
 
 
-def check_all(assignment: str, namespace: Mapping, time_limit=None) -> list[Check]:
-    """Every check of ``assignment`` against the stubs found in ``namespace``.
+def check_all(
+    assignment: str, namespace: Mapping, time_limit=None, seed: int = 0, tasks=None
+) -> list[Check]:
+    """Every check of ``assignment`` (or of ``tasks``) against the stubs in ``namespace``, on
+    inputs drawn from ``seed``.
 
-    ``time_limit(stub)`` (the grader's alarm) is entered around each task, so one hanging stub
-    fails its own checks and the others are still graded.
+    ``time_limit(stub)`` (the grader's per-stub limit) is entered around each task, so a stub
+    that hangs or kills its process fails its own checks and the others are still graded.
     """
     results = []
-    for stub, check in get(assignment).tasks.items():
+    for stub, check in (get(assignment).tasks if tasks is None else tasks).items():
         if stub not in namespace:
             results.extend(_task_failed(check, f"the submission defines no `{stub}`"))
             continue
         try:
             with time_limit(stub) if time_limit else nullcontext():
-                results.extend(check(namespace[stub]))
-        except TimeLimit as err:
+                results.extend(check(namespace[stub], seed=seed))
+        except TaskStopped as err:
             results.extend(_task_failed(check, str(err)))
     return results
+
+
+def hidden_tasks(folder: Path, assignment: str) -> dict:
+    """The instructor-only ``TASKS`` of ``assignment`` in ``folder/<id>.py``, or {} when there
+    is none. They check the same stubs as the public checks."""
+    path = Path(folder) / f"{get(assignment).id}.py"
+    if not Path(folder).is_dir():
+        raise ValueError(f"hidden={str(folder)!r} is not a folder")
+    if not path.is_file():
+        return {}
+    spec = importlib.util.spec_from_file_location(f"geolab_hidden_{assignment}", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    tasks = getattr(module, "TASKS", None)
+    stubs = get(assignment).tasks
+    if not isinstance(tasks, dict) or not set(tasks) <= set(stubs):
+        raise ValueError(
+            f"hidden checks {str(path)!r}: TASKS must map stub names ({', '.join(stubs)}) "
+            "to check functions"
+        )
+    return tasks

@@ -6,6 +6,11 @@ geolab's reference implementation or a mathematical property, and says on failur
 property broke on which input. While a student's function runs, the geolab function it is meant
 to replace is swapped for one that raises :class:`ForbiddenCall` (see :func:`forbid`), so
 delegating to the reference fails with a clear message instead of passing.
+
+The student's object is only ever touched through a probe (:func:`observe`, ``probes``). In a
+notebook the probe runs in place; at grading time the object is a proxy for a sandboxed process
+(``remote.Stub``): the probe and the guard run there, and only plain data comes back, so the
+comparison with the reference happens where the student's code cannot reach it.
 """
 
 import importlib
@@ -40,9 +45,23 @@ class ForbiddenCall(RuntimeError):
     """The student's code called the geolab function it is asked to implement."""
 
 
-class TimeLimit(BaseException):
-    """A task ran past the grader's per-task time limit (raised by the grader's alarm). A
-    BaseException, so a student's ``except Exception`` cannot swallow it."""
+class TaskStopped(BaseException):
+    """A task could not finish: it ran past its time limit or its process died. Every check of
+    the task fails with the message. A BaseException, so no ``except Exception`` swallows it."""
+
+
+class TimeLimit(TaskStopped):
+    """A task ran past the grader's per-task time limit."""
+
+
+def observe(obj, probe: str, *args):
+    """``probes.PROBES[probe](obj, *args)``: where the student's code runs, which for a proxy
+    (``runs_elsewhere``) is its sandboxed process, returning plain data."""
+    if getattr(obj, "runs_elsewhere", False):
+        return obj.observe(probe, *args)
+    from geolab.assignments.probes import PROBES
+
+    return PROBES[probe](obj, *args)
 
 
 def run_check(name: str, prop: Callable[[], None], points: float = 1.0) -> Check:
@@ -104,8 +123,13 @@ def close(got, want: torch.Tensor, what: str, atol: float = 1e-5, rtol: float = 
 
 
 def _resolve(path: str):
+    """(module, attribute), or None where the module is absent: a graded submission's sandbox
+    hides geolab's reference modules, so there is nothing to guard."""
     module_name, attr = path.rsplit(".", 1)
-    return importlib.import_module(module_name), attr
+    try:
+        return importlib.import_module(module_name), attr
+    except ImportError:
+        return None
 
 
 def _globals_of(obj) -> Iterable[dict]:
@@ -127,19 +151,29 @@ def forbid(paths: Iterable[str], *student, label: str | None = None):
     raised in the block becomes a Failed that names the input.
 
     Checks compute their reference values outside the block (the paths are patched in place).
+    A proxy for a sandboxed submission gets the paths instead: they are guarded in its process.
     """
     import geolab
 
+    paths = list(paths)
     saved = []  # (owner, key, original, setter), restored in reverse order
+    remote = [obj for obj in student if getattr(obj, "runs_elsewhere", False)]
 
     def patch(owner, key, original, setter, guard):
         saved.append((owner, key, original, setter))
         setter(owner, key, guard)
 
     try:
-        for path in paths:
-            module, attr = _resolve(path)
-            original = getattr(module, attr)
+        for obj in remote:
+            saved.append((obj, "banned", obj.banned, setattr))
+            obj.banned = obj.banned + paths
+        for path in paths if not remote else ():
+            if (found := _resolve(path)) is None:
+                continue
+            module, attr = found
+            original = getattr(module, attr, None)
+            if original is None:
+                continue
 
             def guard(*args, _path=path, **kwargs):
                 raise ForbiddenCall(

@@ -73,6 +73,12 @@ def build(src_dir: Path = SRC_DIR, out_dir: Path = OUT_DIR, check: bool = False)
     Returns the release files that were written, or with ``check`` those that are missing or
     differ from what the instructor source produces.
     """
+    src, out = Path(src_dir).resolve(), Path(out_dir).resolve()
+    if out == src or src in out.parents:
+        raise ValueError(
+            f"out={str(out_dir)!r} is not allowed: it is the instructor folder "
+            f"src={str(src_dir)!r} or inside it, where the release would overwrite the solutions"
+        )
     sources = sorted(Path(src_dir).glob("*.py"))
     if not sources:
         raise ValueError(f"src_dir={str(src_dir)!r} holds no instructor notebooks (*.py)")

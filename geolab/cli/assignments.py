@@ -2,7 +2,7 @@
 
 import argparse
 
-from geolab.assignments import grade, release
+from geolab.assignments import catalog, grade, release, sandbox
 
 
 def add_grade_cli(subparsers: argparse._SubParsersAction) -> None:
@@ -30,7 +30,31 @@ def add_grade_cli(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument(
         "--out",
         default="gradebook.csv",
-        help="gradebook CSV; a .json with every message is written beside it",
+        help="gradebook CSV; beside it: a .json with every message, an _lms.csv (student id, "
+        "total, maximum) and a _feedback/ folder, one file per student",
+    )
+    p.add_argument("--seed", type=int, help="seed of the checks' inputs (default: fresh)")
+    p.add_argument(
+        "--memory-gb",
+        type=float,
+        default=4.0,
+        help="address space per student process in GiB (default: %(default)s)",
+    )
+    p.add_argument(
+        "--sandbox",
+        default="auto",
+        choices=sandbox.MODES,
+        help="bwrap isolation: auto (when it works), bwrap (required), none",
+    )
+    p.add_argument(
+        "--hand-graded",
+        metavar="CSV",
+        help="the hand-graded question: a CSV with columns student,points,max",
+    )
+    p.add_argument(
+        "--hidden",
+        metavar="DIR",
+        help=f"folder of instructor-only checks to run too, e.g. {catalog.HIDDEN_DIR}",
     )
     p.set_defaults(func=grade._cmd_grade)
 

@@ -1,0 +1,185 @@
+"""Where a submission runs: a bubblewrap sandbox, or (without bwrap) a plain limited process.
+
+With ``bwrap`` (Debian/Ubuntu package ``bubblewrap``) the worker sees a read-only view of the
+Python environment and nothing else of the machine: no home folder, no repository, no other
+submission, no gradebook. Its own copy of its one submission is mounted read-only, /tmp is a
+private size-capped tmpfs, there is no network (new net namespace), and it runs in a new PID
+namespace tied to the grader (``--die-with-parent``): when the grader kills it, every process it
+started dies too. The geolab package it sees is a filtered copy (:func:`build_view`): for
+assignments whose notebook does not build models, only the assignment helpers — the reference
+operators cannot be imported, read or exec'd. Run as root, it drops to ``nobody`` first, since
+the process limit does not bind root.
+
+Without bwrap the worker is an ordinary process in its own session with the same rlimits; it
+can read what your user can read. :func:`warning` says so.
+"""
+
+import json
+import os
+import shutil
+import site
+import subprocess
+import sys
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+import geolab
+
+PACKAGE = Path(geolab.__file__).resolve().parent
+# what a graded submission of an assignment without models may import from geolab
+HELPERS = ("__init__", "catalog", "checks", "probes", "run_checks", "wire", "worker")
+MODES = ("auto", "bwrap", "none")
+
+
+@dataclass(frozen=True)
+class Limits:
+    """Per-process limits of a student's process: address space (GiB), CPU seconds, processes
+    (threads) it may add, bytes per file it writes or prints, /tmp size (MiB)."""
+
+    memory_gb: float = 4.0
+    cpu_seconds: int = 600
+    processes: int = 64
+    file_bytes: int = 16 * 2**20
+    tmp_mb: int = 256
+
+    def __post_init__(self):
+        for name, value in asdict(self).items():
+            if not value > 0:
+                raise ValueError(f"{name}={value!r} is not allowed; must be > 0")
+
+    def for_worker(self) -> dict:
+        return {
+            "memory_bytes": int(self.memory_gb * 2**30),
+            "cpu_seconds": int(self.cpu_seconds),
+            "processes": int(self.processes),
+            "file_bytes": int(self.file_bytes),
+            "tmp_bytes": int(self.tmp_mb * 2**20),
+        }
+
+
+def bwrap_works() -> bool:
+    """bwrap is installed and can create its namespaces here (containers may forbid it)."""
+    exe = shutil.which("bwrap")
+    if exe is None:
+        return False
+    probe = [exe, *_unshare(), "--ro-bind", "/", "/", "--die-with-parent", "true"]
+    try:
+        return subprocess.run(probe, capture_output=True, timeout=30).returncode == 0
+    except (OSError, subprocess.TimeoutExpired):
+        return False
+
+
+def choose(mode: str) -> str:
+    """'bwrap' or 'none' for a --sandbox value; ValueError when bwrap is asked for and absent."""
+    if mode not in MODES:
+        raise ValueError(f"sandbox={mode!r} is not allowed; choose from {', '.join(MODES)}")
+    if mode == "none":
+        return "none"
+    if bwrap_works():
+        return "bwrap"
+    if mode == "bwrap":
+        raise ValueError("sandbox='bwrap' but bwrap is missing or cannot create namespaces here")
+    return "none"
+
+
+def warning(mode: str) -> str | None:
+    """What the teacher must know about a run without bwrap (None with bwrap)."""
+    if mode == "bwrap":
+        return None
+    return (
+        "warning: bubblewrap (bwrap) is not available, so submissions run as ordinary processes "
+        "with resource limits only: they can read your files (the instructor notebooks, other "
+        "submissions), reach the network, and write wherever your user can. Install the "
+        "'bubblewrap' package for isolation, or grade in a throwaway account or container."
+    )
+
+
+def _unshare() -> list[str]:
+    if os.geteuid() == 0:  # no user namespace: the worker switches to nobody itself
+        return ["--unshare-pid", "--unshare-net", "--unshare-ipc", "--unshare-uts",
+                "--unshare-cgroup-try"]  # fmt: skip
+    return ["--unshare-all"]
+
+
+def build_view(folder: Path, needs_model: bool) -> Path:
+    """The geolab package as a graded submission sees it, written under ``folder``: the whole
+    package (the notebook builds models), or only the assignment helpers with an empty
+    ``geolab/__init__.py``, so no reference implementation exists in the sandbox."""
+    view = Path(folder) / "geolab"
+    ignore = shutil.ignore_patterns("__pycache__")
+    if needs_model:
+        shutil.copytree(PACKAGE, view, ignore=ignore)
+    else:
+        (view / "assignments").mkdir(parents=True)
+        (view / "__init__.py").write_text(
+            '"""geolab as a graded submission sees it: the assignment helpers only."""\n'
+        )
+        for name in HELPERS:
+            shutil.copy(PACKAGE / "assignments" / f"{name}.py", view / "assignments")
+    for path in [view, *view.rglob("*")]:
+        path.chmod(0o755 if path.is_dir() else 0o644)
+    return view
+
+
+def _environment_roots() -> list[str]:
+    """The read-only part of the machine the worker needs: system libraries and Python."""
+    roots = ["/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/etc"]
+    roots += [sys.prefix, sys.base_prefix, *site.getsitepackages()]
+    return [r for r in dict.fromkeys(roots) if os.path.exists(r)]
+
+
+ENV = {
+    "PATH": "/usr/bin:/bin",
+    "PYTHONDONTWRITEBYTECODE": "1",
+    "OMP_NUM_THREADS": "1",
+    "MKL_NUM_THREADS": "1",
+    "OPENBLAS_NUM_THREADS": "1",
+}
+
+
+def _mount_parents(paths: list[str]) -> list[str]:
+    """The folders above ``paths`` that none of them contains, outermost first."""
+    above = {str(p) for path in paths for p in Path(path).parents if str(p) != "/"}
+    inside = {a for a in above for path in paths if Path(a).is_relative_to(path)}
+    return sorted(above - inside, key=lambda p: p.count("/"))
+
+
+def command(mode: str, view: Path, box: Path, submission: str, settings: dict) -> list[str]:
+    """The command line of one worker. ``box`` holds ``in/`` (the submission copy, read-only
+    inside), ``log/`` (its output file) and, without bwrap, ``tmp/`` (its working folder)."""
+    python = [sys.executable, "-m", "geolab.assignments.worker"]
+    if mode == "none":
+        settings = {**settings, "log": str(box / "log" / "output.txt"), "drop_root": False}
+        return [*python, str(box / "in" / submission), json.dumps(settings)]
+    settings = {**settings, "log": "/log/output.txt", "drop_root": os.geteuid() == 0}
+    args = ["bwrap", *_unshare(), "--die-with-parent", "--new-session", "--clearenv"]
+    roots = _environment_roots()
+    for folder in _mount_parents([*roots, str(PACKAGE)]):  # bwrap would make them 0700
+        args += ["--perms", "0755", "--dir", folder]
+    for root in roots:
+        args += ["--ro-bind", root, root]
+    args += ["--ro-bind", str(view), str(PACKAGE)]  # hides the real package (and its siblings)
+    args += ["--proc", "/proc", "--dev", "/dev", "--size", str(settings["tmp_bytes"])]
+    args += ["--perms", "1777", "--tmpfs", "/tmp", "--ro-bind", str(box / "in"), "/submission"]
+    args += ["--bind", str(box / "log"), "/log", "--chdir", "/tmp"]
+    if os.geteuid() == 0:  # to switch to nobody; the worker has no capability after that
+        args += ["--cap-add", "CAP_SETUID", "--cap-add", "CAP_SETGID"]
+    for key, value in {**ENV, "HOME": "/tmp", "MPLCONFIGDIR": "/tmp"}.items():
+        args += ["--setenv", key, value]
+    return [*args, *python, f"/submission/{submission}", json.dumps(settings)]
+
+
+def start(mode: str, view: Path, box: Path, submission: str, settings: dict):
+    """Start one worker in its own session (the grader kills the whole process group); its
+    stdin and stdout are the protocol pipes."""
+    tmp = str(box / "tmp")
+    env = {**ENV, "PATH": os.environ.get("PATH", ENV["PATH"]), "HOME": tmp, "MPLCONFIGDIR": tmp}
+    return subprocess.Popen(
+        command(mode, view, box, submission, settings),
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        cwd=tmp,
+        env=env,
+        start_new_session=True,
+    )

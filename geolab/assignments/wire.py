@@ -1,0 +1,106 @@
+"""Plain data between a submission's process and the grader: JSON, with arrays as raw bytes.
+
+The grader never unpickles anything a submission produced: a value crosses the boundary as JSON
+whose only non-JSON parts are numeric arrays, sent as ``{"array": dtype, "shape", "data"}``
+(base64 of the C-ordered bytes) and rebuilt with ``numpy.frombuffer`` for a fixed set of dtypes.
+Tensors come back as tensors, tuples as tuples; any other object becomes a value of an empty
+class carrying only its type's name (so "should return a torch.Tensor, got Foo" still reads).
+"""
+
+import base64
+import json
+
+import numpy as np
+import torch
+
+DTYPES = ("bool", "uint8", "int8", "int16", "int32", "int64", "float16", "float32", "float64")
+DTYPES += ("complex64", "complex128")
+MAX_DEPTH = 20
+
+
+class Opaque:
+    """Stands in for an object that is not plain data; only its type name crossed."""
+
+
+def _opaque(type_name: str):
+    name = "".join(c for c in str(type_name) if c.isidentifier() or c.isalnum())[:80] or "object"
+    return type(name, (Opaque,), {})()
+
+
+def encode(value, depth: int = 0):
+    """``value`` as JSON-ready plain data (tensors and numpy arrays as base64 bytes)."""
+    if depth > MAX_DEPTH:
+        return {"opaque": "deeply nested value"}
+    if value is None or isinstance(value, (bool, int, str)):
+        return value
+    if isinstance(value, float):
+        return {"float": repr(value)}  # keeps nan, inf and every bit of the value
+    if isinstance(value, torch.Tensor):
+        array = value.detach().cpu().resolve_conj().resolve_neg().contiguous().numpy()
+        return {"tensor": _array(array)}
+    if isinstance(value, np.ndarray) and value.dtype.name in DTYPES:
+        return {"ndarray": _array(value)}
+    if isinstance(value, np.generic) and value.dtype.name in DTYPES:
+        return encode(value.item(), depth)
+    if isinstance(value, (tuple, list)):
+        key = "tuple" if isinstance(value, tuple) else "list"
+        return {key: [encode(v, depth + 1) for v in value]}
+    if isinstance(value, dict) and all(isinstance(k, str) for k in value):
+        return {"dict": {k: encode(v, depth + 1) for k, v in value.items()}}
+    return {"opaque": type(value).__name__}
+
+
+def _array(array: np.ndarray) -> dict:
+    array = np.array(array, order="C", copy=True)  # ascontiguousarray would make 0-d 1-d
+    data = base64.b64encode(array.tobytes()).decode("ascii")
+    return {"dtype": array.dtype.name, "shape": list(array.shape), "data": data}
+
+
+def decode(data, depth: int = 0):
+    """The value ``encode`` produced; ValueError for anything else (checked field by field)."""
+    if depth > MAX_DEPTH:
+        raise ValueError("nested too deeply")
+    if data is None or isinstance(data, (bool, int, str)):
+        return data
+    if not isinstance(data, dict) or len(data) != 1:
+        raise ValueError(f"not plain data: {type(data).__name__}")
+    ((kind, body),) = data.items()
+    if kind == "float":
+        return float(body)
+    if kind in ("tensor", "ndarray"):
+        array = _from_array(body)
+        return torch.from_numpy(array) if kind == "tensor" else array
+    if kind in ("tuple", "list") and isinstance(body, list):
+        items = [decode(v, depth + 1) for v in body]
+        return tuple(items) if kind == "tuple" else items
+    if kind == "dict" and isinstance(body, dict):
+        return {str(k): decode(v, depth + 1) for k, v in body.items()}
+    if kind == "opaque":
+        return _opaque(body)
+    raise ValueError(f"not plain data: {kind!r}")
+
+
+def _from_array(body) -> np.ndarray:
+    if not isinstance(body, dict) or body.get("dtype") not in DTYPES:
+        raise ValueError("array without an allowed dtype")
+    shape = body.get("shape")
+    if not isinstance(shape, list) or not all(isinstance(n, int) and n >= 0 for n in shape):
+        raise ValueError("array without a valid shape")
+    raw = base64.b64decode(str(body.get("data", "")), validate=True)
+    array = np.frombuffer(raw, dtype=body["dtype"])
+    if array.size != int(np.prod(shape)):
+        raise ValueError("array size does not match its shape")
+    return array.reshape(shape).copy()  # writable, owned by the grader
+
+
+def dumps(message: dict) -> bytes:
+    """One protocol line."""
+    return json.dumps(message, separators=(",", ":")).encode() + b"\n"
+
+
+def loads(line: bytes) -> dict:
+    """One protocol line back; ValueError unless it is a JSON object."""
+    message = json.loads(line)
+    if not isinstance(message, dict):
+        raise ValueError("a protocol line must be a JSON object")
+    return message

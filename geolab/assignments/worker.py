@@ -1,0 +1,206 @@
+"""The process a graded submission runs in (started by ``sandbox``, spoken to by ``remote``).
+
+    python -m geolab.assignments.worker SUBMISSION LIMITS_JSON
+
+A supervisor imports torch and marimo once, then for every request ``{"op": "open", "stub"}``
+forks a fresh child that applies the resource limits, loads the submission and answers the
+grader's probe calls for that one stub (``{"op": "call", "probe", "args", "banned"}`` ->
+``{"value"}`` or ``{"raised"}``) until ``{"op": "end"}``. When the child is gone — finished,
+crashed, ``os._exit``-ed — the supervisor kills every process it left behind (it is their
+subreaper, so double forks and ``setsid`` do not escape it) and reports ``{"closed": code}``.
+So a stub that kills or forks its process costs that stub only. Everything the student code
+prints goes to a size-limited log file, never into the protocol. Nothing here decides a score.
+"""
+
+import ctypes
+import json
+import os
+import resource
+import signal
+import sys
+import time
+import traceback
+from pathlib import Path
+
+PR_SET_DUMPABLE, PR_SET_CHILD_SUBREAPER = 4, 36
+NOBODY = 65534
+
+
+def _prctl(option: int, value: int) -> None:
+    ctypes.CDLL(None, use_errno=True).prctl(option, value, 0, 0, 0)
+
+
+def _tasks_of(uid: int) -> int:
+    """Threads (the unit RLIMIT_NPROC counts) of ``uid`` visible in /proc."""
+    count = 0
+    for pid in os.listdir("/proc"):
+        try:
+            if pid.isdigit() and os.stat(f"/proc/{pid}").st_uid == uid:
+                count += len(os.listdir(f"/proc/{pid}/task"))
+        except OSError:
+            continue
+    return count
+
+
+def apply_limits(limits: dict) -> None:
+    """Hard rlimits for the student's process (it cannot raise them again): address space,
+    CPU seconds, processes (threads) beyond those already running, file size, no core dumps."""
+    nproc = _tasks_of(os.getuid()) + limits["processes"]
+    for name, value in (
+        ("RLIMIT_AS", limits["memory_bytes"]),
+        ("RLIMIT_CPU", limits["cpu_seconds"]),
+        ("RLIMIT_NPROC", nproc),
+        ("RLIMIT_FSIZE", limits["file_bytes"]),
+        ("RLIMIT_CORE", 0),
+    ):
+        resource.setrlimit(getattr(resource, name), (value, value))
+
+
+def descendants(root: int) -> list[int]:
+    """Every process below ``root`` (orphans are re-parented to a subreaper, so they stay below
+    the supervisor)."""
+    parent = {}
+    for pid in os.listdir("/proc"):
+        try:
+            stat = Path(f"/proc/{pid}/stat").read_text()
+            parent[int(pid)] = int(stat.rsplit(")", 1)[1].split()[1])
+        except (OSError, ValueError, IndexError):
+            continue
+    found, frontier = [], {root}
+    while frontier:
+        kids = {pid for pid, ppid in parent.items() if ppid in frontier}
+        found += kids
+        frontier = kids
+    return found
+
+
+def kill_tree(root: int, reap: bool = True) -> None:
+    """Stop then kill every descendant of ``root`` (a stopped process cannot fork) until none
+    is left; ``reap`` when ``root`` is this process and must collect them."""
+    for _ in range(1000):
+        pids = descendants(root)
+        if not pids:
+            return
+        for sig in (signal.SIGSTOP, signal.SIGKILL):
+            for pid in pids:
+                try:
+                    os.kill(pid, sig)
+                except (ProcessLookupError, PermissionError):
+                    pass
+        if reap:
+            _reap()
+        else:
+            time.sleep(0.01)
+
+
+def _reap() -> None:
+    """Collect killed children (and the orphans handed to us as they die)."""
+    idle = 0
+    while idle < 3:
+        try:
+            pid, _ = os.waitpid(-1, os.WNOHANG)
+        except ChildProcessError:
+            return
+        idle = idle + 1 if pid == 0 else 0
+        if pid == 0:
+            time.sleep(0.01)
+
+
+def _send(fd: int, message: dict) -> None:
+    from geolab.assignments.wire import dumps
+
+    data = dumps(message)
+    while data:
+        data = data[os.write(fd, data) :]
+
+
+def _readline(fd: int) -> bytes:
+    """One line from the raw pipe, reading no byte past it (the next reader is another process)."""
+    line = bytearray()
+    while not line.endswith(b"\n"):
+        chunk = os.read(fd, 1)
+        if not chunk:
+            break
+        line += chunk
+    return bytes(line)
+
+
+def _raised(err: BaseException) -> dict:
+    from geolab.assignments.checks import ForbiddenCall
+
+    kind = {ForbiddenCall: "forbidden", NotImplementedError: "not-implemented"}.get(
+        type(err), "exit" if isinstance(err, SystemExit) else "error"
+    )
+    return {"raised": type(err).__name__[:100], "kind": kind, "message": str(err)[:2000]}
+
+
+def serve_stub(path: Path, stub: str | None, limits: dict, fd_in: int, fd_out: int) -> None:
+    """The child: load the submission, then answer calls on ``stub`` (None: load only)."""
+    from geolab.assignments.checks import forbid
+    from geolab.assignments.probes import PROBES
+    from geolab.assignments.run_checks import load_submission
+    from geolab.assignments.wire import decode, encode, loads
+
+    apply_limits(limits)
+    try:
+        names = load_submission(path, limits["stubs"])
+    except BaseException as err:  # noqa: B036 — SystemExit from a submission is a load failure too
+        _send(fd_out, {"error": f"loading the submission raised {type(err).__name__}: {err}"})
+        return
+    _send(fd_out, {"loaded": [s for s in limits["stubs"] if s in names]})
+    obj = names.get(stub)
+    while stub is not None:
+        request = loads(_readline(fd_in) or b'{"op": "end"}')
+        if request.get("op") != "call":
+            return
+        try:
+            args = decode(request["args"])
+            with forbid([str(p) for p in request.get("banned", [])], obj):
+                reply = {"value": encode(PROBES[request["probe"]](obj, *args))}
+        except BaseException as err:  # noqa: B036 — whatever the student's code raised
+            reply = _raised(err)
+        _send(fd_out, reply)
+
+
+def main(argv: list[str]) -> None:
+    path, limits = Path(argv[0]), json.loads(argv[1])
+    if os.geteuid() == 0 and limits.get("drop_root"):  # rlimits bind only a non-root uid
+        os.setgroups([])
+        os.setgid(NOBODY)
+        os.setuid(NOBODY)
+    _prctl(PR_SET_DUMPABLE, 0)  # no ptrace or /proc/<pid>/mem from the student's processes
+    _prctl(PR_SET_CHILD_SUBREAPER, 1)
+    fd_in, fd_out = os.dup(0), os.dup(1)
+    log = os.open(limits["log"], os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+    devnull = os.open(os.devnull, os.O_RDONLY)
+    os.dup2(devnull, 0)
+    os.dup2(log, 1)
+    os.dup2(log, 2)  # what the submission prints goes to a capped file, never the protocol
+    import marimo  # noqa: F401 — imported once here instead of once per stub
+    import torch
+
+    import geolab.assignments.probes  # noqa: F401
+    import geolab.assignments.run_checks  # noqa: F401
+
+    torch.set_num_threads(1)
+    _send(fd_out, {"ready": True})
+    while True:
+        request = json.loads(_readline(fd_in) or b'{"op": "quit"}')
+        if request.get("op") != "open":
+            return
+        pid = os.fork()
+        if pid == 0:
+            code = 0
+            try:
+                serve_stub(path, request.get("stub"), limits, fd_in, fd_out)
+            except BaseException:  # noqa: B036
+                traceback.print_exc()
+                code = 1
+            os._exit(code)
+        _, status = os.waitpid(pid, 0)
+        kill_tree(os.getpid())
+        _send(fd_out, {"closed": os.waitstatus_to_exitcode(status)})
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])
