@@ -143,9 +143,13 @@ def test_teacher_files_hand_grades_hidden_checks_and_skipped_files(tmp_path, cap
 
 @pytest.mark.parametrize(
     "text, field",
-    [("student,points\na,1\n", "header"), ("student,points,max\na,x,5\n", "points='x'"),
-     ("student,points,max\na,6,5\n", "not in [0, 5]"), ("student,points,max\na,1,5\nb,1,4\n", "max=4")],
-)  # fmt: skip
+    [
+        ("student,points\na,1\n", "header"),
+        ("student,points,max\na,x,5\n", "points='x'"),
+        ("student,points,max\na,6,5\n", "not in [0, 5]"),
+        ("student,points,max\na,1,5\nb,1,4\n", "max=4"),
+    ],
+)
 def test_hand_grades_reject_bad_rows(tmp_path, text, field):
     path = tmp_path / "hand.csv"
     path.write_text(text, encoding="utf-8")
@@ -161,8 +165,9 @@ def test_plain_data_round_trip_and_rejects_anything_else():
     assert back[2:6] == value[2:5] + (back[5],) and back[5]["k"].dtype == torch.bool
     assert back[6] != back[6]  # nan survives
     assert type(decode(encode(object()))).__name__ == "object"
+    short = {"tensor": {"dtype": "float64", "shape": [3], "data": "AAAAAAAAAAA="}}
     for bad in ({"pickle": "gASV"}, {"tensor": {"dtype": "object", "shape": [1], "data": ""}},
-                {"tensor": {"dtype": "float64", "shape": [3], "data": "AAAAAAAAAAA="}}, [1]):  # fmt: skip
+                short, [1]):  # fmt: skip
         with pytest.raises(ValueError):
             decode(bad)
 

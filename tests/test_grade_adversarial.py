@@ -202,9 +202,10 @@ def _grade_corpus(tmp_path: Path, mode: str) -> None:
 
     got = {r["submission"]: (r["status"], r["score"]) for r in rows}
     want = {name: (status, score) for name, (_, status, score) in cases.items()}
-    assert got == want, {n: r["error"] or [c["message"] for c in r["checks"] if not c["passed"]]
-                         for n, r in ((r["submission"], r) for r in rows) if got[n] != want[n]}  # fmt: skip
     by_name = {r["submission"]: r for r in rows}
+    why = {n: r["error"] or [c["message"] for c in r["checks"] if not c["passed"]]
+           for n, r in by_name.items() if got[n] != want[n]}  # fmt: skip
+    assert got == want, why
     assert all(r["max_score"] == POINTS for r in rows) and len({r["seed"] for r in rows}) == 1
 
     def failed(name):
