@@ -28,6 +28,11 @@ class GeoConfig:
     rule's own default: 0.5 for the MGT family, 1.0 for ``ddl``), ``gamma0`` (E∆ gate at init, ½
     in the paper), ``reg_weight`` (E∆ gate regulariser), ``layerscale_init`` (None = CaiT's depth
     rule), ``n_streams`` (hyper-connection streams), ``geometry`` and ``pool`` (E∆ family).
+
+    ``flavor``: "geolab" (default; geolab's own causal models) or "reference" (the E∆ table's
+    models — preln as its GPT, ddl, mhc, jpmhc, edelta — rebuilt as the public E∆ code builds them,
+    for vector tasks; its ddl and edelta read the mean over the whole sequence, so they are not
+    causal; docs/design.md §12).
     """
 
     residual: str = "preln"
@@ -53,6 +58,7 @@ class GeoConfig:
     geometry: str = "full"
     pool: str = "token"
     grad_checkpoint: bool = False
+    flavor: str = "geolab"
 
     def __post_init__(self):
         rule = rule_class(self)

@@ -14,10 +14,11 @@ from torch import nn
 NORMS = ("layernorm", "rmsnorm")
 
 
-def make_norm(kind: str, dim: int) -> nn.Module:
-    """LayerNorm (default) or RMSNorm over the last dimension ``dim``."""
+def make_norm(kind: str, dim: int, bias: bool = True) -> nn.Module:
+    """LayerNorm (default) or RMSNorm over the last dimension ``dim``; ``bias=False`` drops the
+    LayerNorm's shift (the E∆ reference builds its norms without one; RMSNorm has none)."""
     if kind == "layernorm":
-        return nn.LayerNorm(dim)
+        return nn.LayerNorm(dim, bias=bias)
     if kind == "rmsnorm":
         return nn.RMSNorm(dim)
     raise ValueError(f"norm={kind!r} is not a norm; allowed: {', '.join(NORMS)}")
@@ -38,18 +39,19 @@ def rope(x: torch.Tensor) -> torch.Tensor:
 class CausalSelfAttention(nn.Module):
     """Causal multi-head self-attention: softmax(QKᵀ/√hd + causal mask) V, then W_o.
 
-    ``proj_std`` is the init std of W_o (GPT-2 scales it by 1/√(number of residual steps)).
+    ``proj_std`` is the init std of W_o (GPT-2 scales it by 1/√(number of residual steps));
+    ``bias=False`` builds the projections without biases (the E∆ reference's GPT blocks).
     """
 
-    def __init__(self, dim: int, n_head: int, dropout: float, use_rope: bool, proj_std: float):
+    def __init__(
+        self, dim: int, n_head: int, dropout: float, use_rope: bool, proj_std: float, bias=True
+    ):
         super().__init__()
         self.n_head, self.dropout, self.use_rope = n_head, dropout, use_rope
-        self.qkv = nn.Linear(dim, 3 * dim)
-        self.proj = nn.Linear(dim, dim)
-        nn.init.normal_(self.qkv.weight, std=0.02)
-        nn.init.normal_(self.proj.weight, std=proj_std)
-        nn.init.zeros_(self.qkv.bias)
-        nn.init.zeros_(self.proj.bias)
+        self.qkv = nn.Linear(dim, 3 * dim, bias=bias)
+        self.proj = nn.Linear(dim, dim, bias=bias)
+        init_linear(self.qkv, 0.02)
+        init_linear(self.proj, proj_std)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         *lead, seq, dim = x.shape
@@ -65,18 +67,23 @@ class CausalSelfAttention(nn.Module):
 class MLP(nn.Module):
     """Position-wise GELU MLP: W₂ GELU(W₁ x), hidden width 4D."""
 
-    def __init__(self, dim: int, dropout: float, proj_std: float):
+    def __init__(self, dim: int, dropout: float, proj_std: float, bias: bool = True):
         super().__init__()
-        self.fc = nn.Linear(dim, 4 * dim)
-        self.proj = nn.Linear(4 * dim, dim)
+        self.fc = nn.Linear(dim, 4 * dim, bias=bias)
+        self.proj = nn.Linear(4 * dim, dim, bias=bias)
         self.drop = nn.Dropout(dropout)
-        nn.init.normal_(self.fc.weight, std=0.02)
-        nn.init.normal_(self.proj.weight, std=proj_std)
-        nn.init.zeros_(self.fc.bias)
-        nn.init.zeros_(self.proj.bias)
+        init_linear(self.fc, 0.02)
+        init_linear(self.proj, proj_std)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         return self.drop(self.proj(F.gelu(self.fc(x))))
+
+
+def init_linear(lin: nn.Linear, std: float) -> None:
+    """GPT-2's init: weight ~ N(0, std²), bias 0."""
+    nn.init.normal_(lin.weight, std=std)
+    if lin.bias is not None:
+        nn.init.zeros_(lin.bias)
 
 
 def gpt2_proj_std(n_steps: int) -> float:

@@ -14,7 +14,7 @@ from torch import nn
 from torch.utils.checkpoint import checkpoint
 
 from geolab.config import GeoConfig
-from geolab.layers import MLP, CausalSelfAttention, gpt2_proj_std, make_norm
+from geolab.layers import MLP, CausalSelfAttention, gpt2_proj_std, init_linear, make_norm
 from geolab.rules import rule_class
 
 
@@ -26,9 +26,11 @@ class Layer(nn.Module):
         rule_cls = rule_class(cfg)
         width = rule_cls.sublayer_width(cfg)
         std = gpt2_proj_std(cfg.n_steps)
-        self.attn = CausalSelfAttention(width, cfg.n_head, cfg.dropout, cfg.pos == "rope", std)
+        bias = cfg.flavor == "geolab"  # the reference's blocks have no biases
+        rope = cfg.pos == "rope"
+        self.attn = CausalSelfAttention(width, cfg.n_head, cfg.dropout, rope, std, bias)
         self.res_attn = rule_cls(cfg)
-        self.mlp = MLP(width, cfg.dropout, std) if cfg.mlp else None
+        self.mlp = MLP(width, cfg.dropout, std, bias) if cfg.mlp else None
         self.res_mlp = rule_cls(cfg) if cfg.mlp else None
         rule_cls.init_sublayers(cfg, self.attn, self.mlp)
         self.grad_checkpoint = cfg.grad_checkpoint
@@ -48,7 +50,14 @@ class Layer(nn.Module):
 
 
 class GeoTransformer(nn.Module):
-    """A decoder-only transformer whose residual connections are ``cfg.residual``."""
+    """A decoder-only transformer whose residual connections are ``cfg.residual``.
+
+    Vector models project in and out with linear maps whose biases start at 0 (GPT-2's init for
+    every linear map, and the E∆ reference's). In the reference flavor the model is built as the
+    public E∆ code's continuous wrapper builds it: norms without a shift, ``seq_len + 1``
+    position rows (its block size), and ``unused`` — the token and position tables of its core
+    GPT, which the wrapper never reads but which count in its parameter totals.
+    """
 
     def __init__(self, cfg: GeoConfig):
         super().__init__()
@@ -58,17 +67,26 @@ class GeoTransformer(nn.Module):
         if cfg.vocab_size is not None:
             self.embed = nn.Embedding(cfg.vocab_size, d)
             self.head = nn.Linear(d, cfg.vocab_size, bias=False)
+            nn.init.normal_(self.embed.weight, std=0.02)
         else:
             self.embed = nn.Linear(cfg.d_in, d)
             self.head = nn.Linear(d, cfg.d_out)
-        nn.init.normal_(self.embed.weight, std=0.02)
-        nn.init.normal_(self.head.weight, std=0.02)
-        self.pos = nn.Embedding(cfg.seq_len, d) if cfg.pos == "learned" else None
+            init_linear(self.embed, 0.02)
+        init_linear(self.head, 0.02)
+        reference = cfg.flavor == "reference"
+        rows = cfg.seq_len + 1 if reference else cfg.seq_len
+        self.pos = nn.Embedding(rows, d) if cfg.pos == "learned" else None
         if self.pos is not None:
             nn.init.normal_(self.pos.weight, std=0.02)
         self.hook_embed = nn.Identity()
         self.layers = nn.ModuleList(Layer(cfg) for _ in range(cfg.n_layer))
-        self.norm = make_norm(cfg.norm, d)
+        self.norm = make_norm(cfg.norm, d, bias=not reference)
+        if reference:
+            self.unused = nn.ParameterDict(
+                {"wte": nn.Parameter(torch.zeros(1, d)), "wpe": nn.Parameter(torch.zeros(rows, d))}
+            )
+            for table in self.unused.values():
+                nn.init.normal_(table, std=0.02)
 
     @property
     def rules(self) -> list[nn.Module]:

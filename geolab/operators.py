@@ -367,6 +367,21 @@ def cayley(A, beta):
     return torch.linalg.solve(eye + c * A, eye - c * A)
 
 
+def fixed_point_cayley(w_s, a, iters, start=None):
+    """JPmHC's iterative Cayley: ``Y ← I + (a/2) W_s (I + Y)``, ``iters`` rounds from ``start``.
+
+    Source: Sengupta, Wang & Brunswic, JPmHC, Algorithm 8 (docs/design.md §3.4). w_s: (..., n, n)
+    skew; start: (..., n, n) or None for Y₀ = I (geolab's ``jpmhc``; the JPmHC paper and the E∆
+    reference start at I + a·W_s). The fixed point is the Cayley transform
+    (I − aW_s/2)⁻¹(I + aW_s/2); a few rounds are only approximately orthogonal.
+    """
+    eye = torch.eye(w_s.shape[-1], device=w_s.device, dtype=w_s.dtype)
+    y = eye.expand_as(w_s) if start is None else start
+    for _ in range(iters):
+        y = eye + (a / 2) * w_s @ (eye + y)
+    return y
+
+
 def _cayley_matrix(u, v, beta):
     """Dense rank-2 Cayley Q (..., d, d) from the closed form applied to the identity columns."""
     d = u.shape[-1]

@@ -29,10 +29,12 @@ import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+import numpy as np
 import torch
 import torch.nn.functional as F
 
 from geolab import data
+from geolab.rules.registry import FLAVORS
 
 SPLIT_SEED = {"train": 0, "val": 1}
 
@@ -131,6 +133,22 @@ def _unit(shape, g: torch.Generator) -> torch.Tensor:
     return v / v.norm(dim=-1, keepdim=True)
 
 
+def _splits(seed: int, n_train: int, n_val: int, flavor: str, draw) -> dict:
+    """``reference_draws`` for flavor "reference", else {} (geolab draws each split itself)."""
+    if flavor not in FLAVORS:
+        raise ValueError(f"flavor={flavor!r} is not allowed; allowed: {', '.join(FLAVORS)}")
+    return reference_draws(seed, n_train, n_val, draw) if flavor == "reference" else {}
+
+
+def reference_draws(seed: int, n_train: int, n_val: int, draw) -> dict:
+    """The public E∆ generators' sampling: one numpy stream ``np.random.seed(seed)`` for both
+    splits, ``draw(rs)`` once per trajectory, the first ``n_train`` for train, the rest for val.
+    """
+    rs = np.random.RandomState(seed)  # the legacy global stream np.random.seed(seed) sets up
+    samples = [draw(rs) for _ in range(n_train + n_val)]
+    return {"train": samples[:n_train], "val": samples[n_train:]}
+
+
 def _positive(task: str, **values) -> None:
     for name, value in values.items():
         if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
@@ -215,19 +233,33 @@ def echo(
     noise: float = 1e-3,
     n_train: int = 900,
     n_val: int = 100,
+    flavor: str = "geolab",
 ):
     """E∆ stability task (seed 003 §4): a unit key k ∈ R^dim repeated, s_t = k + noise·ε_t.
 
     ε_t ~ N(0, I); inputs s₁…s_{T−1}, targets s₂…s_T; the ideal map is the identity on the key.
+    flavor "reference" draws as the public E∆ generator does (``reference_draws``): per
+    trajectory the key, then its noise, train trajectories first.
     """
     _positive("echo", dim=dim, steps=steps, n_train=n_train, n_val=n_val)
     if steps < 2 or not (math.isfinite(noise) and noise >= 0):
         raise ValueError(f"task 'echo': steps={steps} must be >= 2 and noise={noise} finite >= 0")
+
+    def draw(rs):
+        key = rs.randn(dim)
+        key = key / np.linalg.norm(key)
+        return key, key + noise * rs.randn(steps, dim)
+
     x, y, info = {}, {}, {}
+    splits = _splits(seed, n_train, n_val, flavor, draw)
     for split, n in (("train", n_train), ("val", n_val)):
-        g = _generator(seed, split)
-        key = _unit((n, dim), g)
-        traj = key[:, None, :] + noise * torch.randn(n, steps, dim, generator=g, dtype=key.dtype)
+        if flavor == "reference":
+            key, traj = (torch.from_numpy(np.stack(a)) for a in zip(*splits[split], strict=True))
+        else:
+            g = _generator(seed, split)
+            key = _unit((n, dim), g)
+            noise_t = torch.randn(n, steps, dim, generator=g, dtype=key.dtype)
+            traj = key[:, None, :] + noise * noise_t
         x[split], y[split] = _next_step(traj)
         info[split] = {"key": key.float()}
     return _regression("echo", x, y, dim, info=info)
@@ -241,9 +273,14 @@ def gyroscope(
     theta_max: float = 2.5,
     n_train: int = 9000,
     n_val: int = 1000,
+    flavor: str = "geolab",
 ):
     """E∆ rotation task: v₀ unit in R^dim, θ ~ U[θ_min, θ_max], a random coordinate plane (i, j),
     v_{t+1} = R v_t with R the rotation by θ in that plane; next-step prediction.
+
+    geolab draws the plane uniformly among the dim(dim−1)/2 pairs; flavor "reference" draws as
+    the public E∆ generator does (``reference_draws``): i uniform in 0..dim−2, then j uniform in
+    i+1..dim−1 (so low i are more likely), per trajectory v₀, θ, i, j, train trajectories first.
     """
     _positive("gyroscope", dim=dim, steps=steps, n_train=n_train, n_val=n_val)
     if dim < 2 or steps < 2 or not 0 <= theta_min <= theta_max:
@@ -251,12 +288,26 @@ def gyroscope(
             f"task 'gyroscope': need dim >= 2 (got {dim}), steps >= 2 (got {steps}) and "
             f"0 <= theta_min <= theta_max (got {theta_min}, {theta_max})"
         )
+
+    def draw(rs):
+        v0 = rs.randn(dim)
+        v0 = v0 / np.linalg.norm(v0)
+        theta = rs.uniform(theta_min, theta_max)
+        i = rs.randint(0, dim - 1)
+        return v0, theta, (i, rs.randint(i + 1, dim))
+
     x, y, info = {}, {}, {}
+    splits = _splits(seed, n_train, n_val, flavor, draw)
     for split, n in (("train", n_train), ("val", n_val)):
-        g = _generator(seed, split)
-        v0 = _unit((n, dim), g)
-        theta = theta_min + (theta_max - theta_min) * torch.rand(n, generator=g, dtype=v0.dtype)
-        planes = torch.rand(n, dim, generator=g).argsort(dim=1)[:, :2].sort(dim=1).values
+        if flavor == "reference":
+            v0, theta, planes = (
+                torch.from_numpy(np.array(a)) for a in zip(*splits[split], strict=True)
+            )
+        else:
+            g = _generator(seed, split)
+            v0 = _unit((n, dim), g)
+            theta = theta_min + (theta_max - theta_min) * torch.rand(n, generator=g, dtype=v0.dtype)
+            planes = torch.rand(n, dim, generator=g).argsort(dim=1)[:, :2].sort(dim=1).values
         traj = rotate_in_planes(v0, theta, planes[:, None, :], steps)
         x[split], y[split] = _next_step(traj)
         info[split] = {"theta": theta.float(), "plane": planes}
@@ -374,10 +425,12 @@ TASKS: dict[str, Callable[..., Task]] = {
 }
 
 
-def get_task(name: str, seed: int = 0, **overrides) -> Task:
+def get_task(name: str, seed: int = 0, flavor: str = "geolab", **overrides) -> Task:
     """Build task ``name`` with ``seed``; overrides change its sizes (e.g. n_train=64, steps=32).
 
-    Unknown names or override fields raise ValueError listing what is allowed.
+    ``flavor="reference"`` draws gyroscope and echo as the public E∆ generators do; the other
+    tasks have one generator for both flavors. Unknown names or override fields raise ValueError
+    listing what is allowed.
     """
     if name not in TASKS:
         raise ValueError(f"unknown task {name!r}; allowed: {', '.join(TASKS)}")
@@ -389,4 +442,8 @@ def get_task(name: str, seed: int = 0, **overrides) -> Task:
     unknown = sorted(set(overrides) - set(allowed))
     if unknown:
         raise ValueError(f"task {name!r} has no option(s) {unknown}; allowed: {allowed}")
+    if "flavor" in allowed:
+        overrides["flavor"] = flavor
+    elif flavor not in FLAVORS:
+        raise ValueError(f"flavor={flavor!r} is not allowed; allowed: {', '.join(FLAVORS)}")
     return TASKS[name](seed, **overrides)

@@ -62,7 +62,7 @@ def test_defaults_match_the_spec_table():
     echo = get_task("echo")
     assert echo.x["train"].shape == (900, 127, 64) and echo.x["val"].shape == (100, 127, 64)
     gyro_sizes = TASKS["gyroscope"].__defaults__
-    assert gyro_sizes == (0, 16, 256, 0.1, 2.5, 9000, 1000)
+    assert gyro_sizes == (0, 16, 256, 0.1, 2.5, 9000, 1000, "geolab")
     inv = get_task("inversion")
     assert inv.x["train"].shape[0] == 500 and inv.d_in == 64
     assert TASKS["near_pi"].__defaults__ == (0, "single", None, 64, 128, 1000, 500)

@@ -94,7 +94,7 @@ def test_loss_falls_on_gyroscope(gyro):
         tiny(gyro, d_model=32), gyro, TrainConfig(steps=50, batch_size=16, lr=3e-3, **QUICK)
     )
     assert result.metrics["mse"] < 0.4 * result.history[0]["loss"]
-    assert set(result.metrics) == {"step", "mse", "norm_dev"}
+    assert set(result.metrics) == {"step", "mse", "norm_dev", "norm_dev_ref"}
 
 
 def _inversion_run(n_layer: int, steps: int):

@@ -3,10 +3,11 @@
 import argparse
 
 from geolab.config import GeoConfig
+from geolab.rules.registry import FLAVORS
 
 
 def add_model_arguments(parser: argparse.ArgumentParser, layers: int) -> None:
-    """--residual, --layers, --d-model and --heads (alias --n-head)."""
+    """--residual, --layers, --d-model, --heads (alias --n-head) and --flavor."""
     parser.add_argument("--residual", default="preln", help="residual rule (see `geolab info`)")
     parser.add_argument(
         "--layers", type=int, default=layers, help=f"transformer layers (default {layers})"
@@ -14,6 +15,13 @@ def add_model_arguments(parser: argparse.ArgumentParser, layers: int) -> None:
     parser.add_argument("--d-model", type=int, default=128, help="model width (default 128)")
     parser.add_argument(
         "--heads", "--n-head", dest="heads", type=int, default=4, help="attention heads (default 4)"
+    )
+    parser.add_argument(
+        "--flavor",
+        choices=FLAVORS,
+        default="geolab",
+        help="geolab (default, causal) or reference: the E∆ table's models as the public E∆ "
+        "code builds them (its ddl and edelta are not causal)",
     )
 
 
@@ -24,5 +32,6 @@ def geo_config(args: argparse.Namespace, **fields) -> GeoConfig:
         n_layer=args.layers,
         d_model=args.d_model,
         n_head=args.heads,
+        flavor=args.flavor,
         **fields,
     )

@@ -61,10 +61,11 @@ def run_train_cli(args: argparse.Namespace) -> int:
             out_dir=out,
             resume=args.resume,
             progress=not args.no_progress,
+            flavor=args.flavor,
         )
         options = {k: getattr(args, k) for k in ("seq_len", "n_train", "n_val", "data_dir")}
         options = {k: v for k, v in options.items() if v is not None}
-        task = get_task(args.task, seed=args.seed, **options)
+        task = get_task(args.task, seed=args.seed, flavor=args.flavor, **options)
         cfg = geo_config(args, grad_checkpoint=args.grad_checkpoint, **task.model_fields())
         if lead:
             n = count_params(GeoTransformer(cfg))

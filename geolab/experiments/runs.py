@@ -36,7 +36,7 @@ def train_run(cfg, task, settings: dict, seed: int, log=None) -> dict:
     "curve" (training loss per step), "seconds".
     """
     t0 = time.perf_counter()
-    res = train(cfg, task, train_config(settings, seed))
+    res = train(cfg, task, train_config(settings, seed, flavor=cfg.flavor))
     out = {
         "val": {k: v for k, v in res.metrics.items() if k != "step"},
         "n_params": count_params(res.model),

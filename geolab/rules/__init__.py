@@ -2,7 +2,9 @@
 
 ``base`` (the ``Rule`` interface), ``registry`` (``@register``, ``RESIDUALS``), and one module per
 family: ``classic`` (post-LN … no skip), ``delta`` (MGT and DDL), ``streams`` (hyper-connections)
-and ``geometric`` (E∆: Cayley, Householder, the hybrid). Importing this package registers them.
+and ``geometric`` (E∆: Cayley, Householder, the hybrid); ``reference`` rebuilds the E∆ table's
+models as the public E∆ code builds them (``flavor="reference"``). Importing this package
+registers them.
 """
 
 from geolab.rules.registry import RESIDUALS, describe, register, rule_class, unregister
@@ -13,5 +15,6 @@ from geolab.rules.base import Rule  # isort: skip
 from geolab.rules import classic, delta  # noqa: F401, E402  isort: skip
 from geolab.rules import streams  # noqa: F401, E402  isort: skip
 from geolab.rules import geometric  # noqa: F401, E402  isort: skip
+from geolab.rules import reference  # noqa: F401, E402  isort: skip
 
 __all__ = ["RESIDUALS", "Rule", "describe", "register", "rule_class", "unregister"]

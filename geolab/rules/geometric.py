@@ -10,7 +10,15 @@ Per residual step and token t:
      Geometric shortcut ``Y = G_γ X = γ Q(u, v, β) X + (1 − γ) H₂(k) X``.
   2. ``X' = Y + H_post F(H_pre LN(Y))``, H_pre and H_post D×D linear maps initialised to I.
   3. The loss adds ``reg_weight · mean 4γ(1−γ)`` summed over operators (``rule.reg`` holds the
-     mean of this step; the model sums and weights them).
+     mean of this step; the model sums and weights them). The regulariser trains the gate, not
+     the state the gate reads: its γ is the same number computed from the detached state, so
+     its gradient reaches w_γ and b_γ but not the residual stream (geolab's choice; the public
+     code lets it through). Let through, it gives the optimiser a cheaper way to push every
+     4γ(1−γ) to 0 than deciding: grow one direction of the state until |w_γ·x| is large for
+     every token. Measured on gyroscope (4 layers, D = 64, 120 steps, batch 8): the
+     regulariser fell 0.80 → 0.08 while 97% of the state's norm (160, from ≈1 at init) came
+     to lie along w_γ, the same vector in every token, and the validation MSE rose to the
+     predict-zero 1/16 (docs/design.md §3.5).
 
 ``geometry="full"`` (default, geolab's own): u, v, k ∈ R^D and the rank-2 Cayley acts on the
 whole width through the O(D) closed form. ``geometry="streams"``: u, v, k ∈ R^n, X is viewed as
@@ -141,13 +149,19 @@ class _Geometric(Rule):
         streams = x.unflatten(-1, (self.g, -1))
         return torch.einsum("...ij,...jd->...id", op, streams).flatten(-2)
 
+    def _gate_for_regulariser(self, x: torch.Tensor) -> torch.Tensor:
+        """γ again, from the detached state: the regulariser's gradient stops at w_γ and b_γ."""
+        src = x.detach().mean(dim=-2, keepdim=True) if self.pool == "sequence" else x.detach()
+        return torch.sigmoid(self.w_gamma(upcast(src))).squeeze(-1)
+
     def forward(self, x, sublayer):
         with float32_gates(x):
             u, v, k, beta, gamma = self._geometry(x)
             y = self._shortcut(upcast(x), u, v, k, beta, gamma).to(x.dtype)
+            reg = None if gamma is None else gate_regularizer(self._gate_for_regulariser(x))
         gates = {name: t for name, t in (("beta", beta), ("gamma", gamma)) if t is not None}
         self.keep(**gates)
-        self.reg = gate_regularizer(gamma).mean() if gamma is not None else None
+        self.reg = None if reg is None else reg.mean()
         return y + self.h_post(sublayer(self.h_pre(self.ln(y))))
 
 

@@ -5,13 +5,19 @@ notebook's, a student's or your own file's alike — and from then on ``GeoConfi
 ``GeoTransformer``, the trainer, the probes and notebook 04's selector all use it. ``rule_class``
 is the one place a config is turned into its rule class.
 
+Flavors: ``RESIDUALS`` holds geolab's own rules (``GeoConfig.flavor="geolab"``, the default);
+``REFERENCE`` holds the E∆ table's models rebuilt as the public E∆ code builds them
+(``flavor="reference"``, ``@register("edelta", flavor="reference")``; docs/design.md §12).
+
 This module imports nothing from geolab: ``GeoConfig`` asks it (to validate ``residual`` and let
 the rule check the fields it reads) and the rules fill it, without an import circle.
 """
 
 from torch import nn
 
+FLAVORS = ("geolab", "reference")
 RESIDUALS: dict[str, type[nn.Module]] = {}
+REFERENCE: dict[str, type[nn.Module]] = {}
 
 # What GeoConfig, GeoTransformer and match_params call on a rule class (geolab.rules.base.Rule).
 RULE_API = (
@@ -32,8 +38,11 @@ def config_error(field: str, value, allowed: str) -> ValueError:
     return ValueError(f"GeoConfig.{field}={value!r} is not allowed; {allowed}")
 
 
-def register(name: str):
+def register(name: str, flavor: str = "geolab"):
     """Class decorator: ``@register("my_rule")`` makes ``GeoConfig(residual="my_rule")`` build it.
+
+    ``flavor="reference"`` files the class as the reference build of ``name`` instead, which
+    ``GeoConfig(residual=name, flavor="reference")`` builds.
 
     A name is taken once. A class of the same qualified name outside geolab (a re-run notebook
     cell, a reloaded module, the same notebook loaded again) may take it again and replaces the
@@ -41,17 +50,20 @@ def register(name: str):
     """
     if not isinstance(name, str) or not name.isidentifier():
         raise ValueError(f"rule name {name!r} is not allowed; use a Python identifier")
+    if flavor not in FLAVORS:
+        raise ValueError(f"flavor {flavor!r} is not allowed; allowed: {', '.join(FLAVORS)}")
+    table = RESIDUALS if flavor == "geolab" else REFERENCE
 
     def add(cls):
         api_ok = isinstance(cls, type) and issubclass(cls, nn.Module)
         if not api_ok or not all(hasattr(cls, attr) for attr in RULE_API):
             raise ValueError(f"rule class {cls!r} is not allowed; subclass geolab.rules.Rule")
-        old = RESIDUALS.get(name)
+        old = table.get(name)
         builtin = old is not None and old.__module__.startswith("geolab.rules.")
         if old is not None and old is not cls and (builtin or old.__qualname__ != cls.__qualname__):
             where = f"{old.__module__}.{old.__qualname__}"
             raise ValueError(f"rule name {name!r} is not allowed; it is taken by {where}")
-        RESIDUALS[name] = cls
+        table[name] = cls
         return cls
 
     return add
@@ -65,10 +77,18 @@ def unregister(name: str) -> None:
 
 
 def rule_class(cfg) -> type[nn.Module]:
-    """The rule class ``cfg.residual`` names."""
-    cls = RESIDUALS.get(cfg.residual)
+    """The rule class ``cfg.residual`` names, in ``cfg.flavor``'s table."""
+    if cfg.flavor not in FLAVORS:
+        raise config_error("flavor", cfg.flavor, f"allowed: {', '.join(FLAVORS)}")
+    table = RESIDUALS if cfg.flavor == "geolab" else REFERENCE
+    cls = table.get(cfg.residual)
     if cls is None:
-        raise config_error("residual", cfg.residual, f"allowed: {', '.join(RESIDUALS)}")
+        names = ", ".join(table)
+        if cfg.flavor == "reference":
+            raise config_error(
+                "residual", cfg.residual, f"flavor='reference' rebuilds only: {names}"
+            )
+        raise config_error("residual", cfg.residual, f"allowed: {names}")
     return cls
 
 

@@ -27,7 +27,7 @@ import torch
 from torch import nn
 
 from geolab.layers import make_norm
-from geolab.operators import sinkhorn
+from geolab.operators import fixed_point_cayley, sinkhorn
 from geolab.rules.base import Rule, check_divides, float32_gates, logit, upcast
 from geolab.rules.registry import config_error, register
 
@@ -159,11 +159,7 @@ class JPmHC(Rule):
             h_pre = torch.softmax(z[..., :n], dim=-1)
             h_post = torch.softmax(z[..., n : 2 * n], dim=-1)
             r = z[..., 2 * n :].unflatten(-1, (n, n))
-            w_s = r - r.transpose(-1, -2)
-            eye = torch.eye(n, device=x.device, dtype=z.dtype)
-            y = eye.expand_as(w_s)
-            for _ in range(self.CAYLEY_ITERS):
-                y = eye + (self.CAYLEY_A / 2) * w_s @ (eye + y)
+            y = fixed_point_cayley(r - r.transpose(-1, -2), self.CAYLEY_A, self.CAYLEY_ITERS)
         self.keep(H_pre=h_pre, H_post=h_post, H_res=y)
         streams = x.unflatten(-1, (n, -1))
         xin = torch.einsum("...i,...id->...d", h_pre.to(x.dtype), streams)

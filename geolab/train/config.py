@@ -8,6 +8,10 @@ import math
 import re
 from dataclasses import dataclass
 
+from geolab.rules.registry import FLAVORS
+
+REFERENCE_EVAL_BATCHES = 100  # the public E∆ trainer's final estimate_loss(…, eval_iters=100)
+
 
 @dataclass
 class TrainConfig:
@@ -16,6 +20,11 @@ class TrainConfig:
     batch_size is the global batch (split evenly across DDP ranks). eval_every / ckpt_every = 0
     mean "only at the end"; eval_batches None evaluates the whole validation split. device:
     "auto" | "cpu" | "cuda" | "cuda:N" | "mps". clip None disables clipping.
+
+    flavor "reference" trains as the public E∆ code's continuous trainer does
+    (docs/design.md §12): AdamW betas (0.9, 0.95) unless ``betas`` is given, a warm-up that starts
+    at lr 0 (lr·s/warmup), and validation as the mean over ``eval_batches`` (default 100) random
+    batches of ``batch_size`` drawn with replacement from a generator seeded by ``seed``.
     """
 
     steps: int = 2000
@@ -24,7 +33,7 @@ class TrainConfig:
     min_lr: float = 1e-4
     warmup: int = 100
     weight_decay: float = 0.1
-    betas: tuple[float, float] = (0.9, 0.999)
+    betas: tuple[float, float] | None = None  # None: (0.9, 0.999); (0.9, 0.95) for "reference"
     clip: float | None = 1.0
     seed: int = 42
     device: str = "auto"
@@ -36,14 +45,21 @@ class TrainConfig:
     out_dir: str | None = None
     resume: bool = False
     progress: bool = False
+    flavor: str = "geolab"
 
     def __post_init__(self):
+        if self.flavor not in FLAVORS:
+            _bad("flavor", self.flavor, f"allowed: {', '.join(FLAVORS)}")
+        if self.betas is None:
+            self.betas = (0.9, 0.95) if self.flavor == "reference" else (0.9, 0.999)
         for name in ("steps", "batch_size"):
             check_int(name, getattr(self, name), low=1)
         for name in ("warmup", "eval_every", "ckpt_every", "seed"):
             check_int(name, getattr(self, name), low=0)
         if self.eval_batches is not None:
             check_int("eval_batches", self.eval_batches, low=1)
+        elif self.flavor == "reference":
+            self.eval_batches = REFERENCE_EVAL_BATCHES
         if not (_finite(self.lr) and self.lr > 0):
             _bad("lr", self.lr, "must be a finite number > 0")
         if not (_finite(self.min_lr) and 0 <= self.min_lr <= self.lr):
@@ -75,8 +91,12 @@ def check_int(name, value, low):
 
 
 def lr_at(step: int, cfg: TrainConfig) -> float:
-    """Learning rate of optimizer step ``step`` (0-based): linear warm-up, then cosine to min_lr."""
+    """Learning rate of optimizer step ``step`` (0-based): linear warm-up, then cosine to min_lr.
+
+    The warm-up reaches lr at its last step, lr·(s+1)/warmup; the reference flavor's starts at 0,
+    lr·s/warmup, as the public E∆ trainer's does.
+    """
     if step < cfg.warmup:
-        return cfg.lr * (step + 1) / cfg.warmup
+        return cfg.lr * (step + (cfg.flavor == "geolab")) / cfg.warmup
     progress = (step - cfg.warmup) / max(1, cfg.steps - cfg.warmup)
     return cfg.min_lr + 0.5 * (cfg.lr - cfg.min_lr) * (1 + math.cos(math.pi * progress))

@@ -1,8 +1,14 @@
 """``evaluate``: the task's metrics on a deterministic pass over a split (docs/design.md §7).
 
 "mse" (regression), "loss"/"ppl"/"acc" (tokens), "cos" (cosine alignment, inversion), "norm_dev"
-(norm deviation between inputs and outputs over the first 100 positions) and "gamma", the mean
-E∆ gate γ, for models that have one.
+(norm deviation between inputs and outputs over the first 100 positions), "norm_dev_ref" (the
+E∆ reference's norm deviation, ``reference_norm_deviation``) and "gamma", the mean E∆ gate γ,
+for models that have one.
+
+With ``random_batches=N`` the pass is the public E∆ trainer's estimate instead: N batches of
+``batch_size`` indices drawn with replacement from a generator seeded by ``seed``
+(docs/design.md §12); the batches are equally sized, so the mean over positions is the mean of
+the per-batch means it reports.
 """
 
 import math
@@ -29,15 +35,22 @@ def evaluate(
     batch_size: int = 64,
     max_batches: int | None = None,
     bf16: bool = True,
+    random_batches: int | None = None,
+    seed: int = 0,
 ) -> dict:
-    """Metrics of ``model`` on a deterministic pass over ``split`` (see the module docstring)."""
+    """Metrics of ``model`` on a pass over ``split`` (see the module docstring)."""
     check_int("batch_size", batch_size, low=1)
     device = next(model.parameters()).device
     was_training = model.training
     model.eval()
     sums = dict.fromkeys(("loss", "n", "acc", "cos", "norm_dev", "nd_n", "gamma", "g_n"), 0.0)
-    batches = task.eval_index(split).split(batch_size)
-    for idx in batches[:max_batches]:
+    if random_batches is None:
+        batches = task.eval_index(split).split(batch_size)[:max_batches]
+    else:
+        gen = torch.Generator().manual_seed(seed)
+        n = task.n_samples(split)
+        batches = [torch.randint(n, (batch_size,), generator=gen) for _ in range(random_batches)]
+    for idx in batches:
         x, y, mask = (None if t is None else t.to(device) for t in task.batch(split, idx))
         with autocast(device, bf16):
             out = model(x)
@@ -66,6 +79,32 @@ def evaluate(
         result["cos"] = sums["cos"] / sums["n"]
     if sums["nd_n"]:
         result["norm_dev"] = sums["norm_dev"] / sums["nd_n"]
+        steps = min(NORM_DEV_STEPS, task.seq_len)
+        result["norm_dev_ref"] = reference_norm_deviation(model, task.d_in, steps, bf16=bf16)
     if sums["g_n"]:
         result["gamma"] = sums["gamma"] / sums["g_n"]
     return result
+
+
+@torch.no_grad()
+def reference_norm_deviation(
+    model: nn.Module, d_in: int, seq_len: int = 100, n_sequences: int = 50, seed: int = 0, bf16=True
+) -> float:
+    """The E∆ reference's norm deviation: mean over positions of |mean_i ‖y_{i,t}‖ − 1|.
+
+    As the public E∆ code's stability figure computes it: ``n_sequences`` inputs of ``seq_len``
+    random unit vectors (x = normalize(randn)), y the model's outputs, the output norm averaged
+    over sequences at each position t, then |· − 1| averaged over positions. Unlike ``norm_dev``
+    it compares the outputs with 1, not with the inputs, on inputs off the task's distribution.
+    """
+    device = next(model.parameters()).device
+    was_training = model.training
+    model.eval()
+    gen = torch.Generator().manual_seed(seed)
+    x = torch.randn(n_sequences, seq_len, d_in, generator=gen)
+    x = torch.nn.functional.normalize(x, dim=-1)
+    with autocast(device, bf16):
+        out = model(x.to(device))
+    model.train(was_training)
+    mean_norm = out.float().norm(dim=-1).mean(0)
+    return (mean_norm - 1).abs().mean().item()

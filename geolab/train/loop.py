@@ -144,7 +144,11 @@ def _run(model_cfg, task, tc, callback, model, device, out, saved, rank, world) 
     net = raw
     if world > 1:
         ids = [device.index] if device.type == "cuda" else None
-        net = nn.parallel.DistributedDataParallel(raw, device_ids=ids)
+        # The reference flavor keeps tables its wrapper never reads (see GeoTransformer).
+        unused = model_cfg.flavor == "reference"
+        net = nn.parallel.DistributedDataParallel(
+            raw, device_ids=ids, find_unused_parameters=unused
+        )
     if tc.compile:
         net = torch.compile(net)
     lead = rank == 0
@@ -225,10 +229,7 @@ def _run(model_cfg, task, tc, callback, model, device, out, saved, rank, world) 
             if done == tc.steps or (tc.eval_every and done % tc.eval_every == 0):
                 if lead:
                     t_eval = time.perf_counter()
-                    metrics = {
-                        "step": done,
-                        **evaluate(raw, task, "val", tc.batch_size, tc.eval_batches, tc.bf16),
-                    }
+                    metrics = {"step": done, **validate(raw, task, tc)}
                     t_other += time.perf_counter() - t_eval
                     record.update({f"val_{k}": v for k, v in metrics.items() if k != "step"})
                     if bar is not None:
@@ -259,6 +260,22 @@ def _run(model_cfg, task, tc, callback, model, device, out, saved, rank, world) 
     train_s = time.perf_counter() - t0 - t_other
     raw.eval()
     return TrainResult(raw, metrics, history, out, (tc.steps - start) / max(train_s, 1e-9))
+
+
+def validate(model: nn.Module, task: Task, tc: TrainConfig) -> dict:
+    """The validation metrics ``tc`` asks for: a deterministic pass (geolab) or the reference's
+    mean over random batches."""
+    if tc.flavor == "reference":
+        return evaluate(
+            model,
+            task,
+            "val",
+            tc.batch_size,
+            bf16=tc.bf16,
+            random_batches=tc.eval_batches,
+            seed=tc.seed,
+        )
+    return evaluate(model, task, "val", tc.batch_size, tc.eval_batches, tc.bf16)
 
 
 def summary(metrics: dict) -> str:
