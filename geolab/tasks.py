@@ -280,7 +280,8 @@ def gyroscope(
 
     geolab draws the plane uniformly among the dim(dim−1)/2 pairs; flavor "reference" draws as
     the public E∆ generator does (``reference_draws``): i uniform in 0..dim−2, then j uniform in
-    i+1..dim−1 (so low i are more likely), per trajectory v₀, θ, i, j, train trajectories first.
+    i+1..dim−1 (so pairs with a high i are likelier than among uniform pairs); per trajectory
+    v₀, θ, i, j, train trajectories first.
     """
     _positive("gyroscope", dim=dim, steps=steps, n_train=n_train, n_val=n_val)
     if dim < 2 or steps < 2 or not 0 <= theta_min <= theta_max:
