@@ -16,6 +16,7 @@ from pathlib import Path
 from geolab.experiments import NAMES, get_protocol, report
 from geolab.experiments.export import save_figures
 from geolab.experiments.runner import SCALE_NAMES, run_protocol
+from geolab.rules.registry import FLAVORS
 
 
 def list_protocols() -> list[tuple[str, str]]:
@@ -55,8 +56,21 @@ def run_reproduce_cli(args: argparse.Namespace) -> int:
             import os
 
             os.environ["GEOLAB_DATA"] = args.data_dir
+        options = {}
+        if args.flavor != "both":
+            if args.name != "edelta_benchmarks":
+                raise ValueError(
+                    f"--flavor {args.flavor} is not allowed for {args.name}; only "
+                    "edelta_benchmarks has reference builds (default: both flavors)"
+                )
+            options["flavors"] = [args.flavor]
         result, _ = run_protocol(
-            get_protocol(args.name), args.scale, args.seeds, args.out, png=not args.no_png
+            get_protocol(args.name),
+            args.scale,
+            args.seeds,
+            args.out,
+            png=not args.no_png,
+            options=options,
         )
     except (ValueError, FileNotFoundError) as err:
         print(f"geolab reproduce: error: {err}", file=sys.stderr)
@@ -82,4 +96,10 @@ def add_reproduce_cli(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--threads", type=int, default=None, help="torch CPU threads")
     p.add_argument("--data-dir", default=None, help="local text data (else $GEOLAB_DATA)")
     p.add_argument("--no-png", action="store_true", help="HTML figures only")
+    p.add_argument(
+        "--flavor",
+        choices=("both", *FLAVORS),
+        default="both",
+        help="edelta_benchmarks: geolab's causal models, the reference's, or both (default)",
+    )
     p.set_defaults(func=run_reproduce_cli)

@@ -8,8 +8,15 @@ weight decay 0.1, clip 1.0, 4 heads, seeds 42/123/456). Metrics: validation MSE,
 between inputs and outputs over the first 100 steps (``geolab.norm_deviation``), inversion cosine
 alignment (``geolab.cosine_alignment``) and the final mean gate γ of ``edelta``.
 
+Both flavors run (docs/design.md §12): ``reference`` — the five models, trainer and gyroscope/echo
+draws as the public E∆ code builds them (its DDL and E∆ read the whole sequence: not causal) —
+and ``geolab`` — geolab's own causal models. Verdicts on the published claims are drawn from the
+reference flavor, which is what the published table measured, so like is compared with like;
+the geolab flavor's rows answer how much of each claim survives causal operators. Keys of the
+table are ``FLAVOR/TASK/MODEL``.
+
 Published numbers (reference repository README, mean of 3 seeds) are in ``PUBLISHED``. Our
-verdicts compare orderings and thresholds, not absolute values (the small scale trains 40× fewer
+verdicts compare orderings and thresholds, not absolute values (the small scale trains fewer
 steps): an ordering claim is reproduced when it holds with a margin factor ``MARGIN``, not
 reproduced when the opposite holds with that margin, inconclusive in between.
 """
@@ -37,6 +44,7 @@ MODELS = {
     "edelta": (6, 128),
 }
 LABELS = {"preln": "GPT", "ddl": "DDL", "mhc": "mHC", "jpmhc": "JPmHC", "edelta": "E∆"}
+FLAVORS = ("reference", "geolab")
 TASKS = ["echo", "gyroscope", "inversion", "near_pi", "near_pi_multi"]
 MARGIN = 1.2
 PUBLISHED = {
@@ -121,18 +129,20 @@ def run(settings: dict, seeds: list[int], log) -> Outcome:
     per_seed = {}
     for seed in seeds:
         row = {}
-        for name in settings["tasks"]:
-            task = get_task(name, seed=seed, **settings["task_sizes"][name])
-            for model in MODELS:
-                row[f"{name}/{model}"] = train_rule(
-                    task,
-                    settings,
-                    seed,
-                    log,
-                    model,
-                    n_layer=settings["layers"][model],
-                    d_model=settings["width"][model],
-                )
+        for flavor in settings.get("flavors", FLAVORS):
+            for name in settings["tasks"]:
+                task = get_task(name, seed=seed, flavor=flavor, **settings["task_sizes"][name])
+                for model in MODELS:
+                    row[f"{flavor}/{name}/{model}"] = train_rule(
+                        task,
+                        settings,
+                        seed,
+                        log,
+                        model,
+                        n_layer=settings["layers"][model],
+                        d_model=settings["width"][model],
+                        flavor=flavor,
+                    )
         per_seed[str(seed)] = row
     rows = [per_seed[str(s)] for s in seeds]
     table = {}
@@ -140,10 +150,22 @@ def run(settings: dict, seeds: list[int], log) -> Outcome:
         metrics = rows[0][key]["val"]
         table[key] = {m: mean_std([x[key]["val"][m] for x in rows]) for m in metrics}
         table[key]["n_params"] = rows[0][key]["n_params"]
-    summary = {"table": table, "published": PUBLISHED}
-    return Outcome(
-        per_seed, summary, judge(settings, table), make_figures(settings, per_seed, summary)
-    )
+    flavors = settings.get("flavors", FLAVORS)
+    summary = {"table": table, "published": PUBLISHED, "advantage": advantage(table, flavors)}
+    hyps = [h for flavor in flavors for h in judge(settings, table, flavor)]
+    return Outcome(per_seed, summary, hyps, make_figures(settings, per_seed, summary))
+
+
+def advantage(table: dict, flavors) -> dict:
+    """GPT's MSE over E∆'s, per flavor and task: how much of E∆'s edge survives causality."""
+    return {
+        flavor: {
+            task: table[f"{flavor}/{task}/preln"]["mse"]["mean"]
+            / table[f"{flavor}/{task}/edelta"]["mse"]["mean"]
+            for task in sorted({k.split("/")[1] for k in table if k.startswith(flavor + "/")})
+        }
+        for flavor in flavors
+    }
 
 
 def _order(ours: float, theirs: float) -> str:
@@ -162,9 +184,11 @@ def _worst(verdicts: list[str]) -> str:
     return REPRODUCED
 
 
-def judge(settings: dict, table: dict) -> list[Hypothesis]:
+def judge(settings: dict, table: dict, flavor: str = "reference") -> list[Hypothesis]:
+    """The published claims, judged on ``flavor``'s models; ids start with the flavor."""
+
     def get(task, model, metric="mse"):
-        return table[f"{task}/{model}"][metric]["mean"]
+        return table[f"{flavor}/{task}/{model}"][metric]["mean"]
 
     def mses(task):
         return ", ".join(f"{LABELS[m]} {fmt(get(task, m))}" for m in MODELS)
@@ -201,10 +225,11 @@ def judge(settings: dict, table: dict) -> list[Hypothesis]:
                 "inconclusive",
             )
         )
-        dev = table["echo/edelta"].get("norm_dev")
+        dev = table[f"{flavor}/echo/edelta"].get("norm_dev")
         if dev is not None:
             devs = ", ".join(
-                f"{LABELS[m]} {fmt(table[f'echo/{m}']['norm_dev']['mean'])}" for m in MODELS
+                f"{LABELS[m]} {fmt(table[f'{flavor}/echo/{m}']['norm_dev']['mean'])}"
+                for m in MODELS
             )
             hyps.append(
                 Hypothesis(
@@ -236,7 +261,7 @@ def judge(settings: dict, table: dict) -> list[Hypothesis]:
         )
     if "inversion" in tasks:
         cos = {m: get("inversion", m, "cos") for m in MODELS}
-        gamma = table["inversion/edelta"]["gamma"]["mean"]
+        gamma = table[f"{flavor}/inversion/edelta"]["gamma"]["mean"]
         hyps.append(
             Hypothesis(
                 id="E∆ inversion",
@@ -275,31 +300,45 @@ def judge(settings: dict, table: dict) -> list[Hypothesis]:
                 rule=f"E∆ < GPT {order}",
             )
         )
+    for h in hyps:
+        h.id = f"{flavor}: {h.id}"
     return hyps
+
+
+def flavors_of(table: dict) -> list[str]:
+    """The flavors a result table holds, in run order (keys FLAVOR/TASK/MODEL)."""
+    return list(dict.fromkeys(key.split("/")[0] for key in table))
 
 
 def make_figures(settings: dict, per_seed: dict, summary: dict) -> dict:
     table = summary["table"]
+    figs = {}
+    for flavor in flavors_of(table):
 
-    def groups(tasks, metric):
-        return {LABELS[m]: {t: table[f"{t}/{m}"][metric] for t in tasks} for m in MODELS}
+        def groups(tasks, metric, flavor=flavor):
+            return {
+                LABELS[m]: {t: table[f"{flavor}/{t}/{m}"][metric] for t in tasks} for m in MODELS
+            }
 
-    mse_tasks = settings["tasks"]
-    dev_tasks = [t for t in mse_tasks if "norm_dev" in table[f"{t}/preln"]]
-    figs = {
-        "mse": figures.bars_with_errors(
-            groups(mse_tasks, "mse"), "Validation MSE per task and model", "MSE", log_y=True
-        ),
-    }
-    if dev_tasks:
-        figs["norm-deviation"] = figures.bars_with_errors(
-            groups(dev_tasks, "norm_dev"),
-            "Norm deviation ‖out‖ vs ‖in‖ over the evaluated steps",
-            "mean relative deviation",
+        mse_tasks = settings["tasks"]
+        dev_tasks = [t for t in mse_tasks if "norm_dev" in table[f"{flavor}/{t}/preln"]]
+        figs[f"{flavor}-mse"] = figures.bars_with_errors(
+            groups(mse_tasks, "mse"),
+            f"Validation MSE per task and model ({flavor} flavor)",
+            "MSE",
             log_y=True,
         )
-    if "inversion" in mse_tasks:
-        figs["inversion-cosine"] = figures.bars_with_errors(
-            groups(["inversion"], "cos"), "Inversion y = −x: cosine alignment", "cosine"
-        )
+        if dev_tasks:
+            figs[f"{flavor}-norm-deviation"] = figures.bars_with_errors(
+                groups(dev_tasks, "norm_dev"),
+                f"Norm deviation ‖out‖ vs ‖in‖ over the evaluated steps ({flavor} flavor)",
+                "mean relative deviation",
+                log_y=True,
+            )
+        if "inversion" in mse_tasks:
+            figs[f"{flavor}-inversion-cosine"] = figures.bars_with_errors(
+                groups(["inversion"], "cos"),
+                f"Inversion y = −x: cosine alignment ({flavor} flavor)",
+                "cosine",
+            )
     return figs

@@ -47,20 +47,24 @@ def verdict_markdown(results: dict) -> str:
 
 
 def edelta_markdown(result: dict) -> str:
-    """The E∆ table: published MSE (mean of 3 seeds, 2000 iterations) vs geolab's per task/model."""
-    from geolab.experiments.edelta_benchmarks import LABELS, MODELS
+    """The E∆ table, one row per flavor and task: published MSE (mean of 3 seeds, 2000
+    iterations) vs geolab's per model, and GPT/E∆ — how much of E∆'s edge each flavor keeps."""
+    from geolab.experiments.edelta_benchmarks import LABELS, MODELS, flavors_of
 
     table, published = result["summary"]["table"], result["summary"]["published"]["mse"]
-    tasks = list(dict.fromkeys(key.split("/")[0] for key in table))
-    head = "| task | " + " | ".join(LABELS[m] for m in MODELS) + " |"
-    lines = [head, "| --- |" + " --- |" * len(MODELS)]
-    for task in tasks:
-        cells = []
-        for m in MODELS:
-            ours = table[f"{task}/{m}"]["mse"]["mean"]
-            paper = published.get(task, {}).get(m)
-            cells.append(f"{ours:.3g}" + (f" (paper {paper:.3g})" if paper is not None else ""))
-        lines.append(f"| {task} | " + " | ".join(cells) + " |")
+    head = "| flavor | task | " + " | ".join(LABELS[m] for m in MODELS) + " | GPT / E∆ |"
+    lines = [head, "| --- | --- |" + " --- |" * (len(MODELS) + 1)]
+    for flavor in flavors_of(table):
+        tasks = dict.fromkeys(k.split("/")[1] for k in table if k.startswith(flavor + "/"))
+        for task in tasks:
+            cells = []
+            for m in MODELS:
+                ours = table[f"{flavor}/{task}/{m}"]["mse"]["mean"]
+                paper = published.get(task, {}).get(m)
+                note = f" (paper {paper:.3g})" if paper is not None else ""
+                cells.append(f"{ours:.3g}{note}")
+            ratio = result["summary"]["advantage"][flavor][task]
+            lines.append(f"| {flavor} | {task} | " + " | ".join(cells) + f" | {ratio:.3g} |")
     return "\n".join(lines)
 
 

@@ -68,13 +68,15 @@ def run_protocol(
     out: str | Path | None = None,
     png: bool = True,
     log=print,
+    options: dict | None = None,
 ) -> tuple[dict, dict]:
     """Run protocol ``module`` at ``scale`` and write its result and figures under ``out``.
 
-    Returns (result dict, figures by name); the result is also written as
+    ``options`` override settings of the scale (e.g. {"flavors": ["reference"]} for the E∆
+    table). Returns (result dict, figures by name); the result is also written as
     ``out/NAME-SCALE.json`` with the figures beside it (out=None writes nothing).
     """
-    settings = scale_settings(module, scale)
+    settings = {**scale_settings(module, scale), **(options or {})}
     chosen = pick_seeds(settings, seeds)
     log(f"{module.NAME} at scale {scale!r}, seeds {chosen}")
     git = git_revision()  # the code that runs, before anything can change the checkout
