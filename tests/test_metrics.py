@@ -114,6 +114,41 @@ def test_effective_rank_matches_numpy(dtype, tol):
     np.testing.assert_allclose(r.reshape(-1).double().numpy(), expected, atol=tol)
 
 
+def svd_effective_rank(X: torch.Tensor) -> torch.Tensor:
+    """The plain Eq. 8: float64 ``svdvals`` of each matrix, no Gram matrix."""
+    s = torch.linalg.svdvals(X.double())
+    total = s.sum(-1, keepdim=True)
+    p = s / total.clamp_min(1e-300)
+    rank = torch.exp(-torch.xlogy(p, p).sum(-1)) / min(X.shape[-2:])
+    return torch.where(total.squeeze(-1) > 0, rank.clamp(max=1), 0.0)
+
+
+@pytest.mark.parametrize("kind", ["gaussian", "low_rank", "spread", "collapsed"])
+@pytest.mark.parametrize("S,D", [(32, 128), (64, 256), (40, 9), (17, 17)])
+def test_effective_rank_float32_gram_path_matches_svd(kind, S, D):
+    # float32 input takes the float64 Gram eigenvalues; it must agree with the SVD to 1e-5,
+    # also for collapsed (rank 1 + 1e-6 noise) states, where a float32 Gram would not.
+    if kind == "collapsed":
+        g = torch.Generator().manual_seed(S + D)
+        X = torch.randn(5, S, 1, generator=g) * torch.randn(5, 1, D, generator=g)
+        X = (X + 1e-6 * torch.randn(5, S, D, generator=g)).float()
+    else:
+        X = random_matrices(S * D, (5,), S, D, kind)
+    r = effective_rank(X)
+    assert r.dtype == torch.float32
+    torch.testing.assert_close(r.double(), svd_effective_rank(X), rtol=0, atol=1e-5)
+
+
+def test_effective_rank_float32_zero_and_non_finite_matrices():
+    X = torch.randn(4, 6, 10)
+    X[1] = 0
+    X[2, 3, 4] = math.inf
+    X[3, 0, 0] = math.nan
+    r = effective_rank(X)
+    assert r[1] == 0 and r[2].isnan() and r[3].isnan()
+    torch.testing.assert_close(r[0].double(), svd_effective_rank(X[0]), rtol=0, atol=1e-5)
+
+
 @PROPERTY
 @given(
     seed=st.integers(0, 2**31 - 1),
