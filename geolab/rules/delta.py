@@ -22,7 +22,6 @@ import torch.nn.functional as F
 from torch import nn
 
 from geolab.layers import make_norm
-from geolab.operators import delta_update
 from geolab.rules.base import Rule, float32_gates, logit, upcast
 from geolab.rules.registry import config_error, register
 
@@ -86,12 +85,16 @@ class _MGTBlock(Rule):
                 v = v * gate.to(v.dtype)
                 gates["gate"] = gate
             if self.delta:
-                beta = self.lam * torch.tanh(self.w_beta(xf)) + self.eps
+                beta = torch.tanh(self.w_beta(xf))
+                if (self.lam, self.eps) != (1.0, 0.0):  # the default λ = 1, ε = 0 is exact as is
+                    beta = self.lam * beta + self.eps
                 gates.update(beta=beta, alpha=self.alpha)
         self.keep(**gates)
         if not self.delta:
             return x + v
-        return x + beta.to(x.dtype) * (v - self.alpha.to(x.dtype) * x)
+        # x + β ⊙ (v − α x) as two fused multiply-adds (one pass over (B, S, D) each).
+        inner = torch.addcmul(v, x, self.alpha.to(x.dtype), value=-1)
+        return torch.addcmul(x, beta.to(x.dtype), inner)
 
 
 @register("mgt_mhc")
@@ -158,6 +161,10 @@ class DDL(Rule):
         with float32_gates(x):
             beta = 2 * torch.sigmoid(self.w_beta(upcast(xn))).squeeze(-1)
             v = 4 * torch.sigmoid(self.w_v(upcast(x))).squeeze(-1)
-            out = delta_update(upcast(x), F.normalize(upcast(k), dim=-1), beta, v)
+            # k̂ = k/‖k‖ already, so x + β(v − k̂·x)k̂ is delta_update without its second
+            # normalisation: one dot product and one fused multiply-add over (B, S, D).
+            xf, kh = upcast(x), F.normalize(upcast(k), dim=-1)
+            coeff = (beta * (v - torch.linalg.vecdot(kh, xf))).unsqueeze(-1)
+            out = torch.addcmul(xf, coeff, kh)
         self.keep(beta=beta, v=v)
         return out.to(x.dtype)

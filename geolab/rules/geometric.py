@@ -114,7 +114,7 @@ class _Geometric(Rule):
                 self.w_gamma.bias.fill_(logit(cfg.gamma0))
 
     def _geometry(self, x: torch.Tensor):
-        """u, v, k (…, g), β, γ (…) from the (pooled) raw state, in float32."""
+        """u, v, k (…, g; k unnormalised), β, γ (…) from the (pooled) raw state, in float32."""
         src = x.mean(dim=-2, keepdim=True).expand_as(x) if self.pool == "sequence" else x
         src = upcast(src)
         out = self.heads(F.gelu(self.trunk(src)))
@@ -126,8 +126,8 @@ class _Geometric(Rule):
             u, v, beta = out[..., :g], out[..., g : 2 * g], F.softplus(out[..., 2 * g])
             if self.mode == "hybrid":
                 k = out[..., 2 * g + 1 :]
-        if k is not None:
-            k = F.normalize(k, dim=-1)
+        # k stays unnormalised: every operator below uses only k̂ = k/‖k‖ and normalises it
+        # itself (overflow-safe), so a normalisation here would be a second pass for nothing.
         if self.mode == "hybrid":
             gamma = torch.sigmoid(self.w_gamma(src)).squeeze(-1)
         return u, v, k, beta, gamma
@@ -146,8 +146,7 @@ class _Geometric(Rule):
             op = householder(k)
         else:
             op = hybrid_operator(u, v, k, beta, gamma)
-        streams = x.unflatten(-1, (self.g, -1))
-        return torch.einsum("...ij,...jd->...id", op, streams).flatten(-2)
+        return (op @ x.unflatten(-1, (self.g, -1))).flatten(-2)
 
     def _gate_for_regulariser(self, x: torch.Tensor) -> torch.Tensor:
         """γ again, from the detached state: the regulariser's gradient stops at w_γ and b_γ."""

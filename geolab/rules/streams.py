@@ -71,10 +71,16 @@ class _Streams(Rule):
             h_post = 2 * torch.sigmoid(a_post * z[..., n : 2 * n] + self.b_post)
             h_res, extra = self.mix(a_res, z[..., 2 * n :].unflatten(-1, (n, n)))
         self.keep(H_pre=h_pre, H_post=h_post, H_res=h_res, **extra)
-        xin = torch.einsum("...i,...id->...d", h_pre.to(x.dtype), x)
-        f = sublayer(self.ln(xin))
-        mixed = torch.einsum("...ij,...jd->...id", h_res.to(x.dtype), x)
-        return mixed + h_post.to(x.dtype).unsqueeze(-1) * f.unsqueeze(-2)
+        return _mix_streams(x, h_pre, h_post, h_res, lambda xin: sublayer(self.ln(xin)))
+
+
+def _mix_streams(x, h_pre, h_post, h_res, f):
+    """``H_res X + H_postᵀ ⊗ f(H_pre X)`` on streams X (…, n, d): the read-out, the mixing and
+    the write-back as two batched matrix products and one fused multiply-add (no einsum, whose
+    permutes and copies cost more than the n×n products themselves at small n)."""
+    h_pre, h_post, h_res = (h.to(x.dtype) for h in (h_pre, h_post, h_res))
+    fx = f((h_pre.unsqueeze(-2) @ x).squeeze(-2))
+    return torch.addcmul(h_res @ x, h_post.unsqueeze(-1), fx.unsqueeze(-2))
 
 
 @register("hc")
@@ -162,7 +168,5 @@ class JPmHC(Rule):
             y = fixed_point_cayley(r - r.transpose(-1, -2), self.CAYLEY_A, self.CAYLEY_ITERS)
         self.keep(H_pre=h_pre, H_post=h_post, H_res=y)
         streams = x.unflatten(-1, (n, -1))
-        xin = torch.einsum("...i,...id->...d", h_pre.to(x.dtype), streams)
-        f = sublayer(self.ln(xin))
-        mixed = torch.einsum("...ij,...jd->...id", y.to(x.dtype), streams)
-        return (mixed + h_post.to(x.dtype).unsqueeze(-1) * f.unsqueeze(-2)).flatten(-2)
+        out = _mix_streams(streams, h_pre, h_post, y, lambda xin: sublayer(self.ln(xin)))
+        return out.flatten(-2)
