@@ -81,6 +81,11 @@ def build_model(cfg: GeoConfig, seed: int) -> GeoTransformer:
     return model
 
 
+def clear_models() -> None:
+    """Forget every kept model (``build_model`` rebuilds on the next call)."""
+    _MODELS.clear()
+
+
 def rank_tokens(seq_len: int, seed: int) -> torch.Tensor:
     """One seeded sequence of random tokens, (1, seq_len) int64."""
     gen = torch.Generator().manual_seed(seed + 1)
