@@ -141,5 +141,9 @@ def _forward(model, x):
 
 def run(quick: bool) -> list[dict]:
     if quick:
-        return _small_views(rounds=2, min_time=0.0) + _rank_rows(4, 32, 8, None, None, None, rounds=2)
-    return _small_views(rounds=7, min_time=0.2) + _rank_rows(200, 128, 32, 150, 1000, 3000, rounds=3)
+        return _small_views(rounds=2, min_time=0.0) + _rank_rows(
+            4, 32, 8, None, None, None, rounds=2
+        )
+    return _small_views(rounds=7, min_time=0.2) + _rank_rows(
+        200, 128, 32, 150, 1000, 3000, rounds=3
+    )

@@ -34,7 +34,12 @@ from geolab.tasks import get_task
 BATCH, SEQ, DIM, D, HEADS = 16, 255, 16, 128, 4
 # (name, geolab model fields, reference model it is compared with, target)
 GEOLAB = (
-    ("edelta reference flavor", dict(residual="edelta", flavor="reference", n_layer=6), "edelta", 1.0),
+    (
+        "edelta reference flavor",
+        dict(residual="edelta", flavor="reference", n_layer=6),
+        "edelta",
+        1.0,
+    ),
     ("edelta geolab flavor", dict(residual="edelta", n_layer=6), "edelta", 1.25),
     ("preln", dict(residual="preln", n_layer=9), "gpt2", 1.0),
 )
