@@ -1,6 +1,6 @@
 """geolab vs the public E∆ code on its own gyroscope setup (optional; needs a local checkout).
 
-    python -m bench.bench_reference --reference PATH [--rounds 7] [--out FILE.json]
+    python -m bench.bench_reference --reference PATH [--rounds 7] [--out DIR]
 
 PATH is a local checkout of github arash-shahmansoori/edelta (its ``src/`` package is imported
 from there; nothing of it is copied into geolab, and no test needs it). One training step is the
@@ -12,20 +12,25 @@ the reference's E∆-MHC-Geo (6 layers) and GPT (9 layers); geolab's ``edelta`` 
 (9 layers). All run interleaved in one process on one torch thread, the order rotated each round;
 each ratio is the median over rounds of geolab's time / the reference model's time in that round.
 Targets (issue 12): reference flavor ≤ 1.0×, geolab flavor ≤ 1.25× (both vs the reference E∆),
-preln ≤ 1.0× (vs the reference GPT).
+preln ≤ 1.0× (vs the reference GPT). With ``--out DIR`` (e.g. ``bench``) the rows join the suite's
+``results.json`` and ``RESULTS.md`` there as the "reference" group; ``python -m bench --only …``
+keeps them, a full ``python -m bench`` run starts the files afresh.
 """
 
 import argparse
 import contextlib
+import datetime
 import io
 import json
 import os
 import statistics
 import sys
+import time
 from pathlib import Path
 
 import torch
 
+from bench.__main__ import machine_info, markdown
 from bench.bench_train import _trainer
 from bench.timing import interleaved, median_ratio, set_clock, spread
 from geolab.config import GeoConfig
@@ -121,19 +126,39 @@ def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(prog="python -m bench.bench_reference", description=__doc__)
     parser.add_argument("--reference", type=Path, required=True, help="checkout of the E∆ code")
     parser.add_argument("--rounds", type=int, default=7)
-    parser.add_argument("--out", type=Path, help="also write the rows to this JSON file")
+    parser.add_argument("--out", type=Path, help="merge the rows into DIR/results.json, RESULTS.md")
     args = parser.parse_args(argv)
     if not (args.reference / "src" / "training" / "train_continuous.py").is_file():
         parser.error(f"--reference {args.reference}: no src/training/train_continuous.py there")
     torch.set_num_threads(1)
     set_clock("cpu")
+    start = time.perf_counter()
     rows = measure(args.reference.resolve(), args.rounds)
     load = ", ".join(f"{v:.2f}" for v in os.getloadavg())
     for row in rows:
+        row["notes"] += f"; load average {load}"
         print(f"{row['name']}: {row['value']:.3f}× (target {row['target']}); {row['notes']}")
-    print(f"one torch thread, process CPU time, {args.rounds} rounds; load average {load}")
     if args.out:
-        args.out.write_text(json.dumps({"load_average": load, "rows": rows}, indent=1) + "\n")
+        _merge(args.out, rows, time.perf_counter() - start)
+
+
+def _merge(out: Path, rows: list[dict], seconds: float) -> None:
+    """Replace the "reference" rows of ``out/results.json`` and rewrite ``out/RESULTS.md``."""
+    path = out / "results.json"
+    results = json.loads(path.read_text()) if path.exists() else {"modules": {}, "rows": []}
+    results["rows"] = [r for r in results["rows"] if r["group"] != "reference"] + rows
+    results["modules"]["reference"] = {
+        "quick": False,
+        "seconds": round(seconds, 1),
+        "finished": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+        "error": None,
+    }
+    results.setdefault("quick", False)
+    results.setdefault("generated", results["modules"]["reference"]["finished"])
+    results.setdefault("machine", machine_info())
+    path.write_text(json.dumps(results, indent=1, ensure_ascii=False) + "\n")
+    (out / "RESULTS.md").write_text(markdown(results))
+    print(f"[bench] reference rows written to {path} and {out / 'RESULTS.md'}")
 
 
 if __name__ == "__main__":
