@@ -233,7 +233,7 @@ def test_04_slider_constants_on_a_kept_model_equal_a_fresh_build(rule, fields):
 
 def test_04_leaves_no_hooks_behind():
     explore.rank_view(["mgt"], 12, reference=False)
-    for model in explore.rank._MODELS.values():
+    for model, _ in explore.rank._MODELS.values():
         assert all(not m._forward_hooks for m in model.modules())
 
 

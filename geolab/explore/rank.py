@@ -67,13 +67,16 @@ def build_model(cfg: GeoConfig, seed: int) -> GeoTransformer:
     with the same seed — tested). A slider move at 200 layers is then one forward pass.
     """
     key = (cfg.residual, cfg.n_layer, cfg.d_model, cfg.seq_len, cfg.mlp, seed)
-    model = _MODELS.pop(key, None)
+    model, n_params = _MODELS.pop(key, (None, 0))
     if model is None:
         with torch.random.fork_rng():
             torch.manual_seed(seed)
             model = GeoTransformer(cfg).eval()
-    _MODELS[key] = model
-    while sum(count_params(m) for m in _MODELS.values()) > _MODEL_PARAM_BUDGET:
+        n_params = count_params(model)
+    # Counts are kept beside the models: walking 200 layers' parameters on every slider move
+    # cost more than the reset below.
+    _MODELS[key] = model, n_params
+    while sum(n for _, n in _MODELS.values()) > _MODEL_PARAM_BUDGET:
         _MODELS.popitem(last=False)
     for rule in model.rules:
         rule.reset_init(cfg)
