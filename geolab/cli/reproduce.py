@@ -64,6 +64,10 @@ def run_reproduce_cli(args: argparse.Namespace) -> int:
                     "edelta_benchmarks has reference builds (default: both flavors)"
                 )
             options["flavors"] = [args.flavor]
+        if args.jobs is not None:
+            if isinstance(args.jobs, bool) or args.jobs < 1:
+                raise ValueError(f"--jobs {args.jobs} is not allowed; it must be >= 1")
+            options["jobs"] = args.jobs
         result, _ = run_protocol(
             get_protocol(args.name),
             args.scale,
@@ -96,6 +100,12 @@ def add_reproduce_cli(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--threads", type=int, default=None, help="torch CPU threads")
     p.add_argument("--data-dir", default=None, help="local text data (else $GEOLAB_DATA)")
     p.add_argument("--no-png", action="store_true", help="HTML figures only")
+    p.add_argument(
+        "--jobs",
+        type=int,
+        default=None,
+        help="edelta_benchmarks: worker processes, one (flavor, seed) each (default 1)",
+    )
     p.add_argument(
         "--flavor",
         choices=("both", *FLAVORS),

@@ -5,8 +5,11 @@ A scale's settings dict gives ``n_layer``, ``d_model``, ``n_head``, ``grad_check
 JSON-ready numbers.
 """
 
+import multiprocessing
 import os
 import time
+
+import torch
 
 from geolab.config import GeoConfig
 from geolab.experiments.verdicts import fmt
@@ -47,6 +50,33 @@ def train_run(cfg, task, settings: dict, seed: int, log=None) -> dict:
         vals = " ".join(f"{k} {fmt(v)}" for k, v in out["val"].items())
         log(f"  seed {seed} {cfg.residual} L={cfg.n_layer} D={cfg.d_model}: {vals}")
     return out
+
+
+def _job(args):
+    """One ``parallel_map`` job in a worker process, with the parent's threads and kernels."""
+    fn, job, settings, threads = args
+    torch.set_num_threads(threads)
+    torch.use_deterministic_algorithms(True, warn_only=True)
+    return fn(*job, settings, print)
+
+
+def parallel_map(fn, jobs: list[tuple], settings: dict, log) -> list:
+    """[fn(*job, settings, log) for job in jobs], in ``settings["jobs"]`` worker processes.
+
+    Jobs are independent seeded runs, so their numbers do not depend on how they are spread;
+    workers are spawned (not forked: torch's thread pools do not survive a fork), run with the
+    parent's torch thread count and deterministic kernels, and log to standard output.
+    """
+    workers = settings.get("jobs", 1)
+    if workers <= 1 or len(jobs) <= 1:
+        return [fn(*job, settings, log) for job in jobs]
+    threads = torch.get_num_threads()
+    pool = multiprocessing.get_context("spawn").Pool(min(workers, len(jobs)))
+    try:
+        return pool.map(_job, [(fn, job, settings, threads) for job in jobs], chunksize=1)
+    finally:
+        pool.close()  # let the workers exit on their own, so no semaphore is left behind
+        pool.join()
 
 
 def model_config(settings: dict, task, rule: str, **changes):
