@@ -28,6 +28,7 @@ import torch
 
 from bench.timing import clock_name, set_clock
 from geolab.cli.bench import add_bench_arguments
+from geolab.outputs import check_dir
 
 HERE = Path(__file__).resolve().parent
 ORDER = ("operators", "rules", "views", "live", "train", "memory")
@@ -225,6 +226,10 @@ def main(argv: list[str] | None = None) -> int:
             parser.error(f"unknown benchmark(s) {unknown}; available: {', '.join(available)}")
         wanted = [name for name in available if name in names]
     out = (args.out or HERE).resolve()
+    try:
+        check_dir(out, "--out")
+    except ValueError as err:
+        parser.error(str(err))
     out.mkdir(parents=True, exist_ok=True)
     rows, modules, failed = [], {}, False
     for name in wanted:

@@ -20,6 +20,11 @@ def _fail(field: str, value, allowed: str):
     raise config_error(field, value, allowed)
 
 
+def finite_number(value) -> bool:
+    """An int or float (not a bool) that is neither NaN nor ±Inf."""
+    return isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
+
+
 @dataclass(frozen=True)
 class GeoConfig:
     """Model configuration. Token models set ``vocab_size``; vector models set ``d_in``/``d_out``.
@@ -68,7 +73,10 @@ class GeoConfig:
                 _fail(name, value, "must be a positive integer")
         self._check_io()
         if self.d_model % self.n_head:
-            _fail("d_model", self.d_model, f"must be divisible by n_head={self.n_head}")
+            _fail("n_head", self.n_head, f"must divide d_model={self.d_model} (heads split it)")
+        for name in ("mlp", "grad_checkpoint"):
+            if not isinstance(getattr(self, name), bool):
+                _fail(name, getattr(self, name), "must be True or False")
         if self.norm not in NORMS:
             _fail("norm", self.norm, f"allowed: {', '.join(NORMS)}")
         if self.pos not in POS:
@@ -84,7 +92,8 @@ class GeoConfig:
         if self.vocab_size is not None:
             if self.d_in is not None or self.d_out is not None:
                 _fail("vocab_size", self.vocab_size, "set vocab_size or d_in/d_out, not both")
-            if not isinstance(self.vocab_size, int) or self.vocab_size <= 0:
+            value = self.vocab_size
+            if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
                 _fail("vocab_size", self.vocab_size, "must be a positive integer")
             return
         for name in ("d_in", "d_out"):
@@ -94,9 +103,12 @@ class GeoConfig:
 
     def _check_rule_numbers(self):
         for name in ("lam", "eps", "alpha0", "gamma0", "reg_weight", "dropout"):
+            if not finite_number(getattr(self, name)):
+                _fail(name, getattr(self, name), "must be a finite number")
+        for name in ("beta0", "layerscale_init"):  # None: the rule's own default
             value = getattr(self, name)
-            if not isinstance(value, int | float) or not math.isfinite(value):
-                _fail(name, value, "must be a finite number")
+            if value is not None and not finite_number(value):
+                _fail(name, value, "must be a finite number, or None for the rule's default")
         if self.lam <= 0:
             _fail("lam", self.lam, "λ must be > 0")
         if not 0 <= self.dropout < 1:

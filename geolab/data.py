@@ -48,6 +48,11 @@ CACHE_VERSION = 1
 PROBE_TIMEOUT_S = 2.0
 
 
+class DataNotFound(FileNotFoundError, ValueError):
+    """No corpus where geolab looked: a FileNotFoundError, and a user error (ValueError) that the
+    command line reports in one line."""
+
+
 @dataclass
 class Corpus:
     """Token streams per split ("train", "val"[, "test"]) as 1-D int64 tensors, and the vocabulary
@@ -72,7 +77,8 @@ def _load(corpus: str, data_dir, cache_dir) -> Corpus:
     directory = data_dir if data_dir is not None else os.environ.get("GEOLAB_DATA") or None
     if directory is not None:
         files = local_files(corpus, Path(directory))
-        key = _digest([p.read_bytes() for p in files.values()])
+        raw = [check_text(path) for path in files.values()]
+        key = _digest(raw)
     else:
         files, key = None, _digest([repr(HUB[corpus]).encode()])
     cached = root / f"{corpus}-{key[:16]}.pt"
@@ -83,7 +89,7 @@ def _load(corpus: str, data_dir, cache_dir) -> Corpus:
     if files is None:
         online, why = hub_reachable()
         if not online:
-            raise FileNotFoundError(_how_to(corpus, f"no local directory is set and {why}"))
+            raise DataNotFound(_how_to(corpus, f"no local directory is set and {why}"))
     texts = _read_local(corpus, files, root) if files else _read_hub(corpus, root)
     result = tokenize_words(texts) if corpus == "wikitext2" else tokenize_chars(texts["train"])
     root.mkdir(parents=True, exist_ok=True)
@@ -107,7 +113,23 @@ def local_files(corpus: str, directory: Path) -> dict[str, Path]:
         files = {split: base / name for split, name in names.items()}
         if all(p.is_file() for p in files.values()):
             return files
-    raise FileNotFoundError(_how_to(corpus, f"the data directory {str(directory)!r} lacks them"))
+    raise DataNotFound(_how_to(corpus, f"the data directory {str(directory)!r} lacks them"))
+
+
+def check_text(path: Path) -> bytes:
+    """The bytes of data file ``path``; ValueError naming it if it holds no text or is not UTF-8
+    (the ``datasets`` text builder would fail on it with a long traceback)."""
+    raw = path.read_bytes()
+    if not raw.strip():
+        raise ValueError(f"data file {str(path)!r} holds no text; it must hold UTF-8 text")
+    try:
+        raw.decode("utf-8")
+    except UnicodeDecodeError as err:
+        raise ValueError(
+            f"data file {str(path)!r} is not UTF-8 text (byte 0x{raw[err.start]:02x} at offset "
+            f"{err.start}); convert it to UTF-8"
+        ) from None
+    return raw
 
 
 def _how_to(corpus: str, why: str) -> str:
@@ -177,7 +199,7 @@ def _read_hub(corpus: str, root: Path) -> dict[str, list[str]]:
     try:
         ds = datasets.load_dataset(name, config, cache_dir=str(root / "hf"))
     except Exception as err:
-        raise FileNotFoundError(_how_to(corpus, f"the hub failed ({err})")) from err
+        raise DataNotFound(_how_to(corpus, f"the hub failed ({err})")) from err
     if corpus == "wikitext2":
         return {split: ds[hf]["text"] for split, hf in HF_SPLITS.items()}
     return {"train": ["".join(t for split in HF_SPLITS.values() for t in ds[split]["text"])]}

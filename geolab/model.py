@@ -130,7 +130,8 @@ def count_params(model: nn.Module) -> int:
     return sum(p.numel() for p in model.parameters() if p.requires_grad)
 
 
-def _count(cfg: GeoConfig) -> int:
+def param_count(cfg: GeoConfig) -> int:
+    """``count_params(GeoTransformer(cfg))``, counted on the meta device (no memory)."""
     with torch.device("meta"):
         return count_params(GeoTransformer(cfg))
 
@@ -149,7 +150,7 @@ def match_params(cfg: GeoConfig, budget: int, vary: str = "n_layer") -> GeoConfi
     step = 1 if vary == "n_layer" else rule_class(cfg).d_model_step(cfg)
 
     def count_at(units: int) -> int:
-        return _count(cfg.replace(**{vary: units * step}))
+        return param_count(cfg.replace(**{vary: units * step}))
 
     # Counts grow monotonically with depth and width: double, then bisect for the first
     # value at or above the budget, and keep whichever neighbour is nearer.

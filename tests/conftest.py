@@ -18,6 +18,11 @@ torch.set_num_threads(1)
 REPO = Path(__file__).resolve().parents[1]
 SHARED_DATA = REPO.parent / "shared" / "data"
 NOTEBOOK_ENV = {**os.environ, "PYTHONPATH": str(REPO), "OMP_NUM_THREADS": "1"}
+# `geolab train` flags of a run that takes a second: 3 steps of a 1-layer gyroscope model on CPU
+TINY_TRAIN = (
+    "--task gyroscope --residual preln --layers 1 --d-model 16 --heads 2 --steps 3 "
+    "--batch-size 4 --n-train 16 --n-val 4 --device cpu --no-progress"
+).split()
 
 
 def load_app(path: Path):

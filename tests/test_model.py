@@ -75,7 +75,7 @@ def test_sequence_pool_breaks_causality():
     "change, field",
     [
         (dict(residual="resnet"), "residual"),
-        (dict(d_model=30, n_head=4), "d_model"),
+        (dict(d_model=30, n_head=4), "n_head"),
         (dict(residual="jpmhc", d_model=18, n_head=2, n_streams=4), "d_model"),
         (dict(residual="edelta", geometry="streams", d_model=18, n_head=2, n_streams=4), "d_model"),
         (dict(n_layer=0), "n_layer"),

@@ -7,6 +7,7 @@ import math
 import pytest
 import torch
 import torch.nn.functional as F
+from conftest import TINY_TRAIN
 
 from geolab.cli.train import main
 from geolab.config import GeoConfig
@@ -235,31 +236,7 @@ def test_bad_runs_write_nothing(gyro, tmp_path, monkeypatch):
 
 def test_cli_trains_and_writes_its_files(tmp_path, capsys):
     out = tmp_path / "cli"
-    argv = [
-        "--task",
-        "gyroscope",
-        "--residual",
-        "preln",
-        "--layers",
-        "1",
-        "--d-model",
-        "16",
-        "--heads",
-        "2",
-        "--steps",
-        "3",
-        "--batch-size",
-        "4",
-        "--n-train",
-        "16",
-        "--n-val",
-        "4",
-        "--device",
-        "cpu",
-        "--out",
-        str(out),
-        "--no-progress",
-    ]
+    argv = [*TINY_TRAIN, "--out", str(out)]
     assert main(argv) == 0
     assert {p.name for p in out.iterdir()} == {"config.json", "metrics.jsonl", "ckpt.pt"}
     text = capsys.readouterr().out

@@ -5,6 +5,7 @@ import argparse
 import sys
 
 from geolab.cli.assignments import add_grade_cli, add_release_cli
+from geolab.cli.errors import run
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -13,11 +14,7 @@ def main(argv: list[str] | None = None) -> int:
     add_release_cli(sub)
     add_grade_cli(sub)
     args = parser.parse_args(argv)
-    try:
-        return args.func(args)
-    except ValueError as err:
-        print(f"{parser.prog} {args.command}: error: {err}", file=sys.stderr)
-        return 2
+    return run(f"{parser.prog} {args.command}", args.func, args)
 
 
 if __name__ == "__main__":

@@ -10,6 +10,7 @@ import json
 from pathlib import Path
 
 from geolab.assignments.feedback import write_feedback
+from geolab.outputs import check_dir, check_file
 
 HEAD = ["submission", "status", "score", "max_score", "seconds", "seed", "error"]
 
@@ -64,16 +65,31 @@ def totals(rows: list[dict], hand: dict | None) -> tuple[list[dict], list[str]]:
     return out, notes
 
 
+def gradebook_paths(out: Path) -> tuple[Path, Path, Path, Path]:
+    """The CSV, JSON and LMS files and the feedback folder of gradebook ``out``."""
+    out = Path(out)
+    csv_path, json_path = out.with_suffix(".csv"), out.with_suffix(".json")
+    lms_path, feedback = out.with_name(out.stem + "_lms.csv"), out.with_name(out.stem + "_feedback")
+    return csv_path, json_path, lms_path, feedback
+
+
+def check_gradebook(out: Path) -> None:
+    """ValueError naming --out when any gradebook file cannot be written: checked before grading,
+    so a bad --out does not throw the grading away."""
+    *files, feedback = gradebook_paths(out)
+    for path in files:
+        check_file(path, "--out")
+    check_dir(feedback, "--out (its feedback folder)")
+
+
 def write_gradebook(rows: list[dict], out: Path, hand: dict | None = None):
     """Write ``out`` as CSV (one 0/1 column per check), ``out`` with suffix .json, the LMS CSV
     ``<out>_lms.csv`` and ``<out>_feedback/<student>.md``. Returns (paths, warnings)."""
-    out = Path(out)
-    out.parent.mkdir(parents=True, exist_ok=True)
+    csv_path, json_path, lms_path, feedback = gradebook_paths(out)
+    csv_path.parent.mkdir(parents=True, exist_ok=True)
     rows, notes = totals(rows, hand)
     names = list(dict.fromkeys(c["name"] for row in rows for c in row["checks"]))
     head = HEAD + (["hand"] if hand else []) + ["total", "total_max"]
-    csv_path, json_path = out.with_suffix(".csv"), out.with_suffix(".json")
-    lms_path = out.with_name(out.stem + "_lms.csv")
     with open(csv_path, "w", newline="", encoding="utf-8") as f:
         writer = csv.writer(f)
         writer.writerow(head + names)
@@ -88,5 +104,5 @@ def write_gradebook(rows: list[dict], out: Path, hand: dict | None = None):
         writer.writerow(["student_id", "total", "max"])
         for row in rows:
             writer.writerow([student_id(row["submission"]), row["total"], row["total_max"]])
-    folder = write_feedback(rows, out.with_name(out.stem + "_feedback"))
+    folder = write_feedback(rows, feedback)
     return [csv_path, json_path, lms_path, folder], notes

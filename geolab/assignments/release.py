@@ -12,6 +12,8 @@ Python, the notebook still runs headless, and the checks report "not implemented
 import sys
 from pathlib import Path
 
+from geolab.outputs import check_dir
+
 BEGIN, END = "### BEGIN SOLUTION", "### END SOLUTION"
 STUB = 'raise NotImplementedError("replace this line with your code")'
 HEADER = (
@@ -82,6 +84,8 @@ def build(src_dir: Path = SRC_DIR, out_dir: Path = OUT_DIR, check: bool = False)
     sources = sorted(Path(src_dir).glob("*.py"))
     if not sources:
         raise ValueError(f"src_dir={str(src_dir)!r} holds no instructor notebooks (*.py)")
+    if not check:
+        check_dir(out_dir, "out")
     changed = []
     for src in sources:
         dest = Path(out_dir) / src.name

@@ -5,10 +5,10 @@ wires them together. ``args`` holds the shared model flags and the one GeoConfig
 """
 
 import argparse
-import sys
 
 from geolab.cli.assignments import add_grade_cli, add_release_cli
 from geolab.cli.bench import add_bench_cli
+from geolab.cli.errors import run
 from geolab.cli.info import add_info_cli
 from geolab.cli.reproduce import add_reproduce_cli
 from geolab.cli.tasks import add_tasks_cli
@@ -30,8 +30,4 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    try:
-        return args.func(args)
-    except ValueError as err:
-        print(f"geolab {args.command}: error: {err}", file=sys.stderr)
-        return 2
+    return run(f"geolab {args.command}", args.func, args)

@@ -12,6 +12,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+from geolab.outputs import check_dir
+
 REPO = Path(__file__).resolve().parents[2]
 
 
@@ -48,6 +50,10 @@ def cmd_bench(args) -> int:
         raise ValueError(
             f"geolab bench needs a source checkout with bench/ beside the package; none at {REPO}"
         )
+    if args.threads < 1:
+        raise ValueError(f"--threads {args.threads} is not allowed; it must be >= 1")
+    if args.out is not None:
+        check_dir(args.out, "--out")  # here, so the error is one line and not the child's
     argv = [sys.executable, "-m", "bench", "--threads", str(args.threads), "--clock", args.clock]
     if args.quick:
         argv.append("--quick")

@@ -8,6 +8,7 @@ import torch
 
 from geolab.cli.args import add_model_arguments, geo_config
 from geolab.device import describe_device, pick_device
+from geolab.memory import check_fits
 from geolab.model import GeoTransformer
 from geolab.probe import rank_profile
 from geolab.rules import RESIDUALS, describe
@@ -26,7 +27,8 @@ def cmd_info(args) -> int:
 
 
 def cmd_rank(args) -> int:
-    torch.manual_seed(args.seed)
+    if args.batch < 1:
+        raise ValueError(f"--batch {args.batch} is not allowed; it must be >= 1")
     cfg = geo_config(
         args,
         seq_len=args.seq_len,
@@ -34,6 +36,8 @@ def cmd_rank(args) -> int:
         d_out=args.d_model,
         mlp=not args.no_mlp,
     )
+    check_fits(cfg, args.batch, args.seq_len, torch.device("cpu"), training=False)
+    torch.manual_seed(args.seed)
     model = GeoTransformer(cfg).eval()
     x = torch.randn(args.batch, args.seq_len, args.d_model)
     profile = rank_profile(model, x).tolist()

@@ -10,7 +10,6 @@ with verdicts, reductions, provenance) and OUT/NAME-SCALE-FIG.html (+ .png with 
 """
 
 import argparse
-import sys
 from pathlib import Path
 
 from geolab.experiments import NAMES, get_protocol, report
@@ -32,8 +31,7 @@ def run_reproduce_cli(args: argparse.Namespace) -> int:
     if args.readme:
         results = report.load_results(args.out)
         if not results:
-            print(f"geolab reproduce: error: no NAME-small.json in {args.out!r}", file=sys.stderr)
-            return 2
+            raise ValueError(f"--out {args.out!r} holds no NAME-small.json results")
         for name, result in results.items():
             figs = report.result_figures(result)
             save_figures(figs, Path(args.out), f"{name}-small", not args.no_png, print)
@@ -43,42 +41,37 @@ def run_reproduce_cli(args: argparse.Namespace) -> int:
         print(f"wrote {path} and redrew the figures of {len(results)} protocols")
         return 0
     if args.name is None:
-        print("geolab reproduce: error: name a protocol or pass --list", file=sys.stderr)
-        return 2
-    try:
-        if args.threads is not None:
-            import torch
+        raise ValueError("name a protocol or pass --list")
+    if args.threads is not None:
+        import torch
 
-            if args.threads < 1:
-                raise ValueError(f"--threads {args.threads} is not allowed; it must be >= 1")
-            torch.set_num_threads(args.threads)
-        if args.data_dir is not None:
-            import os
+        if args.threads < 1:
+            raise ValueError(f"--threads {args.threads} is not allowed; it must be >= 1")
+        torch.set_num_threads(args.threads)
+    if args.data_dir is not None:
+        import os
 
-            os.environ["GEOLAB_DATA"] = args.data_dir
-        options = {}
-        if args.flavor != "both":
-            if args.name != "edelta_benchmarks":
-                raise ValueError(
-                    f"--flavor {args.flavor} is not allowed for {args.name}; only "
-                    "edelta_benchmarks has reference builds (default: both flavors)"
-                )
-            options["flavors"] = [args.flavor]
-        if args.jobs is not None:
-            if isinstance(args.jobs, bool) or args.jobs < 1:
-                raise ValueError(f"--jobs {args.jobs} is not allowed; it must be >= 1")
-            options["jobs"] = args.jobs
-        result, _ = run_protocol(
-            get_protocol(args.name),
-            args.scale,
-            args.seeds,
-            args.out,
-            png=not args.no_png,
-            options=options,
-        )
-    except (ValueError, FileNotFoundError) as err:
-        print(f"geolab reproduce: error: {err}", file=sys.stderr)
-        return 2
+        os.environ["GEOLAB_DATA"] = args.data_dir
+    options = {}
+    if args.flavor != "both":
+        if args.name != "edelta_benchmarks":
+            raise ValueError(
+                f"--flavor {args.flavor} is not allowed for {args.name}; only "
+                "edelta_benchmarks has reference builds (default: both flavors)"
+            )
+        options["flavors"] = [args.flavor]
+    if args.jobs is not None:
+        if isinstance(args.jobs, bool) or args.jobs < 1:
+            raise ValueError(f"--jobs {args.jobs} is not allowed; it must be >= 1")
+        options["jobs"] = args.jobs
+    result, _ = run_protocol(
+        get_protocol(args.name),
+        args.scale,
+        args.seeds,
+        args.out,
+        png=not args.no_png,
+        options=options,
+    )
     for h in result["hypotheses"]:
         print(f"{h['id']}: {h['verdict']} — {h['measured']}")
     return 0

@@ -5,11 +5,12 @@ import os
 import sys
 
 from geolab.cli.args import add_model_arguments, geo_config
-from geolab.model import GeoTransformer, count_params
+from geolab.cli.errors import run
+from geolab.model import param_count
 from geolab.rules import RESIDUALS
 from geolab.tasks import get_task
 from geolab.train import TrainConfig, TrainingDiverged, train
-from geolab.train.loop import summary
+from geolab.train.loop import prepare, summary
 
 
 def add_train_arguments(parser: argparse.ArgumentParser) -> None:
@@ -38,45 +39,44 @@ def add_train_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run_train_cli(args: argparse.Namespace) -> int:
-    """``geolab train``: validate everything, then train, print progress and the final metrics."""
-    lead = int(os.environ.get("RANK", "0")) == 0
-    try:
-        if args.residual not in RESIDUALS:
-            raise ValueError(
-                f"--residual {args.residual!r} is not allowed; allowed: {', '.join(RESIDUALS)}"
-            )
-        out = args.out or os.path.join("runs", f"{args.task}-{args.residual}-s{args.seed}")
-        tc = TrainConfig(
-            steps=args.steps,
-            batch_size=args.batch_size,
-            lr=args.lr,
-            min_lr=args.min_lr,
-            warmup=args.warmup,
-            seed=args.seed,
-            device=args.device,
-            compile=args.compile,
-            eval_every=args.eval_every,
-            eval_batches=args.eval_batches,
-            ckpt_every=args.ckpt_every,
-            out_dir=out,
-            resume=args.resume,
-            progress=not args.no_progress,
-            flavor=args.flavor,
+    """``geolab train``: check everything (``prepare``), then train and print the final metrics."""
+    if args.residual not in RESIDUALS:
+        raise ValueError(
+            f"--residual {args.residual!r} is not allowed; allowed: {', '.join(RESIDUALS)}"
         )
-        options = {k: getattr(args, k) for k in ("seq_len", "n_train", "n_val", "data_dir")}
-        options = {k: v for k, v in options.items() if v is not None}
-        task = get_task(args.task, seed=args.seed, flavor=args.flavor, **options)
-        cfg = geo_config(args, grad_checkpoint=args.grad_checkpoint, **task.model_fields())
-        if lead:
-            n = count_params(GeoTransformer(cfg))
-            print(
-                f"geolab train: {task.name} with {cfg.residual}, L={cfg.n_layer}, "
-                f"D={cfg.d_model}, {n:,} parameters -> {out}"
-            )
-        result = train(cfg, task, tc)
-    except (ValueError, FileNotFoundError) as err:
-        print(f"geolab train: error: {err}", file=sys.stderr)
-        return 2
+    out = args.out or os.path.join("runs", f"{args.task}-{args.residual}-s{args.seed}")
+    tc = TrainConfig(
+        steps=args.steps,
+        batch_size=args.batch_size,
+        lr=args.lr,
+        min_lr=args.min_lr,
+        warmup=args.warmup,
+        seed=args.seed,
+        device=args.device,
+        compile=args.compile,
+        eval_every=args.eval_every,
+        eval_batches=args.eval_batches,
+        ckpt_every=args.ckpt_every,
+        out_dir=out,
+        resume=args.resume,
+        progress=not args.no_progress,
+        flavor=args.flavor,
+    )
+    options = {k: getattr(args, k) for k in ("seq_len", "n_train", "n_val", "data_dir")}
+    options = {k: v for k, v in options.items() if v is not None}
+    task = get_task(args.task, seed=args.seed, flavor=args.flavor, **options)
+    cfg = geo_config(args, grad_checkpoint=args.grad_checkpoint, **task.model_fields())
+    plan = prepare(cfg, task, tc)
+    lead = plan.rank == 0
+    if lead:
+        for note in plan.notes:
+            print(f"geolab train: note: {note}", file=sys.stderr)
+        print(
+            f"geolab train: {task.name} with {cfg.residual}, L={cfg.n_layer}, "
+            f"D={cfg.d_model}, {param_count(cfg):,} parameters -> {out}"
+        )
+    try:
+        result = train(cfg, task, tc, plan=plan)
     except TrainingDiverged as err:
         print(f"geolab train: diverged: {err}", file=sys.stderr)
         return 1
@@ -96,4 +96,4 @@ def main(argv: list[str] | None = None) -> int:
     """``python -m geolab.train ...`` — the same as ``geolab train``, handy under torchrun."""
     parser = argparse.ArgumentParser(prog="geolab train", description="train a geolab model")
     add_train_arguments(parser)
-    return run_train_cli(parser.parse_args(argv))
+    return run("geolab train", run_train_cli, parser.parse_args(argv))

@@ -25,6 +25,7 @@ import torch
 
 from geolab.experiments.export import save_figures
 from geolab.experiments.provenance import device_name, git_revision, versions
+from geolab.outputs import check_dir
 
 SCALE_NAMES = ("tiny", "small", "paper")
 
@@ -78,6 +79,8 @@ def run_protocol(
     """
     settings = {**scale_settings(module, scale), **(options or {})}
     chosen = pick_seeds(settings, seeds)
+    if out is not None:
+        check_dir(out, "out")  # before the run, not after it
     log(f"{module.NAME} at scale {scale!r}, seeds {chosen}")
     git = git_revision()  # the code that runs, before anything can change the checkout
     t0 = time.perf_counter()

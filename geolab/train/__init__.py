@@ -13,7 +13,7 @@ API (notebooks, experiments and outside scripts build on these names)::
 ``TrainConfig`` defaults are the E∆ protocol (docs/design.md §8): 2000 steps, batch 64, AdamW lr
 1e-3 cosine to 1e-4 after 100 linear warm-up steps, weight decay 0.1, clip 1.0, seed 42.
 
-``train(model_cfg, task, train_cfg=None, callback=None, model=None) -> TrainResult``
+``train(model_cfg, task, train_cfg=None, callback=None, model=None, plan=None) -> TrainResult``
   * AdamW, decoupled weight decay on parameters with ≥ 2 dimensions only (weights, embeddings;
     not biases, norms, gates' scalars), as nanoGPT.
   * lr(s) = lr·(s+1)/warmup for s < warmup, then min_lr + ½(lr − min_lr)(1 + cos π·p),
@@ -33,7 +33,14 @@ API (notebooks, experiments and outside scripts build on these names)::
     written atomically, with the model and train configs). ``resume=True`` continues from
     ``ckpt.pt`` exactly: model, optimizer, step, the data generator and every rank's RNG states
     are restored, so on a CPU an interrupted and resumed run is bit-identical to an
-    uninterrupted one. Resuming needs the same model config and rank count.
+    uninterrupted one. Resuming needs the same model config, rank count and optimisation
+    settings; ``steps`` and the logging/checkpoint/device settings may change, and each change
+    is recorded in ``config.json`` under "resumes". A folder without ``ckpt.pt`` left by a run
+    that stopped before its first checkpoint is reused (``resume=True`` restarts it at step 0).
+  * ``prepare(model_cfg, task, train_cfg) -> Plan`` runs every check a user's input can fail
+    (model vs task, batch vs ranks, the memory estimate of ``geolab.memory``, the run folder, the
+    checkpoint) before anything is built or written; ``train`` runs it first, or takes its
+    ``plan=``.
   * NaN/Inf guard: a non-finite loss or gradient norm stops training *before* the optimizer step
     with :class:`TrainingDiverged`, naming the step and the last good checkpoint, which is left
     untouched.
@@ -59,9 +66,10 @@ Modules: ``config`` (TrainConfig, the lr schedule), ``loop`` (train), ``evaluate
 from geolab.train.checkpoint import load_checkpoint
 from geolab.train.config import TrainConfig, lr_at
 from geolab.train.evaluate import evaluate
-from geolab.train.loop import TrainingDiverged, TrainResult, param_groups, train
+from geolab.train.loop import Plan, TrainingDiverged, TrainResult, param_groups, prepare, train
 
 __all__ = [
+    "Plan",
     "TrainConfig",
     "TrainResult",
     "TrainingDiverged",
@@ -69,5 +77,6 @@ __all__ = [
     "load_checkpoint",
     "lr_at",
     "param_groups",
+    "prepare",
     "train",
 ]

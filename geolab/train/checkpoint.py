@@ -6,32 +6,79 @@ states, so a resumed run continues exactly. Every ``torch.load`` here uses ``wei
 
 import json
 import os
+import warnings
 from dataclasses import asdict
 from pathlib import Path
 
 import torch
 import torch.distributed as dist
 
+from geolab.outputs import check_dir
+
 CKPT = "ckpt.pt"
 METRICS = "metrics.jsonl"
 CONFIG = "config.json"
+STATE_KEYS = (
+    "step",
+    "model",
+    "optimizer",
+    "data_rng",
+    "rng",
+    "model_cfg",
+    "train_cfg",
+    "world_size",
+)
 
 
-def check_out_dir(out: Path | None, resume: bool) -> None:
-    """Refuse to mix runs: a fresh run needs an empty or new directory, a resume needs ckpt.pt."""
+def check_out_dir(out: Path | None, resume: bool) -> list[str]:
+    """Refuse to mix runs; returns notes for the user (a stale folder reused).
+
+    A fresh run needs a new folder, an empty one, or a stale one: config.json and metrics.jsonl
+    without ckpt.pt, left by a run that crashed or diverged before its first checkpoint, which
+    has nothing to resume and is replaced. A resume needs ckpt.pt, or restarts a stale folder
+    from step 0.
+    """
     if out is None:
         if resume:
             raise ValueError("TrainConfig.resume=True needs out_dir (where ckpt.pt lives)")
-        return
-    if out.exists() and not out.is_dir():
-        raise ValueError(f"TrainConfig.out_dir={str(out)!r} exists and is not a directory")
-    if resume and not (out / CKPT).is_file():
-        raise ValueError(f"TrainConfig.resume=True but {str(out / CKPT)!r} does not exist")
-    if not resume and any((out / name).exists() for name in (CKPT, METRICS, CONFIG)):
-        raise ValueError(
-            f"TrainConfig.out_dir={str(out)!r} already holds a run; pass "
-            "resume=True (--resume) to continue it or choose another directory"
-        )
+        return []
+    check_dir(out, "TrainConfig.out_dir")
+    if (out / CKPT).exists():
+        if not resume:
+            raise ValueError(
+                f"TrainConfig.out_dir={str(out)!r} already holds a run; pass "
+                "resume=True (--resume) to continue it or choose another directory"
+            )
+        return []
+    stale = [name for name in (CONFIG, METRICS) if (out / name).exists()]
+    if not stale:
+        if resume:
+            raise ValueError(f"TrainConfig.resume=True but {str(out / CKPT)!r} does not exist")
+        return []
+    start = "restarting from step 0" if resume else "starting afresh"
+    return [
+        f"{str(out)!r} holds a run that stopped before its first checkpoint (no {CKPT}): "
+        f"{start}; its {' and '.join(stale)} are replaced"
+    ]
+
+
+def remove_stale_tmp(out: Path) -> None:
+    """Delete the half-written ``.NAME.tmpPID`` files of processes that no longer run."""
+    for name in (CKPT, METRICS, CONFIG):
+        for tmp in out.glob(f".{name}.tmp*"):
+            pid = tmp.name.rsplit(".tmp", 1)[1]
+            if pid.isdigit() and not _alive(int(pid)):
+                tmp.unlink(missing_ok=True)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # someone else's process
+        return True
+    return True
 
 
 def atomic_write(path: Path, write) -> None:
@@ -54,8 +101,30 @@ def set_rng_state(state: dict, device: torch.device) -> None:
 
 
 def load_checkpoint(path, map_location="cpu") -> dict:
-    """A geolab checkpoint as a dict (step, model, optimizer, data_rng, rng, model_cfg, ...)."""
-    return torch.load(path, map_location=map_location, weights_only=True)
+    """A geolab checkpoint as a dict (step, model, optimizer, data_rng, rng, model_cfg, ...).
+
+    ValueError, and nothing loaded, for a file that is damaged (empty, truncated), not a geolab
+    checkpoint (other keys, another format) or holds anything but tensors and plain data.
+    """
+    try:
+        with warnings.catch_warnings():  # torch's notes on pickle protocols are no help here
+            warnings.simplefilter("ignore")
+            state = torch.load(path, map_location=map_location, weights_only=True)
+    except (PermissionError, IsADirectoryError) as err:
+        raise ValueError(f"checkpoint {str(path)!r} cannot be read ({err.strerror})") from None
+    except Exception as err:  # torch reports a bad file as any of half a dozen error types,
+        # its UnpicklingError with advice to turn weights_only off: never pass that on
+        raise ValueError(
+            f"checkpoint {str(path)!r} is damaged or not a geolab checkpoint "
+            f"({type(err).__name__} while reading it); it was not loaded"
+        ) from None
+    missing = [key for key in STATE_KEYS if not isinstance(state, dict) or key not in state]
+    if missing:
+        raise ValueError(
+            f"checkpoint {str(path)!r} is not a geolab checkpoint (it lacks {missing}); "
+            "it was not loaded"
+        )
+    return state
 
 
 def read_history(path: Path, upto: int) -> list[dict]:

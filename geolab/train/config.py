@@ -8,9 +8,13 @@ import math
 import re
 from dataclasses import dataclass
 
+from geolab.config import finite_number
 from geolab.rules.registry import FLAVORS
 
 REFERENCE_EVAL_BATCHES = 100  # the public E∆ trainer's final estimate_loss(…, eval_iters=100)
+# AdamW moves each weight by about lr per step, so an lr above 10 only diverges (the protocols
+# use 1e-3); far above it the first step overflows float32 inside the optimizer.
+LR_MAX = 10.0
 
 
 @dataclass
@@ -60,15 +64,15 @@ class TrainConfig:
             check_int("eval_batches", self.eval_batches, low=1)
         elif self.flavor == "reference":
             self.eval_batches = REFERENCE_EVAL_BATCHES
-        if not (_finite(self.lr) and self.lr > 0):
-            _bad("lr", self.lr, "must be a finite number > 0")
-        if not (_finite(self.min_lr) and 0 <= self.min_lr <= self.lr):
+        if not (finite_number(self.lr) and 0 < self.lr <= LR_MAX):
+            _bad("lr", self.lr, f"must be a number in (0, {LR_MAX:g}]")
+        if not (finite_number(self.min_lr) and 0 <= self.min_lr <= self.lr):
             _bad("min_lr", self.min_lr, f"must lie in [0, lr={self.lr}]")
-        if not (_finite(self.weight_decay) and self.weight_decay >= 0):
+        if not (finite_number(self.weight_decay) and self.weight_decay >= 0):
             _bad("weight_decay", self.weight_decay, "must be a finite number >= 0")
-        if self.clip is not None and not (_finite(self.clip) and self.clip > 0):
+        if self.clip is not None and not (finite_number(self.clip) and self.clip > 0):
             _bad("clip", self.clip, "must be a finite number > 0, or None for no clipping")
-        if len(self.betas) != 2 or not all(_finite(b) and 0 <= b < 1 for b in self.betas):
+        if len(self.betas) != 2 or not all(finite_number(b) and 0 <= b < 1 for b in self.betas):
             _bad("betas", self.betas, "must be two numbers in [0, 1)")
         self.betas = tuple(float(b) for b in self.betas)
         if not isinstance(self.device, str) or not re.fullmatch(
@@ -79,10 +83,6 @@ class TrainConfig:
 
 def _bad(name, value, allowed):
     raise ValueError(f"TrainConfig.{name}={value!r} is not allowed; {allowed}")
-
-
-def _finite(x) -> bool:
-    return isinstance(x, int | float) and not isinstance(x, bool) and math.isfinite(x)
 
 
 def check_int(name, value, low):

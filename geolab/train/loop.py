@@ -16,6 +16,7 @@ from torch import nn
 
 from geolab.config import GeoConfig
 from geolab.device import pick_device
+from geolab.memory import check_fits
 from geolab.model import GeoTransformer, count_params
 from geolab.tasks import Task
 from geolab.train.checkpoint import (
@@ -26,6 +27,7 @@ from geolab.train.checkpoint import (
     check_out_dir,
     load_checkpoint,
     read_history,
+    remove_stale_tmp,
     save_checkpoint,
     set_rng_state,
 )
@@ -82,20 +84,32 @@ def _dist_env() -> tuple[int, int, int]:
     return int(os.environ.get("RANK", "0")), world, int(os.environ.get("LOCAL_RANK", "0"))
 
 
-def train(
-    model_cfg: GeoConfig,
-    task: Task,
-    train_cfg: TrainConfig | None = None,
-    callback=None,
-    model: nn.Module | None = None,
-) -> TrainResult:
-    """Train a fresh ``GeoTransformer(model_cfg)`` seeded by ``train_cfg.seed`` on ``task``.
+# TrainConfig fields a resume may change, applied and recorded in config.json: the run's length
+# (the cosine schedule stretches from the checkpoint on), and what only shapes logs and files.
+# Every other field (lr, min_lr, warmup, batch, seed, ...) would silently fork the trajectory.
+RESUME_MAY_CHANGE = ("steps", "device", "compile", "eval_every", "eval_batches", "ckpt_every")
+RESUME_IGNORES = ("out_dir", "resume", "progress")
 
-    model: an existing ``GeoTransformer(model_cfg)`` to train instead (e.g. one probed at init).
-    callback: called on rank 0 with each step's record. Everything is validated before anything
-    is written; see the module docstring for the details.
-    """
-    tc = train_cfg if train_cfg is not None else TrainConfig()
+
+@dataclass
+class Plan:
+    """What ``prepare`` settled: the device, the run folder, the checkpoint to resume from (or
+    None), the process's rank among ``world``, what a resume changes ({field: [old, new]}) and
+    notes for the user (a stale folder reused, a setting changed)."""
+
+    device: torch.device
+    out: Path | None
+    saved: dict | None
+    rank: int
+    world: int
+    changed: dict
+    notes: list[str]
+
+
+def prepare(model_cfg: GeoConfig, task: Task, tc: TrainConfig) -> Plan:
+    """Every check a user's input can fail, before anything is built or written: the model
+    against the task, the batch against the ranks, the memory the run needs, the run folder,
+    and on resume the checkpoint and the settings it was written with. ValueError if not."""
     check_model_config(model_cfg, task)
     rank, world, local_rank = _dist_env()
     if tc.batch_size % world:
@@ -104,30 +118,87 @@ def train(
             f"{world} ranks of this torchrun job"
         )
     device = pick_device(tc.device, local_rank)
+    check_fits(model_cfg, tc.batch_size // world, task.seq_len, device, training=True)
     out = Path(tc.out_dir) if tc.out_dir is not None else None
-    check_out_dir(out, tc.resume)
-    saved = load_checkpoint(out / CKPT) if tc.resume else None
-    if saved is not None and saved["model_cfg"] != model_cfg.to_dict():
-        diff = {k: v for k, v in model_cfg.to_dict().items() if saved["model_cfg"].get(k) != v}
-        raise ValueError(f"resume: the model config differs from the checkpoint's in {diff}")
-    if saved is not None and saved["world_size"] != world:
+    notes = check_out_dir(out, tc.resume)
+    saved = load_checkpoint(out / CKPT) if tc.resume and (out / CKPT).exists() else None
+    changed = {}
+    if saved is not None:
+        if saved["model_cfg"] != model_cfg.to_dict():
+            diff = {k: v for k, v in model_cfg.to_dict().items() if saved["model_cfg"].get(k) != v}
+            raise ValueError(f"resume: the model config differs from the checkpoint's in {diff}")
+        if saved["world_size"] != world:
+            raise ValueError(
+                f"resume: the checkpoint was written by {saved['world_size']} rank(s), "
+                f"this job has {world}; exact resumption needs the same count"
+            )
+        changed = resume_changes(saved["train_cfg"], tc, saved["step"])
+        notes += [
+            f"resume: TrainConfig.{k} {old!r} -> {new!r} from step {saved['step']} on "
+            "(recorded in config.json)"
+            for k, (old, new) in changed.items()
+        ]
+    return Plan(device, out, saved, rank, world, changed, notes)
+
+
+def resume_changes(old: dict, tc: TrainConfig, step: int) -> dict:
+    """{field: [checkpoint's, now]} of the TrainConfig fields a resume changes; ValueError, naming
+    both values, for a field it may not change or a run shorter than the checkpoint."""
+    changed = {}
+    for name, new in asdict(tc).items():
+        was = old.get(name)
+        if name in RESUME_IGNORES or _plain(was) == _plain(new):
+            continue
+        if name not in RESUME_MAY_CHANGE:
+            raise ValueError(
+                f"resume: TrainConfig.{name}={new!r} differs from the checkpoint's {name}={was!r}; "
+                f"a resumed run keeps its {name} (pass {was!r}, or start a new run elsewhere)"
+            )
+        changed[name] = [was, new]
+    if tc.steps < step:
         raise ValueError(
-            f"resume: the checkpoint was written by {saved['world_size']} rank(s), "
-            f"this job has {world}; exact resumption needs the same count"
+            f"resume: TrainConfig.steps={tc.steps} is not allowed; the checkpoint is already at "
+            f"step {step} (choose steps >= {step})"
         )
-    joined = world > 1 and not dist.is_initialized()
+    return changed
+
+
+def _plain(value):
+    return list(value) if isinstance(value, tuple) else value
+
+
+def train(
+    model_cfg: GeoConfig,
+    task: Task,
+    train_cfg: TrainConfig | None = None,
+    callback=None,
+    model: nn.Module | None = None,
+    plan: Plan | None = None,
+) -> TrainResult:
+    """Train a fresh ``GeoTransformer(model_cfg)`` seeded by ``train_cfg.seed`` on ``task``.
+
+    model: an existing ``GeoTransformer(model_cfg)`` to train instead (e.g. one probed at init).
+    callback: called on rank 0 with each step's record. plan: ``prepare(model_cfg, task,
+    train_cfg)`` when the caller has already run it (the command line, to report before
+    training). Everything is validated before anything is built or written; see the module
+    docstring for the details.
+    """
+    tc = train_cfg if train_cfg is not None else TrainConfig()
+    plan = plan if plan is not None else prepare(model_cfg, task, tc)
+    joined = plan.world > 1 and not dist.is_initialized()
     if joined:
-        if device.type == "cuda":
-            torch.cuda.set_device(device)
-        dist.init_process_group("nccl" if device.type == "cuda" else "gloo")
+        if plan.device.type == "cuda":
+            torch.cuda.set_device(plan.device)
+        dist.init_process_group("nccl" if plan.device.type == "cuda" else "gloo")
     try:
-        return _run(model_cfg, task, tc, callback, model, device, out, saved, rank, world)
+        return _run(model_cfg, task, tc, callback, model, plan)
     finally:
         if joined:
             dist.destroy_process_group()
 
 
-def _run(model_cfg, task, tc, callback, model, device, out, saved, rank, world) -> TrainResult:
+def _run(model_cfg, task, tc, callback, model, plan: Plan) -> TrainResult:
+    device, out, saved, rank, world = plan.device, plan.out, plan.saved, plan.rank, plan.world
     torch.manual_seed(tc.seed)
     raw = (model if model is not None else GeoTransformer(model_cfg)).to(device)
     torch.manual_seed(tc.seed + rank)  # dropout masks differ across ranks
@@ -155,6 +226,8 @@ def _run(model_cfg, task, tc, callback, model, device, out, saved, rank, world) 
     log = None
     if lead and out is not None:
         out.mkdir(parents=True, exist_ok=True)
+        remove_stale_tmp(out)
+        meta = None
         if saved is None:
             meta = {
                 "task": {
@@ -168,6 +241,11 @@ def _run(model_cfg, task, tc, callback, model, device, out, saved, rank, world) 
                 "n_params": count_params(raw),
                 "torch": torch.__version__,
             }
+        elif plan.changed:  # applied, so recorded: the settings now, and what changed when
+            meta = json.loads((out / CONFIG).read_text())
+            meta["train"] = asdict(tc)
+            meta.setdefault("resumes", []).append({"step": saved["step"], **plan.changed})
+        if meta is not None:
             atomic_write(out / CONFIG, lambda p: p.write_text(json.dumps(meta, indent=2) + "\n"))
         lines = "".join(json.dumps(row) + "\n" for row in history)
         atomic_write(out / METRICS, lambda p: p.write_text(lines))

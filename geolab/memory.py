@@ -1,0 +1,81 @@
+"""The memory a model would need, checked before it is allocated (docs/design.md §7).
+
+A too-large ``d_model`` or ``seq_len`` otherwise fails minutes later with an allocator traceback,
+or not at all until the machine swaps. ``check_fits`` refuses it up front, with the estimate.
+
+The estimate is a lower bound, so nothing that fits is refused; it counts, in float32,
+
+    weights     L·(4W² + 4W) attention + L·(8W² + 5W) MLP + the embedding, head and positions
+    training    ×4 of the weights: the weights, their gradients and AdamW's two moments
+    activations (n_steps + 1)·B·S·D residual states (kept for the backward, or by the rank
+                probe) + B·S·d_out outputs
+
+with W the sublayers' width (the rule's ``sublayer_width``), and leaves out what depends on the
+rule (gates, streams), the norms and the attention's internals. Available memory: free device
+memory on CUDA, ``MemAvailable`` of /proc/meminfo on a Linux CPU; elsewhere nothing is checked.
+"""
+
+from pathlib import Path
+
+import torch
+
+from geolab.config import GeoConfig
+from geolab.rules import rule_class
+
+FLOAT_BYTES = 4
+ADAMW_COPIES = 4  # weights, gradients, exp_avg, exp_avg_sq
+
+
+def weight_count(cfg: GeoConfig) -> int:
+    """A lower bound on the parameter count of ``GeoTransformer(cfg)`` (see the module doc)."""
+    d, w = cfg.d_model, rule_class(cfg).sublayer_width(cfg)
+    per_layer = 4 * w * w + 4 * w + (8 * w * w + 5 * w if cfg.mlp else 0)
+    if cfg.vocab_size is not None:
+        io = 2 * cfg.vocab_size * d
+    else:
+        io = (cfg.d_in + 1) * d + (d + 1) * cfg.d_out
+    pos = cfg.seq_len * d if cfg.pos == "learned" else 0
+    return cfg.n_layer * per_layer + io + pos
+
+
+def estimate_bytes(cfg: GeoConfig, batch: int, seq_len: int, training: bool) -> int:
+    """A lower bound on the bytes a forward (with ``training``: and backward and AdamW step) of a
+    (batch, seq_len) input allocates (see the module docstring)."""
+    d_out = cfg.vocab_size if cfg.vocab_size is not None else cfg.d_out
+    states = (cfg.n_steps + 1) * batch * seq_len * cfg.d_model + batch * seq_len * d_out
+    copies = ADAMW_COPIES if training else 1
+    return FLOAT_BYTES * (copies * weight_count(cfg) + states)
+
+
+def available_bytes(device: torch.device) -> int | None:
+    """Free memory for tensors on ``device``, or None where it cannot be read."""
+    if device.type == "cuda":
+        return torch.cuda.mem_get_info(device)[0]
+    meminfo = Path("/proc/meminfo")
+    if device.type != "cpu" or not meminfo.is_file():
+        return None
+    for line in meminfo.read_text().splitlines():
+        if line.startswith("MemAvailable:"):
+            return int(line.split()[1]) * 1024  # the kernel reports kB
+    return None
+
+
+def check_fits(
+    cfg: GeoConfig, batch: int, seq_len: int, device: torch.device, training: bool
+) -> None:
+    """ValueError, with the estimate, when the model and a (batch, seq_len) input need more
+    memory than ``device`` has free."""
+    need, free = estimate_bytes(cfg, batch, seq_len, training), available_bytes(device)
+    if free is None or need <= free:
+        return
+    what = "training" if training else "a forward pass"
+    raise ValueError(
+        f"GeoConfig(n_layer={cfg.n_layer}, d_model={cfg.d_model}, seq_len={cfg.seq_len}) at "
+        f"batch {batch} x {seq_len} positions is not allowed here: {what} needs at least "
+        f"{gib(need)} ({weight_count(cfg):,} weights and more), but {device} has {gib(free)} "
+        "free; lower d_model, n_layer, seq_len or the batch"
+    )
+
+
+def gib(n: int) -> str:
+    return f"{n / 2**30:.3g} GiB"
