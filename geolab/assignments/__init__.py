@@ -1,4 +1,5 @@
-"""Classroom assignments (spec §11): live checks for marimo homework, the release build, a grader.
+"""Classroom assignments (docs/design.md §11): live checks for marimo homework, the release
+build, a grader.
 
 ``checks`` (results, comparisons, the guard against calling geolab's reference), ``a1``–``a4``
 (each assignment's checks), ``catalog`` (which notebook has which stubs), ``release`` (strip the

@@ -1,5 +1,5 @@
-"""A2 — the Cayley rotation of a rank-2 generator, Householder, and the hybrid gate (spec §2.3–
-§2.4; seed 003 §2.1–§2.2, Theorems 4.6 and 7.3).
+"""A2 — the Cayley rotation of a rank-2 generator, Householder, and the hybrid gate
+(docs/design.md §2.3–§2.4; seed 003 §2.1–§2.2, Theorems 4.6 and 7.3).
 
 Stubs: ``skew``, ``cayley_apply`` (closed form, no solve), ``cayley_angle``, ``cayley_matrix``,
 ``minus_one_gap``, ``householder_apply``, ``hybrid_apply``, ``gate_regularizer``. References

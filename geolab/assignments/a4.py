@@ -1,6 +1,6 @@
 """A4 — a residual rule of your own: MGT's "+DDL only" update against the common interface.
 
-The student writes ``MyRule(Rule)`` for ``mgt_ddl`` (seed 000 Eq. 6–7, spec §3 and §3.1):
+The student writes ``MyRule(Rule)`` for ``mgt_ddl`` (seed 000 Eq. 6–7, docs/design.md §3 and §3.1):
 ``X' = X + β ⊙ (F(LN X) − α X)``, ``β = λ·tanh(X W_β + b_β) + ε``, and trains it with the geolab
 trainer. :func:`register_rule` puts a student's class into ``RESIDUALS`` (``geolab.register``) for
 the length of a ``with`` block, so ``GeoConfig(residual=name)`` and ``GeoTransformer`` accept it.
@@ -66,7 +66,7 @@ def sublayer(width: int, seed: int):
 
 
 def check_my_rule(cls, seed: int = 0):
-    """``MyRule(cfg)``: a geolab Rule implementing mgt_ddl with spec §3.1's initialisation.
+    """``MyRule(cfg)``: a geolab Rule implementing mgt_ddl initialised as in docs/design.md §3.1.
 
     Every look at the student's class goes through a probe (``probes.rule_*``), so at grading
     time the class lives in the sandbox and only its outputs reach these comparisons."""

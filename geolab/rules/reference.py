@@ -33,6 +33,7 @@ from geolab.operators import (
 )
 from geolab.rules.base import Rule, check_divides, float32_gates, logit, upcast
 from geolab.rules.registry import config_error, register
+from geolab.rules.streams import JPmHC
 
 if TYPE_CHECKING:
     from geolab.config import GeoConfig
@@ -227,21 +228,14 @@ class RefJPmHC(_Reference):
         self.w = _linear(d, 3 * n * n, bias=True)
         self.ln = make_norm(cfg.norm, d // n, bias=False)
 
+    # Its sublayers run at width D/n, as in geolab's jpmhc: the same shape rules.
+    sublayer_width = staticmethod(JPmHC.sublayer_width)
+    d_model_step = staticmethod(JPmHC.d_model_step)
+
     @staticmethod
     def check(cfg):
         _Reference.check(cfg)
-        check_divides(cfg, cfg.n_streams)
-        width = cfg.d_model // cfg.n_streams
-        if width % cfg.n_head:
-            raise config_error("n_head", cfg.n_head, f"must divide d_model/n_streams={width}")
-
-    @staticmethod
-    def sublayer_width(cfg):
-        return cfg.d_model // cfg.n_streams
-
-    @staticmethod
-    def d_model_step(cfg):
-        return cfg.n_head * cfg.n_streams
+        JPmHC.check(cfg)
 
     def forward(self, x, sublayer):
         n = self.n
