@@ -6,7 +6,9 @@ Where the text comes from, in order (docs/design.md §6):
    ``wikitext-2/{train,valid,test}.txt`` (the files of pytorch/examples
    ``word_language_model/data/wikitext-2``) and ``tinyshakespeare/input.txt`` (karpathy/char-rnn),
    or those files directly. The files are read by the ``datasets`` "text" builder, so this works
-   with ``HF_DATASETS_OFFLINE=1``.
+   with ``HF_DATASETS_OFFLINE=1``. The repository ships tiny-shakespeare in ``data/`` (public
+   domain, see data/tinyshakespeare/README.md); ``bundled_dir`` names that folder, and the
+   protocols and the training lab use it when no directory is configured.
 2. the Hugging Face hub (``Salesforce/wikitext`` ``wikitext-2-v1``; ``karpathy/tiny_shakespeare``),
    only when no directory is configured, ``HF_HUB_OFFLINE``/``HF_DATASETS_OFFLINE`` are unset and
    a TCP connection to the hub opens within 2 s — so an offline machine gets a clear error in
@@ -46,6 +48,8 @@ HUB = {
 HF_SPLITS = {"train": "train", "val": "validation", "test": "test"}
 CACHE_VERSION = 1
 PROBE_TIMEOUT_S = 2.0
+# The repository's data/ folder (a source checkout or an editable install).
+REPO_DATA = Path(__file__).resolve().parents[1] / "data"
 
 
 class DataNotFound(FileNotFoundError, ValueError):
@@ -97,6 +101,18 @@ def _load(corpus: str, data_dir, cache_dir) -> Corpus:
     torch.save({"version": CACHE_VERSION, "splits": result.splits, "vocab": result.vocab}, tmp)
     os.replace(tmp, cached)
     return result
+
+
+def bundled_dir(corpus: str) -> Path | None:
+    """The repository's data/ folder when it holds ``corpus`` (only tiny-shakespeare is shipped),
+    else None (e.g. geolab installed from a wheel, without the repository)."""
+    if corpus not in SUBDIRS:
+        return None
+    try:
+        local_files(corpus, REPO_DATA)
+    except FileNotFoundError:
+        return None
+    return REPO_DATA
 
 
 def cache_root(cache_dir=None) -> Path:

@@ -11,7 +11,7 @@ the rules that have a β gate (those whose ``Rule.beta_range`` is not None: ``mg
 import torch
 
 from geolab.config import GeoConfig
-from geolab.experiments import figures
+from geolab.experiments import figures, runs
 from geolab.experiments.runs import train_config
 from geolab.experiments.snapshots import beta_snapshot, snapshot_steps, text_probe
 from geolab.model import GeoTransformer
@@ -30,10 +30,13 @@ LAB_TASKS = {
 
 
 def lab_task(name: str, seed: int = 0, data_dir=None):
-    """Task ``name`` at the lab's small sizes (text tasks read ``data_dir`` or $GEOLAB_DATA)."""
+    """Task ``name`` at the lab's small sizes (the text task reads ``data_dir``, else $GEOLAB_DATA,
+    else the copy of tiny-shakespeare in the repository's data/)."""
     if name not in LAB_TASKS:
         raise ValueError(f"lab task {name!r} is not allowed; allowed: {', '.join(LAB_TASKS)}")
-    extra = {"data_dir": data_dir} if name == "shakespeare" else {}
+    extra = {}
+    if name == "shakespeare":
+        extra["data_dir"] = runs.data_dir({"task": name, "data_dir": data_dir})
     return get_task(name, seed=seed, **LAB_TASKS[name], **extra)
 
 

@@ -12,14 +12,17 @@ import time
 import torch
 
 from geolab.config import GeoConfig
+from geolab.data import bundled_dir
 from geolab.experiments.verdicts import fmt
 from geolab.model import count_params, match_params
 from geolab.train import TrainConfig, train
 
 
 def data_dir(settings: dict):
-    """Where text corpora come from: the settings' data_dir, else $GEOLAB_DATA, else the hub."""
-    return settings.get("data_dir") or os.environ.get("GEOLAB_DATA") or None
+    """Where text corpora come from: the settings' data_dir, else $GEOLAB_DATA, else the copy the
+    repository ships in data/ (tiny-shakespeare only), else the hub."""
+    given = settings.get("data_dir") or os.environ.get("GEOLAB_DATA")
+    return given or bundled_dir(settings["task"])
 
 
 def train_config(settings: dict, seed: int, **changes):
