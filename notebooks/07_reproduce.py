@@ -30,8 +30,8 @@ def _(mo):
     can also miss an effect that appears with more training, which is why the verdict says
     "at this scale".
 
-    $$\mathcal S = (L_{\text{base}} - L_{\text{MGT}}) - (L_{\text{base}} - L_{\text{mHC}})
-    - (L_{\text{base}} - L_{\text{DDL}})$$
+    $$\mathcal S = (L_{\text{base}} - L_{\text{MGT}}) - (L_{\text{base}} - L_{\text{mHC}}) -
+    (L_{\text{base}} - L_{\text{DDL}})$$
     """)
     return
 
@@ -112,8 +112,11 @@ def _(mo):
     ## Rerun it yourself
 
     The button reruns the chosen protocol at *tiny* scale (seconds; a smoke test of the same
-    code, not a measurement). From a terminal, `geolab reproduce NAME --scale small` regenerates
-    the committed numbers; with the same seed on a CPU they come out identical.
+    code, not a measurement). It needs no network: the protocols that train on text read the
+    copy of tiny-shakespeare shipped in the repository's `data/` unless `$GEOLAB_DATA` points
+    elsewhere. If a run fails, the error is shown here. From a terminal,
+    `geolab reproduce NAME --scale small` regenerates the committed numbers; with the same seed
+    on a CPU they come out identical.
     """)
     return
 
@@ -129,21 +132,35 @@ def _(mo):
 def _(get_protocol, mo, protocol, rerun, run_protocol):
     mo.stop(not rerun.value, mo.md("*Press the button to rerun the chosen protocol.*"))
     messages = []
-    with mo.status.spinner(title=f"running {protocol.value} at tiny scale"):
-        fresh, fresh_figs = run_protocol(
-            get_protocol(protocol.value), "tiny", out=None, log=messages.append
-        )
-    verdicts = "\n".join(
-        f"- {h['id']}: **{h['verdict']}** — {h['measured']}" for h in fresh["hypotheses"]
-    )
-    mo.vstack(
-        [
+    try:
+        with mo.status.spinner(title=f"running {protocol.value} at tiny scale"):
+            fresh, fresh_figs = run_protocol(
+                get_protocol(protocol.value), "tiny", out=None, log=messages.append
+            )
+    except Exception as err:  # noqa: BLE001 (any failure is shown on the page, not only logged)
+        last = f"\n\nLast log line: `{messages[-1]}`" if messages else ""
+        rerun_output = mo.callout(
             mo.md(
-                f"Tiny run finished in {fresh['provenance']['wall_time_s']:.1f} s.\n\n{verdicts}"
+                f"**The tiny rerun of `{protocol.value}` failed.** "
+                f"`{type(err).__name__}`: {err}{last}"
             ),
-            *fresh_figs.values(),
-        ]
-    )
+            kind="danger",
+        )
+    else:
+        verdicts = "\n".join(
+            f"- {h['id']}: **{h['verdict']}** — {h['measured']}" for h in fresh["hypotheses"]
+        )
+        rerun_output = mo.vstack(
+            [
+                mo.md(
+                    f"Tiny run finished in {fresh['provenance']['wall_time_s']:.1f} s."
+                    f"\n\n{verdicts}"
+                ),
+                *fresh_figs.values(),
+                mo.accordion({"log": mo.plain_text("\n".join(messages))}),
+            ]
+        )
+    rerun_output  # noqa: B018 (the cell's output)
     return
 
 

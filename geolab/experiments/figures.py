@@ -117,6 +117,8 @@ def beta_by_layer(layers, snapshots: dict, key: str, title: str, y_title: str) -
         y_title=y_title,
     )
     fig.add_hline(y=0.0, line_color="black", line_width=1)
+    # Layers are whole numbers: ticks at 1, 2, … (every k-th beyond a dozen layers).
+    fig.update_xaxes(tick0=1, dtick=max(1, round(len(layers) / 12)), tickformat="d")
     return _legend_right(fig)
 
 

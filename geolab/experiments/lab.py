@@ -91,17 +91,47 @@ def compare_rules(
     return out
 
 
-def lab_figures(result: dict) -> dict:
-    """Training curves of every rule, and β per layer over training for each β rule."""
-    figs = {
-        "curves": figures.loss_curves(
-            {r: (range(1, len(c) + 1), c) for r, c in result["curves"].items()},
-            "Training loss per step",
-        )
-    }
-    for rule, snaps in result["beta"].items():
-        n_layer = len(next(iter(snaps.values()))["mean"])
-        figs[f"beta-{rule}"] = figures.beta_by_layer(
-            list(range(1, n_layer + 1)), snaps, "mean", f"{rule}: mean β per layer", "E[β]"
-        )
+def run_label(number: int, task: str, n_layer: int, d_model: int, steps: int, lr: float) -> str:
+    """How the lab names one press of Train in its legends and tables."""
+    return f"#{number} {task} L={n_layer} D={d_model} {steps} steps lr={lr:g}"
+
+
+def live_figure(curves: dict, title: str):
+    """The training loss so far, one line per rule (redrawn while a run trains)."""
+    return figures.loss_curves({r: (range(1, len(c) + 1), c) for r, c in curves.items()}, title)
+
+
+def lab_figures(runs: list[dict]) -> dict:
+    """Every finished run side by side: ``runs`` is ``[{"label": str, "result": compare_rules
+    output}, …]``. One figure of all training curves ("#N rule"), and β per layer over training
+    for each β rule of each run."""
+    curves, figs = {}, {}
+    for run in runs:
+        number = run["label"].split()[0]
+        for rule, c in run["result"]["curves"].items():
+            curves[f"{number} {rule}"] = (range(1, len(c) + 1), c)
+    figs["curves"] = figures.loss_curves(curves, "Training loss per step, every run")
+    for run in runs:
+        for rule, snaps in run["result"]["beta"].items():
+            n_layer = len(next(iter(snaps.values()))["mean"])
+            figs[f"beta {run['label']} {rule}"] = figures.beta_by_layer(
+                list(range(1, n_layer + 1)),
+                snaps,
+                "mean",
+                f"{run['label'].split()[0]} {rule}: mean β per layer",
+                "E[β]",
+            )
     return figs
+
+
+def lab_rows(runs: list[dict], digits: int = 4) -> list[dict]:
+    """One table row per (run, rule): the run, the rule, its parameters and its final validation
+    metrics rounded to ``digits`` significant digits."""
+    rows = []
+    for run in runs:
+        result = run["result"]
+        for rule, metrics in result["val"].items():
+            rounded = {k: float(f"{v:.{digits}g}") for k, v in metrics.items()}
+            row = {"run": run["label"], "rule": rule, "parameters": result["n_params"][rule]}
+            rows.append({**row, **rounded})
+    return rows
