@@ -48,18 +48,17 @@ def _(mo):
     beta = mo.ui.slider(
         -1.0, 3.0, step=0.05, value=1.0, label=r"$\beta$", show_value=True, full_width=True
     )
-    mo.center(beta)
+    mo.vstack([beta])
     return (beta,)
 
 
 @app.cell
 def _(beta, explore, mo):
     teaser = explore.delta_view(beta.value, 0.5, 1.0)
+    det = round(teaser.numbers["det"], 3) + 0.0  # + 0.0: no "−0.000"
     mo.hstack(
         [
-            mo.md(
-                rf"**{teaser.numbers['mode']}** &nbsp; $\det A = {teaser.numbers['det'] + 0.0:.3f}$"
-            ),
+            mo.md(rf"**{teaser.numbers['mode']}** &nbsp; $\det A = {det:.3f}$"),
             teaser.figures["image"],
         ],
         widths=[1, 2],
@@ -80,6 +79,11 @@ def _(mo):
     | `03_cayley_householder` | rotations never invert: $\det Q = 1$, $\theta < \pi$; mirrors do |
     | `04_rank_collapse` | effective rank per layer over 12–200 layers for any residual rule |
     | `05_streams` | Sinkhorn residual; composite mixing gain of HC vs mHC vs orthogonal |
+    | `06_training_lab` | train small models live, compare rules side by side, watch $\beta$ learn |
+    | `07_reproduce` | the papers' claims next to geolab's small-scale numbers, with verdicts |
+    | `assignments/A1`–`A4` | exercises with automatic checks: Delta, Cayley, rank, your rule |
+
+    01–05 each start with a question: commit to a guess, then the plot answers.
 
     ## How to navigate
 

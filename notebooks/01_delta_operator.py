@@ -29,6 +29,39 @@ def _(mo):
     return
 
 
+@app.cell
+def _(mo):
+    guess = mo.ui.radio(
+        options=["1", "0", "−1", "3"],
+        label=r"**Predict first.** At $\beta = 2$, what is $\det A$?",
+    )
+    mo.vstack([guess])
+    return (guess,)
+
+
+@app.cell
+def _(delta_view, guess, mo):
+    mo.stop(guess.value is None, mo.md("*Pick an answer: the plot appears once you have.*"))
+    mirror = delta_view(2.0, 0.5, 1.0)
+    right = guess.value == "−1"
+    mo.vstack(
+        [
+            mo.callout(
+                mo.md(
+                    ("**Right.** " if right else f"**Not {guess.value}.** ")
+                    + rf"$\det A = 1 - \beta = {mirror.numbers['det']:+.4f}$ (computed): at"
+                    r" $\beta = 2$ the one eigenvalue along $k$ is $1-\beta = -1$ and the other"
+                    r" $d-1$ stay at $1$. $A$ is the Householder mirror: it flips $k$ and keeps"
+                    r" lengths, so the circle below maps onto itself, turned inside out."
+                ),
+                kind="success" if right else "warn",
+            ),
+            mo.hstack([mirror.figures["det"], mirror.figures["image"]], widths="equal"),
+        ]
+    )
+    return
+
+
 @app.cell(hide_code=True)
 def _(mo):
     mo.md(r"""

@@ -21,8 +21,8 @@ def _(mo):
     **What you will see.** MGT (seed 000, Algorithm 1) replaces the scalar Delta gate by a gate
     on every channel of every token:
 
-    $$X' = X + \beta \odot \big(F(\mathrm{LN}\,X) \odot \sigma(\mathrm{LN}(X W_{gate}))
-    - \alpha X\big), \qquad \beta = \lambda \tanh(X W_\beta + b_\beta) + \epsilon .$$
+    $$X' = X + \beta \odot \big(F(\mathrm{LN}\,X) \odot \sigma(\mathrm{LN}(X W_{gate})) -
+    \alpha X\big), \qquad \beta = \lambda \tanh(X W_\beta + b_\beta) + \epsilon .$$
 
     Slide $\lambda, \epsilon, \alpha, \beta_0$ and watch the range of $\beta$, its distribution
     over 64 tokens × 16 channels, the fraction that turns negative, and what the tangent gate
@@ -145,16 +145,46 @@ def _(mo):
 
     For one token, $J = \partial x'/\partial x$ (computed by autograd through geolab's `mgt`
     rule and a real attention layer). The Delta operator $A(k, \beta_0)$ changes only one
-    direction: $\operatorname{rank}(A - I) = 1$ and $d-1$ eigenvalues sit exactly at $1$. MGT's
-    $J - I$ has full rank: every direction is rescaled, so the geometric reading "erase along
-    $k$, keep the rest" does not carry over.
+    direction: $\operatorname{rank}(A - I) = 1$ and $d-1$ eigenvalues sit exactly at $1$.
+    MGT is named after it — but its gate acts channel by channel.
     """)
     return
 
 
 @app.cell
-def _(view):
-    view.figures["jacobian"]
+def _(mo):
+    guess = mo.ui.radio(
+        options=["15 of 16, like the Delta operator", "about half", "none of them"],
+        label=r"**Predict first.** How many of the 16 eigenvalues of MGT's Jacobian $J$ are"
+        r" exactly $1$?",
+    )
+    mo.vstack([guess])
+    return (guess,)
+
+
+@app.cell
+def _(guess, mo, view):
+    mo.stop(guess.value is None, mo.md("*Pick an answer: the plot appears once you have.*"))
+    _n = view.numbers
+    _right = guess.value == "none of them"
+    mo.vstack(
+        [
+            mo.callout(
+                mo.md(
+                    ("**Right.** " if _right else "**No.** ")
+                    + f"At these sliders {_n['unit_eigs_mgt']} of 16 eigenvalues of $J$ equal 1"
+                    f" (the Delta operator: {_n['unit_eigs_delta']} of 16), and"
+                    f" $\\operatorname{{rank}}(J - I) = {_n['rank_mgt']}$ against"
+                    f" $\\operatorname{{rank}}(A - I) = {_n['rank_delta']}$. Every direction is"
+                    ' rescaled, so the geometric reading "erase along $k$, keep the rest" does'
+                    " not carry over. The plot puts each eigenvalue's distance from 1 on a log"
+                    " axis: the Delta operator's 15 sit on the floor, MGT's are all well above."
+                ),
+                kind="success" if _right else "warn",
+            ),
+            view.figures["jacobian"],
+        ]
+    )
     return
 
 

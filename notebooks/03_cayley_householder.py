@@ -46,6 +46,45 @@ def _(mo):
 
 @app.cell
 def _(mo):
+    guess = mo.ui.radio(
+        options=[
+            "yes: at some finite β, θ = π and Q maps x to −x",
+            "no: θ creeps towards π but stays below it",
+            "θ passes π and wraps around",
+        ],
+        label=r"**Predict first.** Turn the Cayley scale up to $\beta = 1000$. Does the"
+        r" rotation angle $\theta$ reach $\pi$?",
+    )
+    mo.vstack([guess])
+    return (guess,)
+
+
+@app.cell
+def _(cayley_view, guess, mo):
+    mo.stop(guess.value is None, mo.md("*Pick an answer: the plot appears once you have.*"))
+    _far = cayley_view(1000.0, 1.2, 0.5).numbers
+    _right = guess.value.startswith("no")
+    mo.vstack(
+        [
+            mo.callout(
+                mo.md(
+                    ("**Right.** " if _right else "**No.** ")
+                    + rf"At $\beta = 1000$ (angle $a = 1.2$): $\theta/\pi = "
+                    rf"{_far['theta_over_pi']:.6f}$, and the nearest eigenvalue of $Q$ is still "
+                    rf"{_far['distance_to_minus_one']:.1e} away from $-1$. "
+                    r"$\theta = 2\arctan(\beta\omega/2)$ and $\arctan$ never reaches"
+                    r" $\pi/2$: a Cayley rotation can never invert a vector."
+                ),
+                kind="success" if _right else "warn",
+            ),
+            cayley_view(20.0, 1.2, 0.5).figures["angle"],
+        ]
+    )
+    return
+
+
+@app.cell
+def _(mo):
     beta = mo.ui.slider(
         0.0,
         20.0,

@@ -25,12 +25,49 @@ def _(mo):
     $$\mathrm{erank}(X) = \frac{\exp\big(H(\hat\sigma)\big)}{\min(S, D)}, \qquad
     \hat\sigma_i = \frac{\sigma_i}{\sum_j \sigma_j},$$
 
-    $1$ when all directions are used equally, $\to 0$ when the tokens collapse onto one vector.
+    $1$ when all directions are used equally, and small when the tokens collapse onto one
+    vector.
     The lower panel shows Dong et al.'s residual $\lVert X - \mathbf 1 \bar x^\top\rVert / \lVert
     X\rVert$, the distance from "all tokens equal". Pure attention (no skip, no MLP) is the
     reference: its rank collapses within a few layers (Dong et al. 2021). Everything here is at
     initialisation, width $D = 128$.
     """)
+    return
+
+
+@app.cell
+def _(mo):
+    guess = mo.ui.radio(
+        options=["exactly 0", "1/32 ≈ 0.031", "about 0.5", "still about 1"],
+        label=r"**Predict first.** Pure attention, 24 layers, $S = 32$ tokens: where does its"
+        r" effective rank end?",
+    )
+    mo.vstack([guess])
+    return (guess,)
+
+
+@app.cell
+def _(guess, mo, rank_view):
+    mo.stop(guess.value is None, mo.md("*Pick an answer: the plot appears once you have.*"))
+    _pure = rank_view((), 24)
+    _ref = "pure attention"
+    _right = guess.value.startswith("1/32")
+    mo.vstack(
+        [
+            mo.callout(
+                mo.md(
+                    ("**Right.** " if _right else "**No.** ")
+                    + f"It ends at {_pure.numbers['final_rank'][_ref]:.4f}, and Dong's"
+                    f" residual at {_pure.numbers['final_residual'][_ref]:.1e}: the 32"
+                    " tokens are one vector. The effective rank cannot go below $1/S$: even a"
+                    r" single direction has entropy $H = 0$, so $\exp(H)/\min(S, D) = 1/32$."
+                    " That floor, not 0, is what collapse looks like here."
+                ),
+                kind="success" if _right else "warn",
+            ),
+            _pure.figures["rank"],
+        ]
+    )
     return
 
 
@@ -58,9 +95,11 @@ def _(explore, mo):
 def _(mo):
     mo.md(r"""
     The MGT rules with a Delta controller (`mgt`, `mgt_ddl`) start every token at
-    $\beta = \beta_0$ with range $\lambda$ and decay $\alpha$; `edelta` starts its hybrid gate at
-    $\gamma_0$. The other rules do not read these sliders, so moving one recomputes only the
-    curves it changes.
+    $\beta = \beta_0$ with range $\lambda$ and decay $\alpha$. **$\gamma_0$ only matters for
+    `edelta`**, which starts its hybrid gate there: add `edelta` to the rules to see it move.
+    The other rules read none of these sliders, so moving one recomputes only the curves it
+    changes. A $\beta_0$ outside $(-\lambda, \lambda)$ leaves the MGT curves out (with a
+    note) and keeps every other curve.
     """)
     return
 
@@ -102,7 +141,7 @@ def _(mo):
         0.95,
         step=0.05,
         value=0.5,
-        label=r"E∆ $\gamma_0$",
+        label=r"E∆ $\gamma_0$ (edelta only)",
         show_value=True,
         debounce=True,
         full_width=True,
@@ -112,17 +151,7 @@ def _(mo):
 
 
 @app.cell
-def _(alpha, beta0, gamma0, lam, mo):
-    mo.stop(
-        not -lam.value < beta0.value < lam.value,
-        mo.callout(
-            mo.md(
-                rf"MGT needs $\beta_0$ inside $(-\lambda, \lambda) = ({-lam.value:g}, "
-                rf"{lam.value:g})$: move $\beta_0$ or widen $\lambda$."
-            ),
-            kind="warn",
-        ),
-    )
+def _(alpha, beta0, gamma0, lam):
     gates = {
         "beta0": beta0.value,
         "lam": lam.value,
@@ -145,14 +174,70 @@ def _(depth, gates, rank_view, reference, rules):
 
 
 @app.cell
-def _(mo, view):
-    mo.md(view.markdown())
+def _(mo, rules, view):
+    _notes = [
+        mo.callout(mo.md(f"`{name}` is not drawn: {message}"), kind="warn")
+        for name, message in view.numbers["rejected"].items()
+    ]
+    if "edelta" not in rules.value:
+        _notes.append(mo.md(r"*$\gamma_0$ moves nothing now: add `edelta` to the rules.*"))
+    mo.vstack([*_notes, mo.md(view.markdown())])
     return
 
 
 @app.cell
 def _(view):
     view.figures["rank"]
+    return
+
+
+@app.cell(hide_code=True)
+def _(mo):
+    mo.md(r"""
+    ## Why MGT falls at 200 layers
+
+    At init MGT's update is $x' = (1 - \alpha_0\beta_0)\,x + \beta_0\,V$ on every channel: the
+    decay term keeps only a fraction $1 - \alpha_0\beta_0 = 0.95$ of the old state at each of
+    the $2L$ residual steps (attention and MLP). After 200 layers that is
+    $0.95^{400} \approx 10^{-9}$ of the input: the tokens' own identity has faded, and what is
+    left is the sum of the last few sublayer outputs, which attention averages across tokens. The
+    table's last row shows $(1-\alpha_0\beta_0)^{2L}$. Set $\alpha_0 = 0$ and MGT keeps its
+    rank at 200 layers; raise $\beta_0$ and it collapses sooner.
+
+    ## The tokens themselves
+
+    Each panel shows the 32 token vectors after one layer, projected on that layer's two main
+    directions (scaled to unit mean norm). Healthy tokens form a cloud; collapsed tokens are one
+    point. Slide the layer.
+    """)
+    return
+
+
+@app.cell
+def _(depth, mo):
+    layer = mo.ui.slider(
+        1,
+        depth.value,
+        value=depth.value,
+        label="layer",
+        show_value=True,
+        debounce=True,
+        full_width=True,
+    )
+    mo.vstack([layer])
+    return (layer,)
+
+
+@app.cell
+def _(depth, gates, layer, rank_view, reference, rules):
+    cloud = rank_view(
+        tuple(rules.value),
+        depth.value,
+        reference=reference.value,
+        layer=min(layer.value, depth.value),
+        **gates,
+    )
+    cloud.figures["cloud"]
     return
 
 
@@ -180,6 +265,9 @@ def _(compare, depth, explore, gates, mo):
     table = []
     for name in mo.status.progress_bar(explore.rank_rules(), title="building and probing"):
         one = explore.rank_view([name], depth.value, reference=False, **gates)
+        if name in one.numbers["rejected"]:
+            table.append({"rule": name, "effective rank": None, "Dong residual": None})
+            continue
         table.append(
             {
                 "rule": name,

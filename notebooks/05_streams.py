@@ -23,9 +23,45 @@ def _(mo):
     multiplied by $H_L \cdots H_1$. Unconstrained mixers (HC) make that product explode or
     vanish; mHC projects each mixer onto the **doubly stochastic** matrices with Sinkhorn–Knopp,
     whose products stay doubly stochastic with gain $1$; orthogonal mixers (JPmHC, E∆) keep
-    lengths exactly. The catch (seed 003): finite Sinkhorn is only *approximately* doubly
-    stochastic.
+    Euclidean lengths ($\lVert Qx\rVert_2 = \lVert x\rVert_2$). The catch (seed 003): finite
+    Sinkhorn is only *approximately* doubly stochastic.
     """)
+    return
+
+
+@app.cell
+def _(mo):
+    guess = mo.ui.radio(
+        options=["about 1", "about 10", "about 10⁴", "10¹⁰ or more"],
+        label=r"**Predict first.** Multiply 100 unconstrained HC mixers $I + \tanh(2G)$ (each"
+        r" entry of $G$ drawn from $N(0, 1)$). How large is the forward Amax gain of the"
+        r" product?",
+    )
+    mo.vstack([guess])
+    return (guess,)
+
+
+@app.cell
+def _(guess, mo, streams_view):
+    mo.stop(guess.value is None, mo.md("*Pick an answer: the plot appears once you have.*"))
+    _hc = streams_view(20, 2.0, 100)
+    _gain = _hc.numbers["final_gain"]["HC"][0]
+    _right = guess.value.startswith("10¹⁰")
+    mo.vstack(
+        [
+            mo.callout(
+                mo.md(
+                    ("**Right.** " if _right else "**No.** ")
+                    + f"It is {_gain:.2e}: each HC mixer stretches some direction by a factor"
+                    " above 1 and the product compounds it, layer after layer. mHC's"
+                    " Sinkhorn-projected mixers stay at 1 (top panel: the flat lines; bottom"
+                    " panel: the same lines on a linear axis)."
+                ),
+                kind="success" if _right else "warn",
+            ),
+            _hc.figures["gain"],
+        ]
+    )
     return
 
 
@@ -106,10 +142,23 @@ def _(mo):
 
     The *Amax gain* of mHC (Xie et al.) is the largest absolute row sum of $H_L \cdots H_1$
     (forward signal) and the largest absolute column sum (backward gradient). The same random
-    draws feed three families: HC $= I + \tanh(\sigma G)$, mHC $= \mathrm{Sinkhorn}(\sigma G)$,
-    and the orthogonal Cayley map of the skew part of $\sigma G$. Row-stochastic products keep
-    the forward gain at exactly $1$; the backward gain of mHC drifts with the Sinkhorn residual.
-    Lower the iterations or raise $\sigma$ and watch it.
+    draws feed four families: HC $= I + \tanh(\sigma G)$, mHC $= \mathrm{Sinkhorn}(\sigma G)$,
+    the **exact dense Cayley map** $(I + A/2)^{-1}(I - A/2)$ of the skew part $A$ of $\sigma G$
+    (what E∆'s Cayley operator computes and what JPmHC's iteration converges to), and
+    **JPmHC's own two-step mixer** $Y \leftarrow I + \tfrac a2 W_s (I + Y)$, $a = 0.1$, two
+    iterations from $I$ — the mixer the `jpmhc` rule really runs, orthogonal only up to its
+    truncation error. Row-stochastic products keep the forward gain at exactly $1$; the backward
+    gain of mHC drifts with the Sinkhorn residual. Lower the iterations or raise $\sigma$ and
+    watch it.
+
+    **Two gains.** The 2-norm gain $\lVert H_L\cdots H_1\rVert_2$ is the largest factor by
+    which the product stretches a vector's Euclidean length: exactly $1$ for any product of
+    orthogonal matrices. The Amax gain measures something else, the largest row sum of absolute
+    values ($\lVert P\rVert_\infty$): for an orthogonal $n \times n$ matrix it can reach
+    $\sqrt n = 2$ (a row $(\tfrac12, \tfrac12, \tfrac12, \tfrac12)$), because
+    $\lVert P\rVert_\infty \le \sqrt n\,\lVert P\rVert_2$. So the orthogonal mixer's Amax
+    gain around $1.7$ is not growth: its 2-norm line sits at $1$. The bottom panel zooms on
+    everything but HC, with the $\sqrt n$ bound dotted.
     """)
     return
 

@@ -237,11 +237,39 @@ def test_04_leaves_no_hooks_behind():
         assert all(not m._forward_hooks for m in model.modules())
 
 
-def test_04_notebook_guards_beta0_outside_lambda():
+def test_04_beta0_outside_lambda_leaves_mgt_out_and_keeps_every_other_curve():
     outputs, defs = load_notebook("04_rank_collapse").run(
         defs={"beta0": ui(0.9), "lam": ui(0.5), "alpha": ui(0.1), "gamma0": ui(0.5)}
     )
-    assert "view" not in defs and "widen" in shown(outputs)
+    n = defs["view"].numbers
+    assert set(n["ranks"]) == {"postln", "preln", explore.REFERENCE}
+    assert "beta0=0.9" in n["rejected"]["mgt"]
+    text = shown(outputs)
+    assert "is not drawn" in text and "(-0.5, 0.5)" in text
+    # the reference is the same curve as with valid sliders
+    np.testing.assert_array_equal(
+        n["ranks"][explore.REFERENCE], explore.rank_view([], 24).numbers["ranks"][explore.REFERENCE]
+    )
+
+
+def test_04_token_cloud_shrinks_to_a_point_for_pure_attention():
+    view = explore.rank_view(["preln"], 24, layer=24)
+    cloud = view.numbers["clouds"]
+    assert cloud["preln"].shape == (32, 2) and cloud[explore.REFERENCE].shape == (32, 2)
+    assert cloud[explore.REFERENCE].std(axis=0).max() < 1e-4  # one point
+    assert cloud["preln"].std(axis=0).min() > 0.1  # a cloud
+    # every token has mean squared norm 1 before projection: a collapsed point sits at distance 1
+    assert np.linalg.norm(cloud[explore.REFERENCE].mean(axis=0)) == pytest.approx(1.0, abs=1e-3)
+    assert view.numbers["rank_floor"] == pytest.approx(1 / 32)
+    early = explore.rank_view(["preln"], 24, layer=1).numbers["clouds"][explore.REFERENCE]
+    assert early.std(axis=0).max() > 1e-2
+
+
+def test_04_mgt_memory_explains_the_fall_at_200_layers():
+    n = explore.rank_view(["mgt"], 12, reference=False).numbers
+    assert n["mgt_memory"] == pytest.approx(0.95**24)
+    kept = explore.rank_view(["mgt"], 12, alpha0=0.0, reference=False).numbers
+    assert kept["mgt_memory"] == 1.0
 
 
 # --- 05

@@ -71,7 +71,8 @@ def test_sweep_current_marker_interpolates_each_curve():
 def test_determinant_figure_marks_three_modes_and_band():
     betas = np.linspace(-1, 3, 9)
     fig = validated(F.determinant_figure(betas, 1 - betas, 1.0))
-    assert [a.text for a in fig.layout.annotations] == ["identity", "projection", "reflection"]
+    labels = [a.text for a in fig.layout.annotations]
+    assert labels == ["identity", "erasure: det 0", "mirror: det −1"]
     assert fig.data[1].y[0] == pytest.approx(0.0)
 
 

@@ -22,19 +22,28 @@ from geolab.explore.rank import (
     REFERENCE,
     build_model,
     layer_profile,
+    layer_states,
     rank_config,
     rank_rules,
     rank_tokens,
     rank_view,
     rule_fields,
     rule_profile,
+    token_plane,
 )
-from geolab.explore.streams import mixers, sinkhorn_errors, streams_view
+from geolab.explore.streams import (
+    FAMILIES,
+    mixers,
+    sinkhorn_errors,
+    spectral_gain_curve,
+    streams_view,
+)
 from geolab.explore.view import View, notebook_cache
 
 __all__ = [
     "MGT_WIDTH",
     "RANK_DEPTHS",
+    "FAMILIES",
     "REFERENCE",
     "View",
     "build_model",
@@ -42,6 +51,7 @@ __all__ = [
     "delta_mode",
     "delta_view",
     "layer_profile",
+    "layer_states",
     "mgt_view",
     "mixers",
     "notebook_cache",
@@ -52,5 +62,7 @@ __all__ = [
     "rule_fields",
     "rule_profile",
     "sinkhorn_errors",
+    "spectral_gain_curve",
     "streams_view",
+    "token_plane",
 ]

@@ -117,6 +117,7 @@ def cayley_view(beta: float, angle: float, gamma: float) -> View:
             CAYLEY_BETAS,
             {"θ(β)": thetas, "π": np.full(len(CAYLEY_BETAS), math.pi)},
             current=min(beta, CAYLEY_BETAS[-1]),
+            notes={"θ → π, but never π": (15.0, float(thetas[150]))},
             title="θ approaches π but never reaches it",
             x_title="β",
             y_title="θ",

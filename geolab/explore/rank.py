@@ -96,30 +96,57 @@ def rank_tokens(seq_len: int, seed: int) -> torch.Tensor:
 
 
 @torch.inference_mode()
-def layer_profile(model: GeoTransformer, x: torch.Tensor) -> tuple[np.ndarray, np.ndarray]:
-    """Effective rank (Eq. 8) and Dong's residual after every *layer* (its last residual step),
-    stream states merged as the head sees them. Returns two (n_layer,) float arrays."""
+def layer_states(model: GeoTransformer, x: torch.Tensor) -> torch.Tensor:
+    """The token states after every *layer* (its last residual step), stream states merged as
+    the head sees them: (n_layer, batch, seq_len, d_model)."""
     with record(model) as rec:
         model(x)
     per_layer = len(rec.states) // model.cfg.n_layer
     merge = model.rule_cls.merge
-    states = torch.stack([merge(s) for s in rec.states[per_layer - 1 :: per_layer]])
+    return torch.stack([merge(s) for s in rec.states[per_layer - 1 :: per_layer]])
+
+
+def layer_profile(model: GeoTransformer, x: torch.Tensor) -> tuple[np.ndarray, np.ndarray]:
+    """Effective rank (Eq. 8) and Dong's residual after every layer (``layer_states``).
+    Returns two (n_layer,) float arrays."""
+    states = layer_states(model, x)
     ranks = effective_rank(states).mean(dim=-1)
     residual = rank_collapse_residual(states).mean(dim=-1)
     return ranks.numpy(), residual.numpy()
 
 
+def token_plane(states: torch.Tensor) -> np.ndarray:
+    """The S tokens of each layer as points in 2-D: (n_layer, S, D) -> (n_layer, S, 2).
+
+    Each layer's X is scaled to mean squared token norm 1 and projected on its own top two
+    right singular vectors (uncentred, so "all tokens equal" is one point at distance 1 from the
+    origin, not a point at 0), signs fixed so the mean point has non-negative coordinates.
+    Collapse shows as the cloud shrinking to a point (geolab's picture; the numbers behind it are
+    the effective rank and Dong's residual).
+    """
+    X = states.double()
+    X = X * (X.shape[-2] / X.square().sum(dim=(-2, -1), keepdim=True)).sqrt()
+    _, _, vh = torch.linalg.svd(X, full_matrices=False)
+    points = X @ vh[..., :2, :].transpose(-1, -2)
+    sign = torch.where(points.mean(dim=-2, keepdim=True) < 0, -1.0, 1.0)
+    return (points * sign).numpy()
+
+
 @functools.lru_cache(maxsize=256)
 def rule_profile(
     rule: str, n_layer: int, d_model: int, seq_len: int, seed: int, fields: tuple
-) -> tuple[np.ndarray, np.ndarray]:
-    """``layer_profile`` of one 04 curve, cached by everything that can change it (the arrays
-    are read-only: every caller shares them)."""
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Effective rank, Dong's residual (``layer_profile``) and the 2-D token cloud
+    (``token_plane``) after every layer of one 04 curve, cached by everything that can change
+    them (the arrays are read-only: every caller shares them)."""
     cfg = rank_config(rule, n_layer, d_model, seq_len, **dict(fields))
-    ranks, residual = layer_profile(build_model(cfg, seed), rank_tokens(seq_len, seed))
-    ranks.setflags(write=False)
-    residual.setflags(write=False)
-    return ranks, residual
+    states = layer_states(build_model(cfg, seed), rank_tokens(seq_len, seed))[:, 0]
+    ranks = effective_rank(states).numpy()
+    residual = rank_collapse_residual(states).numpy()
+    clouds = token_plane(states)
+    for array in (ranks, residual, clouds):
+        array.setflags(write=False)
+    return ranks, residual, clouds
 
 
 def rank_view(
@@ -133,38 +160,68 @@ def rank_view(
     seq_len: int = 32,
     reference: bool = True,
     seed: int = 0,
+    layer: int | None = None,
 ) -> View:
     """04: effective rank and Dong's residual per layer for each rule at init, one seed.
 
     Curves have length n_layer (the state after each layer). ``reference`` adds pure attention
-    (``noskip``, ``mlp=False``), whose rank collapses doubly exponentially (Dong et al. 2021).
-    Slider values that a rule's config rejects (e.g. β₀ outside (−λ, λ) for MGT) raise the
-    config's ValueError.
+    (``noskip``, ``mlp=False``), whose rank collapses doubly exponentially (Dong et al. 2021)
+    down to the floor 1/min(S, D) (one direction left). A rule whose config rejects the slider
+    values (e.g. β₀ outside (−λ, λ) for MGT) is left out of the plot and named with the
+    config's message in ``numbers["rejected"]`` and the readout; the other curves stay.
+    ``layer`` (default: the last) picks the layer of the token clouds (``token_plane``).
     """
     n_layer = check_int("n_layer", n_layer, 1, 400)
+    layer = n_layer if layer is None else check_int("layer", layer, 1, n_layer)
     allowed = rank_rules()
     unknown = [r for r in rules if r not in allowed]
     if unknown:
         raise ValueError(f"rules: {unknown} not allowed; choose from {', '.join(allowed)}")
     names = list(dict.fromkeys(rules)) + ([REFERENCE] if reference else [])
-    ranks, residuals = {}, {}
+    ranks, residuals, clouds, rejected = {}, {}, {}, {}
     for name in names:
         fields = rule_fields(name, beta0, lam, alpha0, gamma0)
-        ranks[name], residuals[name] = rule_profile(
-            name, n_layer, d_model, seq_len, seed, tuple(sorted(fields.items()))
-        )
+        try:
+            ranks[name], residuals[name], cloud = rule_profile(
+                name, n_layer, d_model, seq_len, seed, tuple(sorted(fields.items()))
+            )
+        except ValueError as err:
+            rejected[name] = str(err)
+            continue
+        clouds[name] = cloud[layer - 1]
+    floor = 1 / min(seq_len, d_model)
     final = {name: float(r[-1]) for name, r in ranks.items()}
     numbers = {
         "ranks": ranks,
         "residuals": residuals,
         "final_rank": final,
         "final_residual": {name: float(r[-1]) for name, r in residuals.items()},
+        "rank_floor": floor,
+        "clouds": clouds,
+        "rejected": rejected,
     }
     readout = [
-        (f"`{name}`: rank / residual at layer {n_layer}", f"{final[name]:.3f} / {num(r[-1])}")
+        (f"{name}: rank / residual at layer {n_layer}", f"{final[name]:.3f} / {num(r[-1])}")
         for name, r in residuals.items()
-    ]
-    fig = figures.rank_figure(
-        ranks, residuals, title=f"Effective rank per layer at init (L = {n_layer}, D = {d_model})"
-    )
-    return View(numbers, readout, {"rank": fig})
+    ] + [(f"{name}: not drawn", message) for name, message in rejected.items()]
+    if "mgt" in ranks or "mgt_ddl" in ranks:
+        memory = (1 - alpha0 * beta0) ** (2 * n_layer)
+        readout.append(
+            (
+                r"MGT: what is left of the input, $(1-\alpha_0\beta_0)^{2L}$",
+                num(memory),
+            )
+        )
+        numbers["mgt_memory"] = memory
+    figs = {
+        "rank": figures.rank_figure(
+            ranks,
+            residuals,
+            title=f"Effective rank per layer at init (L = {n_layer}, D = {d_model})",
+            floor=floor,
+        ),
+        "cloud": figures.token_cloud_figure(
+            clouds, title=f"The {seq_len} tokens after layer {layer}, top-2 directions"
+        ),
+    }
+    return View(numbers, readout, figs)

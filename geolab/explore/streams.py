@@ -15,8 +15,10 @@ from geolab.explore.view import F64, View, check_int, check_range, num
 from geolab.metrics import composite_gain_curve
 from geolab.operators import (
     cayley,
+    fixed_point_cayley,
     sinkhorn,
 )
+from geolab.rules.streams import JPmHC
 
 STREAMS = 4
 MAX_ITERS = 50
@@ -26,9 +28,11 @@ def mixers(family: str, depth: int, spread: float, iters: int, seed: int) -> tor
     """``depth`` seeded n×n stream mixers of one family, (depth, n, n) float64.
 
     HC: I + tanh(σG) (unconstrained, tanh-bounded entries, docs/design.md §3.3); mHC: Sinkhorn(σG)
-    with ``iters`` iterations in float32, as mHC runs it; orthogonal: the dense Cayley map of the
-    skew part of σG (exactly orthogonal, as JPmHC's mixer aims to be). G ~ N(0, 1) entrywise,
-    the same G for all three.
+    with ``iters`` iterations in float32, as mHC runs it; orthogonal: the exact dense Cayley map
+    (I + A/2)⁻¹(I − A/2) of the skew part A of σG (exactly orthogonal: what E∆'s Cayley operator
+    computes and what JPmHC's fixed point converges to); JPmHC: the ``jpmhc`` rule's own mixer,
+    two fixed-point steps with a = 0.1 on W_s = σ(G − Gᵀ) (``operators.fixed_point_cayley``, only
+    approximately orthogonal). G ~ N(0, 1) entrywise, the same G for all four.
     """
     gen = torch.Generator().manual_seed(seed)
     G = spread * torch.randn(depth, STREAMS, STREAMS, generator=gen, dtype=F64)
@@ -38,7 +42,22 @@ def mixers(family: str, depth: int, spread: float, iters: int, seed: int) -> tor
         return sinkhorn(G.float(), iters=iters).double()
     if family == "orthogonal":
         return cayley((G - G.transpose(-1, -2)) / 2, 1.0)
-    raise ValueError(f"family={family!r} is not allowed; choose HC, mHC or orthogonal")
+    if family == "JPmHC":
+        return fixed_point_cayley(G - G.transpose(-1, -2), JPmHC.CAYLEY_A, JPmHC.CAYLEY_ITERS)
+    raise ValueError(f"family={family!r} is not allowed; choose {', '.join(FAMILIES)}")
+
+
+FAMILIES = ("HC", "mHC", "orthogonal", "JPmHC")
+
+
+def spectral_gain_curve(mats: torch.Tensor) -> torch.Tensor:
+    """‖H_l ⋯ H_1‖₂ for l = 1..L, (L,) float64: the largest factor by which the product can
+    stretch a vector of stream values (1 for every orthogonal product; ≤ the Amax gains · √n)."""
+    P, out = torch.eye(mats.shape[-1], dtype=F64), []
+    for H in mats:
+        P = H.to(F64) @ P
+        out.append(torch.linalg.matrix_norm(P, ord=2))
+    return torch.stack(out)
 
 
 ERROR_ITERS = (1, 2, 3, 4, 5, 6, 8, 10, 12, 15, 20, 25, 30, 35, 40, 45, 50)
@@ -74,12 +93,18 @@ def streams_view(iters: int, spread: float, depth: int, seed: int = 0) -> View:
     errors = sinkhorn_errors(spread, seed)
     first = sinkhorn(logits, iters=1)
     start = torch.exp(logits - logits.max())
-    gains, finals = {}, {}
-    for family in ("HC", "mHC", "orthogonal"):
-        fwd, bwd = composite_gain_curve(mixers(family, depth, spread, iters, seed))
-        gains[f"{family} forward (rows)"] = fwd
-        gains[f"{family} backward (cols)"] = bwd
+    gains, finals, norms = {}, {}, {}
+    for family in FAMILIES:
+        mats = mixers(family, depth, spread, iters, seed)
+        fwd, bwd = composite_gain_curve(mats)
+        two = spectral_gain_curve(mats)
+        gains[f"{family} Amax forward (rows)"] = fwd
+        if family in ("HC", "mHC"):
+            gains[f"{family} Amax backward (cols)"] = bwd
+        if family != "HC":
+            gains[f"{family} 2-norm"] = two
         finals[family] = (fwd[-1].item(), bwd[-1].item())
+        norms[family] = two[-1].item()
     numbers = {
         "row_error": (M.sum(-1) - 1).abs().max().item(),
         "col_error": err.item(),
@@ -87,6 +112,7 @@ def streams_view(iters: int, spread: float, depth: int, seed: int = 0) -> View:
         "min_entry": M.min().item(),
         "errors": errors,
         "final_gain": finals,
+        "final_two_norm": norms,
     }
     readout = [
         (
@@ -96,7 +122,10 @@ def streams_view(iters: int, spread: float, depth: int, seed: int = 0) -> View:
         (r"max $\lvert\text{column sum} - 1\rvert$ (the Sinkhorn residual)", num(err.item())),
         (r"$\lVert M\rVert_2$", num(numbers["spectral_norm"])),
     ] + [
-        (f"{family}: Amax gain at depth {depth}, forward / backward", f"{num(f)} / {num(b)}")
+        (
+            f"{family}: Amax gain at depth {depth}, forward / backward; 2-norm",
+            f"{num(f)} / {num(b)}; {num(norms[family])}",
+        )
         for family, (f, b) in finals.items()
     ]
     figs = {
@@ -114,6 +143,11 @@ def streams_view(iters: int, spread: float, depth: int, seed: int = 0) -> View:
             x_title="iterations",
             y_title="error",
         ),
-        "gain": figures.composite_gain_figure(np.arange(1, depth + 1), gains),
+        "gain": figures.composite_gain_figure(
+            np.arange(1, depth + 1),
+            gains,
+            zoomed=[name for name in gains if not name.startswith("HC")],
+            bound=STREAMS**0.5,
+        ),
     }
     return View(numbers, readout, figs)

@@ -15,10 +15,17 @@ Speed: figures are assembled as plain dicts and wrapped without plotly's per-pro
 The tests re-validate every builder's output with a validating ``go.Figure(fig.to_dict())``.
 """
 
-from geolab.figures.depth import composite_gain_figure, heatmaps_figure, rank_figure
+from geolab.figures.depth import (
+    composite_gain_figure,
+    heatmaps_figure,
+    rank_figure,
+    token_cloud_figure,
+)
 from geolab.figures.gates import bars_figure, beta_histogram_figure
 from geolab.figures.operators import (
     determinant_figure,
+    eigen_distance_figure,
+    note,
     spectrum_figure,
     sweep_figure,
     unit_image_figure,
@@ -34,10 +41,13 @@ __all__ = [
     "beta_histogram_figure",
     "composite_gain_figure",
     "determinant_figure",
+    "eigen_distance_figure",
+    "note",
     "heatmaps_figure",
     "rank_figure",
     "spectrum_figure",
     "sweep_figure",
+    "token_cloud_figure",
     "unit_image_figure",
     "vectors_figure",
 ]

@@ -84,11 +84,13 @@ def sweep_figure(
     y_title: str = "",
     log_y: bool = False,
     marks: Mapping[str, float] | None = None,
+    notes: Mapping[str, tuple[float, float]] | None = None,
 ) -> go.Figure:
     """Quantities along a parameter: one line per named curve, then one marker trace at ``current``.
 
     ``band`` shades an interval of the parameter (e.g. β ∈ [0, 2]); ``marks`` labels special
-    parameter values (e.g. identity / projection / reflection). Traces: the curves in mapping
+    parameter values (e.g. identity / projection / reflection); ``notes`` puts a label with an
+    arrow at a point (x, y) of the plot ("θ → π but never π"). Traces: the curves in mapping
     order, then "current" (only if ``current`` is given) with one point per curve, linearly
     interpolated at ``current``.
     """
@@ -147,9 +149,66 @@ def sweep_figure(
         annotations.append(
             {"x": at, "y": 1, "xref": "x", "yref": "paper", "text": label, "showarrow": False}
         )
+    annotations += [note(label, x, y) for label, (x, y) in (notes or {}).items()]
     yaxis = {"type": "log", "exponentformat": "power"} if log_y else {}
     layout = base_layout(
         title, x_title, y_title, yaxis=yaxis, shapes=shapes, annotations=annotations
+    )
+    return figure(data, layout)
+
+
+def note(text: str, x: float, y: float, ax: int = -40, ay: int = 40, **ref) -> dict:
+    """An on-plot label with an arrow pointing at data point (x, y) (``ref``: xref/yref)."""
+    return {
+        "x": x,
+        "y": y,
+        "text": text,
+        "showarrow": True,
+        "arrowhead": 2,
+        "ax": ax,
+        "ay": ay,
+        "bgcolor": "rgba(255,255,255,0.85)",
+        "font": {"size": 12},
+        **ref,
+    }
+
+
+def eigen_distance_figure(
+    eigenvalues: Mapping[str, object], title: str = "Distance of each eigenvalue from 1"
+) -> go.Figure:
+    """|λᵢ − 1| for every eigenvalue, sorted, on a log axis: one marker trace per named set.
+
+    A rank-1 update of the identity (the Delta operator, docs/design.md §2.1) shows d−1 points at
+    0 (drawn at the 1e-16 floor, labelled "= 1 exactly") and one at |β|; an update that rescales
+    every direction shows d points well above the floor. Plotted on a complex plane the same
+    eigenvalues all bunch at 1, which hides exactly this difference.
+    """
+    floor = 1e-16
+    data, annotations = [], []
+    for i, (name, values) in enumerate(eigenvalues.items()):
+        z = as_numpy(values).astype(complex).ravel()
+        dist = np.sort(np.abs(z - 1.0))
+        data.append(
+            {
+                "type": "scatter",
+                "x": np.arange(1, len(dist) + 1),
+                "y": np.maximum(dist, floor),
+                "mode": "markers",
+                "name": name,
+                "marker": {"size": 11 - 3 * (i % 2), "symbol": SYMBOLS[i % len(SYMBOLS)]},
+                "hovertemplate": "|λ − 1| = %{y:.3e}<extra>" + name + "</extra>",
+            }
+        )
+        exact = int((dist <= 1e-12).sum())
+        if exact:
+            text = f"{name}: {exact} eigenvalues = 1 exactly"
+            annotations.append(note(text, (exact + 1) / 2, np.log10(floor), ax=30, ay=-50))
+    layout = base_layout(
+        title,
+        "eigenvalue (sorted)",
+        "|λ − 1|",
+        yaxis={"type": "log", "exponentformat": "power"},
+        annotations=annotations,
     )
     return figure(data, layout)
 
@@ -167,7 +226,7 @@ def determinant_figure(params, dets, current: float, name: str = "β") -> go.Fig
         title=f"Determinant along {name}",
         x_title=name,
         y_title="det",
-        marks={"identity": 0.0, "projection": 1.0, "reflection": 2.0},
+        marks={"identity": 0.0, "erasure: det 0": 1.0, "mirror: det −1": 2.0},
     )
 
 

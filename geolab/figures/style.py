@@ -29,9 +29,19 @@ def figure(data: list[dict], layout: dict) -> go.Figure:
 def base_layout(title: str, x_title: str = "", y_title: str = "", **extra) -> dict:
     layout = {
         "height": HEIGHT,
-        "title": {"text": title, "x": 0.02, "font": {"size": 14}},
-        "margin": {"l": 55, "r": 20, "t": 55, "b": 45},
-        "legend": {"orientation": "h", "yanchor": "bottom", "y": 1.0, "xanchor": "right", "x": 1},
+        # The title sits at the top of the figure and the legend between it and the plot (plotly
+        # grows the top margin to fit a legend that wraps), so the two never overlap.
+        "title": {
+            "text": title,
+            "x": 0.02,
+            "y": 1.0,
+            "yref": "container",
+            "yanchor": "top",
+            "pad": {"t": 8},
+            "font": {"size": 14},
+        },
+        "margin": {"l": 55, "r": 20, "t": 60, "b": 45},
+        "legend": {"orientation": "h", "yanchor": "bottom", "y": 1.02, "xanchor": "left", "x": 0},
         "xaxis": {"title": {"text": x_title}},
         "yaxis": {"title": {"text": y_title}},
     }
