@@ -30,7 +30,7 @@ test: setup
 	HF_HUB_OFFLINE=1 HF_DATASETS_OFFLINE=1 $(PY) -m pytest -n 2 --timeout 900
 
 notebooks-ipynb: setup
-	PYTHON=$(PY) scripts/export_ipynb.sh build/ipynb
+	OMP_NUM_THREADS=1 $(PY) scripts/make_ipynb.py build/ipynb
 
 screenshots: setup
 	$(PY) scripts/screenshots.py docs

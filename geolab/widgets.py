@@ -4,18 +4,33 @@ Each ``*_explorer()`` returns an ``Explorer`` (an ``ipywidgets.VBox``) with the 
 readout and figures as the marimo notebook of the same number; the numbers and figures come from
 the same ``geolab.explore`` view functions. On a slider change the readout is rewritten and every
 FigureWidget is updated in place, trace by trace (the figure builders keep a fixed trace order),
-so the plots do not flicker. Display one with ``display(delta_explorer())`` or as the last
-expression of a cell. Needs ``anywidget`` (plotly's FigureWidget backend).
+so the plots do not flicker; the widget's saved state follows, so a reloaded page shows the
+current figures. Display one with ``display(delta_explorer())`` or as the last expression of a
+cell. Needs ``anywidget`` (plotly's FigureWidget backend).
+
+Static fallback (geolab's choice): displaying an explorer also writes a snapshot of its readout
+and figures as ordinary outputs (markdown, and plotly's own JSON mime type, which JupyterLab's
+bundled plotly renderer draws offline without a kernel), refreshed at every slider change. While
+the widget is live a style rule inside it hides that snapshot; in a saved notebook opened without
+a kernel the widget cannot render and the snapshot shows.
 """
 
 from __future__ import annotations
 
+import copy
+import json
 from collections.abc import Callable
 
 import ipywidgets as W
 import plotly.graph_objects as go
+import plotly.io as pio
 
 from geolab import explore
+
+STATIC_NOTE = (
+    "Static snapshot of the explorer at its last slider values (shown when the live widget "
+    "cannot be drawn, e.g. a saved notebook without a kernel; run the cell for live sliders)."
+)
 
 
 class Explorer(W.VBox):
@@ -29,9 +44,17 @@ class Explorer(W.VBox):
         self.view = view_fn(**self._values())
         self.figures = {key: go.FigureWidget(fig) for key, fig in self.view.figures.items()}
         self.readout.value = self.view.html()
+        self._static = []  # display handles of the static fallback, once displayed
         for control in controls.values():
             control.observe(self._refresh, names="value")
         super().__init__([W.VBox(list(controls.values())), self.readout, *self.figures.values()])
+        self.tag = f"geolab-static-{self.model_id}"
+        # While this widget is drawn, hide its static fallback (the outputs after it in its cell).
+        hide = (
+            f".jp-OutputArea-child:has(.{self.tag}), "
+            f".jp-OutputArea-child:has(.{self.tag}) ~ .jp-OutputArea-child {{display: none}}"
+        )
+        self.children = (W.HTML(f"<style>{hide}</style>"), *self.children)
 
     def _values(self) -> dict:
         return {name: control.value for name, control in self.controls.items()}
@@ -45,11 +68,40 @@ class Explorer(W.VBox):
         self.readout.value = self.view.html()
         for key, new in self.view.figures.items():
             update_figure(self.figures[key], new)
+        if self._static:
+            for handle, bundle in zip(self._static, self.static_outputs(), strict=True):
+                handle.update(bundle, raw=True)
+
+    def static_outputs(self) -> list[dict]:
+        """The fallback as raw mime bundles: a marked note with the readout, then each figure."""
+        head = {
+            "text/html": f"<div class='{self.tag}'><p><i>{STATIC_NOTE}</i></p>"
+            f"{self.view.html()}</div>",
+            "text/plain": "geolab explorer (static snapshot)",
+        }
+        return [head] + [static_figure(fig) for fig in self.view.figures.values()]
+
+    def _ipython_display_(self) -> None:
+        from IPython.display import display
+
+        display(self._repr_mimebundle_(), raw=True)
+        self._static = [display(b, raw=True, display_id=True) for b in self.static_outputs()]
+
+
+def static_figure(fig: go.Figure) -> dict:
+    """A figure as plotly's JSON mime bundle (drawn offline by JupyterLab's plotly renderer)."""
+    spec = json.loads(pio.to_json(fig, validate=False))
+    return {
+        "application/vnd.plotly.v1+json": {**spec, "config": {"responsive": True}},
+        "text/plain": f"<plotly figure: {fig.layout.title.text or ''}>",
+    }
 
 
 def update_figure(widget: go.FigureWidget, new: go.Figure) -> None:
     """Copy ``new`` into ``widget``: trace data in place when the trace count is unchanged
-    (the figure builders' contract), all traces replaced otherwise; layout replaced."""
+    (the figure builders' contract), all traces replaced otherwise; layout replaced. The
+    widget's synced state is then set to the new figure, so a view created later (a page
+    reload) draws what the sliders say, not the figure first displayed."""
     with widget.batch_update():
         if len(widget.data) == len(new.data):
             for old, trace in zip(widget.data, new.data, strict=True):
@@ -58,9 +110,13 @@ def update_figure(widget: go.FigureWidget, new: go.Figure) -> None:
             widget.data = []
             widget.add_traces(list(new.data))
         widget.layout = new.layout
+    widget._widget_layout = copy.deepcopy(widget._layout_obj._props)
+    widget._widget_data = copy.deepcopy(widget._data)
 
 
-def _slider(lo, hi, step, value, label, integer=False) -> W.Widget:
+def _slider(lo, hi, step, value, label, integer=False, live=True) -> W.Widget:
+    """A labelled slider; ``live=False`` updates only on release (the debounce of the marimo
+    notebook's slow sliders: rebuilding a 200-layer model per intermediate value would lag)."""
     cls = W.IntSlider if integer else W.FloatSlider
     return cls(
         min=lo,
@@ -68,7 +124,7 @@ def _slider(lo, hi, step, value, label, integer=False) -> W.Widget:
         step=step,
         value=value,
         description=label,
-        continuous_update=True,
+        continuous_update=live,
         style={"description_width": "12em"},
         layout=W.Layout(width="32em"),
     )
@@ -121,12 +177,15 @@ def rank_explorer(rules: tuple[str, ...] = ("postln", "preln", "mgt")) -> Explor
                 options=explore.rank_rules(), value=rules, description="rules", rows=6
             ),
             "n_layer": W.SelectionSlider(
-                options=explore.RANK_DEPTHS, value=24, description="depth L"
+                options=explore.RANK_DEPTHS,
+                value=24,
+                description="depth L",
+                continuous_update=False,
             ),
-            "beta0": _slider(-0.95, 0.95, 0.05, 0.5, r"MGT \(\beta_0\)"),
-            "lam": _slider(0.1, 2.0, 0.05, 1.0, r"MGT \(\lambda\)"),
-            "alpha0": _slider(0.0, 1.0, 0.05, 0.1, r"MGT \(\alpha_0\)"),
-            "gamma0": _slider(0.05, 0.95, 0.05, 0.5, r"E∆ \(\gamma_0\)"),
+            "beta0": _slider(-0.95, 0.95, 0.05, 0.5, r"MGT \(\beta_0\)", live=False),
+            "lam": _slider(0.1, 2.0, 0.05, 1.0, r"MGT \(\lambda\)", live=False),
+            "alpha0": _slider(0.0, 1.0, 0.05, 0.1, r"MGT \(\alpha_0\)", live=False),
+            "gamma0": _slider(0.05, 0.95, 0.05, 0.5, r"E∆ \(\gamma_0\) (edelta only)", live=False),
             "reference": W.Checkbox(value=True, description="pure attention reference"),
         },
     )

@@ -1,0 +1,109 @@
+"""Build Jupyter tutorials from the marimo notebooks 00–05:
+``python scripts/make_ipynb.py [OUT_DIR]`` (default build/ipynb; ``--no-execute`` skips running).
+
+Each tutorial is Jupyter-native: the notebook's prose as markdown cells (the same text, read from
+the marimo file, so the two cannot drift apart), and where the marimo notebook has its sliders a
+code cell showing the matching ``geolab.widgets`` explorer (ipywidgets sliders, plotly figures,
+the same ``geolab.explore`` numbers). The tutorials are executed here with nbclient, so a saved
+file opens with every figure drawn: the explorer's static fallback (plotly's JSON mime type, drawn
+offline by JupyterLab). The widget state is not stored: plotly's FigureWidget carries
+plotly.js in it (about 5 MB a figure). marimo-only parts (the predict-first
+questions, notebook 04's compare-all button) are left out and named in the first cell.
+"""
+
+from __future__ import annotations
+
+import ast
+import os
+import sys
+import textwrap
+from pathlib import Path
+
+import nbformat
+from nbclient import NotebookClient
+
+REPO = Path(__file__).resolve().parents[1]
+EXPLORERS = {
+    "00_tour": "delta_explorer",
+    "01_delta_operator": "delta_explorer",
+    "02_mgt_block": "mgt_explorer",
+    "03_cayley_householder": "cayley_explorer",
+    "04_rank_collapse": "rank_explorer",
+    "05_streams": "streams_explorer",
+}
+HEADER = (
+    "> Jupyter edition of `notebooks/{name}.py`, built by `make notebooks-ipynb`. The explorer "
+    "below has the marimo notebook's sliders, readout and plots. The marimo notebook "
+    "(`make tour`) also asks you to predict before each plot answers{extra}."
+)
+
+
+def cells_of(path: Path) -> list[tuple[str, str]]:
+    """The marimo notebook's prose ("md", text) and the place of its first slider ("explorer", "")
+    in cell order. Only literal ``mo.md(r\"\"\"…\"\"\")`` prose is taken (f-strings are computed
+    readouts, which the explorer shows)."""
+    out, placed = [], False
+    for node in ast.parse(path.read_text()).body:
+        if not isinstance(node, ast.FunctionDef):
+            continue
+        source = ast.unparse(node)
+        if "mo.ui.slider" in source and not placed:
+            out.append(("explorer", ""))
+            placed = True
+        for stmt in node.body:
+            call = getattr(stmt, "value", None)
+            if (
+                isinstance(stmt, ast.Expr)
+                and isinstance(call, ast.Call)
+                and ast.unparse(call.func) == "mo.md"
+                and call.args
+                and isinstance(call.args[0], ast.Constant)
+            ):
+                out.append(("md", textwrap.dedent(call.args[0].value).strip()))
+    return out
+
+
+def tutorial(name: str) -> nbformat.NotebookNode:
+    explorer = EXPLORERS[name]
+    extra = "; notebook 04 also compares every rule at once" if name == "04_rank_collapse" else ""
+    nb = nbformat.v4.new_notebook()
+    nb.metadata["kernelspec"] = {
+        "name": "python3",
+        "display_name": "Python 3",
+        "language": "python",
+    }
+    nb.cells.append(nbformat.v4.new_markdown_cell(HEADER.format(name=name, extra=extra)))
+    for kind, text in cells_of(REPO / "notebooks" / f"{name}.py"):
+        if kind == "md":
+            nb.cells.append(nbformat.v4.new_markdown_cell(text))
+        else:
+            code = f"from geolab.widgets import {explorer}\n\n{explorer}()"
+            nb.cells.append(nbformat.v4.new_code_cell(code))
+    return nb
+
+
+def main(argv: list[str]) -> int:
+    execute = "--no-execute" not in argv
+    args = [a for a in argv if a != "--no-execute"]
+    out = Path(args[0]) if args else REPO / "build" / "ipynb"
+    out.mkdir(parents=True, exist_ok=True)
+    os.environ["PYTHONPATH"] = os.pathsep.join(
+        filter(None, [str(REPO), os.environ.get("PYTHONPATH")])
+    )
+    for name in EXPLORERS:
+        nb = tutorial(name)
+        if execute:
+            NotebookClient(
+                nb,
+                timeout=600,
+                kernel_name="python3",
+                store_widget_state=False,
+                resources={"metadata": {"path": str(REPO)}},
+            ).execute()
+        nbformat.write(nb, out / f"{name}.ipynb")
+        print(f"wrote {out / f'{name}.ipynb'}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main(sys.argv[1:]))
