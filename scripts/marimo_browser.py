@@ -51,10 +51,11 @@ def free_port() -> int:
 
 
 @contextmanager
-def serve(notebook: Path, log: Path, startup_s: float = 90.0):
-    """``marimo run NOTEBOOK`` on a free 127.0.0.1 port; yields its URL; stops it by pid."""
+def serve(notebook: Path, log: Path, startup_s: float = 90.0, env: dict | None = None):
+    """``marimo run NOTEBOOK`` on a free 127.0.0.1 port; yields its URL; stops it by pid.
+    ``env`` replaces the server's environment (default: this process's)."""
     port = free_port()
-    env = {**os.environ, "PYTHONPATH": str(REPO), "OMP_NUM_THREADS": "1"}
+    env = {**(os.environ if env is None else env), "PYTHONPATH": str(REPO), "OMP_NUM_THREADS": "1"}
     with open(log, "w") as out:
         proc = subprocess.Popen(
             [
