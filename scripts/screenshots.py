@@ -24,18 +24,20 @@ def settle(page, text: str) -> None:
     time.sleep(2)
 
 
-def shoot(browser, name: str, setup, out: Path, log_dir: Path) -> Path:
+def shoot(browser, name: str, setup, last: str, out: Path, log_dir: Path) -> Path:
+    """Screenshot from the first slider to the bottom of the plot whose title starts with
+    ``last``."""
     with mb.serve(mb.REPO / "notebooks" / f"{name}.py", log_dir / f"{name}.log") as url:
         # marimo scrolls inside its own container, so a tall viewport holds the whole notebook.
         page = browser.new_page(viewport={"width": 1280, "height": 3200}, device_scale_factor=1)
         page.goto(url, wait_until="domcontentloaded", timeout=WAIT_MS)
         setup(page)
-        # What the learner works with: from the first slider to the bottom of the last plot.
+        # What the learner works with: from the first slider to the bottom of the plot `last`.
         top = page.locator("[role=slider]").first.bounding_box()["y"] - 60
-        bottom = max(
-            box["y"] + box["height"]
-            for box in (p.bounding_box() for p in page.locator("marimo-plotly").all())
-        )
+        titles = [p["title"] for p in mb.plots(page)]
+        index = max(i for i, t in enumerate(titles) if t.startswith(last))
+        box = page.locator("marimo-plotly").nth(index).bounding_box()
+        bottom = box["y"] + box["height"]
         path = out / f"{name}.png"
         page.screenshot(
             path=str(path), clip={"x": 0, "y": top, "width": 1280, "height": bottom - top + 20}
@@ -71,8 +73,12 @@ def main(argv: list[str]) -> int:
     out.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory() as logs, sync_playwright() as p:
         browser = mb.launch(p)
-        for name, setup in (("01_delta_operator", setup_01), ("04_rank_collapse", setup_04)):
-            print(f"wrote {shoot(browser, name, setup, out, Path(logs))}")
+        shots = (
+            ("01_delta_operator", setup_01, "Erase and write"),
+            ("04_rank_collapse", setup_04, "Effective rank"),
+        )
+        for name, setup, last in shots:
+            print(f"wrote {shoot(browser, name, setup, last, out, Path(logs))}")
         browser.close()
     return 0
 
