@@ -107,4 +107,4 @@ def test_reproduce_notebook_shows_a_failed_rerun_on_the_page(monkeypatch, tmp_pa
     defs = {"results": results, "protocol": ui("ablation"), "rerun": ui(True)}
     outputs, _ = load_notebook("07_reproduce").run(defs=defs)
     text = shown(outputs)
-    assert "failed" in text and "FileNotFoundError" in text and "lacks them" in text
+    assert "failed" in text and "DataNotFound" in text and "lacks them" in text
