@@ -44,7 +44,12 @@ def _check_vectors(x: torch.Tensor, name: str, fn: str) -> None:
         )
 
 
-def _broadcast(a: torch.Tensor, b: torch.Tensor, names: str, fn: str):
+def _vector_pair(a, b, name_a: str, name_b: str, fn: str):
+    """Two batches of d-vectors as real float tensors of one dtype, leading dims broadcast."""
+    a, b = _real_float(a, name_a, fn), _real_float(b, name_b, fn)
+    _check_vectors(a, name_a, fn)
+    _check_vectors(b, name_b, fn)
+    names = f"{name_a} and {name_b}"
     if a.shape[-1] != b.shape[-1]:
         raise ValueError(
             f"{fn}: {names} must share the last dim; got shapes {tuple(a.shape)} and "
@@ -181,10 +186,7 @@ def norm_deviation(x_in, x_out, reduce: str = "mean") -> torch.Tensor:
     """
     fn = "norm_deviation"
     _check_reduce(reduce, fn)
-    x_in, x_out = _real_float(x_in, "x_in", fn), _real_float(x_out, "x_out", fn)
-    _check_vectors(x_in, "x_in", fn)
-    _check_vectors(x_out, "x_out", fn)
-    x_in, x_out = _broadcast(x_in, x_out, "x_in and x_out", fn)
+    x_in, x_out = _vector_pair(x_in, x_out, "x_in", "x_out", fn)
     scale = torch.maximum(x_in.abs().amax(dim=-1), x_out.abs().amax(dim=-1)).unsqueeze(-1)
     n_in = torch.linalg.vector_norm(_safe_div(x_in, scale), dim=-1)
     n_out = torch.linalg.vector_norm(_safe_div(x_out, scale), dim=-1)
@@ -214,10 +216,7 @@ def cosine_alignment(pred, target, reduce: str = "mean") -> torch.Tensor:
     """
     fn = "cosine_alignment"
     _check_reduce(reduce, fn)
-    pred, target = _real_float(pred, "pred", fn), _real_float(target, "target", fn)
-    _check_vectors(pred, "pred", fn)
-    _check_vectors(target, "target", fn)
-    pred, target = _broadcast(pred, target, "pred and target", fn)
+    pred, target = _vector_pair(pred, target, "pred", "target", fn)
     p, t = _unit_scale(pred, (-1,)), _unit_scale(target, (-1,))
     norms = torch.linalg.vector_norm(p, dim=-1) * torch.linalg.vector_norm(t, dim=-1)
     cos = _safe_div((p * t).sum(dim=-1), norms).clamp(-1.0, 1.0)
