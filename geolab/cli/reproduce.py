@@ -4,17 +4,24 @@
     geolab reproduce rank_evolution --scale tiny --out runs/results
     geolab reproduce edelta_benchmarks --scale small --seeds 1 --threads 1
     geolab reproduce --readme --out data/results   # README table + figures from the JSON files
+    geolab reproduce ablation --scale paper --dry-run   # runs, sizes, estimated GPU-hours
+    torchrun --standalone --nproc_per_node 8 -m geolab reproduce ablation --scale paper
 
 Each run writes OUT/NAME-SCALE.json (config, seeds, per-seed and mean ± std numbers, hypotheses
 with verdicts, reductions, provenance) and OUT/NAME-SCALE-FIG.html (+ .png with a Chrome).
+``--dry-run`` trains nothing: it prints every run of the protocol at that scale with its sizes
+and an estimate of GPU-hours (``geolab.experiments.plan`` states how). Under ``torchrun`` every
+training run is data-parallel over the GPUs (each batch split across them, so the global batch
+must divide by their count) and rank 0 writes the files.
 """
 
 import argparse
+import os
 from pathlib import Path
 
-from geolab.experiments import NAMES, get_protocol, report
+from geolab.experiments import NAMES, get_protocol, plan, report
 from geolab.experiments.export import save_figures
-from geolab.experiments.runner import SCALE_NAMES, run_protocol
+from geolab.experiments.runner import SCALE_NAMES, pick_seeds, run_protocol, scale_settings
 from geolab.rules.registry import FLAVORS
 
 
@@ -35,9 +42,8 @@ def run_reproduce_cli(args: argparse.Namespace) -> int:
         for name, result in results.items():
             figs = report.result_figures(result)
             save_figures(figs, Path(args.out), f"{name}-small", not args.no_png, print)
-        notes = Path(args.out) / "NOTES.md"
         path = Path(args.out) / "README.md"
-        path.write_text(report.readme_text(results, notes.read_text() if notes.is_file() else ""))
+        path.write_text(report.readme_text(results))
         print(f"wrote {path} and redrew the figures of {len(results)} protocols")
         return 0
     if args.name is None:
@@ -49,8 +55,6 @@ def run_reproduce_cli(args: argparse.Namespace) -> int:
             raise ValueError(f"--threads {args.threads} is not allowed; it must be >= 1")
         torch.set_num_threads(args.threads)
     if args.data_dir is not None:
-        import os
-
         os.environ["GEOLAB_DATA"] = args.data_dir
     options = {}
     if args.flavor != "both":
@@ -64,16 +68,23 @@ def run_reproduce_cli(args: argparse.Namespace) -> int:
         if isinstance(args.jobs, bool) or args.jobs < 1:
             raise ValueError(f"--jobs {args.jobs} is not allowed; it must be >= 1")
         options["jobs"] = args.jobs
+    module = get_protocol(args.name)
+    if args.dry_run:
+        settings = {**scale_settings(module, args.scale), **options}
+        n_seeds = len(pick_seeds(settings, args.seeds))
+        print(plan.plan_text(args.name, args.scale, plan.protocol_plan(module, settings, n_seeds)))
+        return 0
     result, _ = run_protocol(
-        get_protocol(args.name),
+        module,
         args.scale,
         args.seeds,
         args.out,
         png=not args.no_png,
         options=options,
     )
-    for h in result["hypotheses"]:
-        print(f"{h['id']}: {h['verdict']} — {h['measured']}")
+    if os.environ.get("RANK", "0") == "0":  # under torchrun, rank 0 speaks
+        for h in result["hypotheses"]:
+            print(f"{h['id']}: {h['verdict']} — {h['measured']}")
     return 0
 
 
@@ -93,6 +104,11 @@ def add_reproduce_cli(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--threads", type=int, default=None, help="torch CPU threads")
     p.add_argument("--data-dir", default=None, help="local text data (else $GEOLAB_DATA)")
     p.add_argument("--no-png", action="store_true", help="HTML figures only")
+    p.add_argument(
+        "--dry-run",
+        action="store_true",
+        help="print the runs, their sizes and estimated GPU-hours; train nothing",
+    )
     p.add_argument(
         "--jobs",
         type=int,

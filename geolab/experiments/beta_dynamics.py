@@ -20,7 +20,7 @@ fraction β < 0 in deep ones (erasure), sharpening as training goes on. Verdict 
 import torch
 
 from geolab.experiments import figures
-from geolab.experiments.runs import data_dir, model_config, train_config
+from geolab.experiments.runs import fit, model_config, text_task, train_config
 from geolab.experiments.snapshots import beta_snapshot, snapshot_steps, text_probe
 from geolab.experiments.verdicts import (
     INCONCLUSIVE,
@@ -29,11 +29,10 @@ from geolab.experiments.verdicts import (
     Hypothesis,
     Outcome,
     fmt,
+    gate,
 )
 from geolab.model import GeoTransformer
 from geolab.rules import rule_class
-from geolab.tasks import get_task
-from geolab.train import train
 
 NAME = "beta_dynamics"
 TITLE = "MGT 3: β per layer over training in a 100-layer MGT (the sign phase transition)"
@@ -59,13 +58,14 @@ SCALES = {
         "n_layer": 100,
         "probe_batch": 8,
         "seeds": [42],
-        "train": {"steps": 160, "batch_size": 8, "warmup": 10, "eval_batches": 8},
+        "train": {"steps": 3000, "batch_size": 16, "warmup": 100, "eval_batches": 8},
         "reductions": {
             "task": "character-level tiny-shakespeare instead of WikiText-2",
             "d_model": "32 instead of 256",
             "seq_len": "32 instead of 128",
-            "training": "160 AdamW steps of batch 8 instead of 100 epochs; snapshots at steps "
-            "0, 40, 80, 160 stand for epochs 0, 25, 50, 100",
+            "training": "3000 AdamW steps of batch 16 × 32 characters (≈ 1.5 epochs) instead of "
+            "100 epochs of batch 64 × 128 tokens; snapshots at steps 0, 750, 1500, 3000 stand for "
+            "epochs 0, 25, 50, 100 (160 steps moved β by only 0.02)",
             "seeds": "one seed (42)",
         },
     },
@@ -110,8 +110,13 @@ def spearman(x: list[float], y: list[float]) -> float | None:
     return None if den == 0 else (a @ b).item() / den
 
 
+def planned(settings: dict) -> list:
+    """(label, GeoConfig) of every trained run (``plan.protocol_plan``)."""
+    return [("mgt", model_config(settings, text_task(settings), "mgt"))]
+
+
 def run(settings: dict, seeds: list[int], log) -> Outcome:
-    task = get_task(settings["task"], seq_len=settings["seq_len"], data_dir=data_dir(settings))
+    task = text_task(settings)
     probe = text_probe(task, settings["probe_batch"])
     per_seed = {}
     for seed in seeds:
@@ -132,10 +137,41 @@ def run(settings: dict, seeds: list[int], log) -> Outcome:
                     f"mean β {sum(s['mean']) / len(s['mean']):.4g}"
                 )
 
-        res = train(cfg, task, tc, callback=on_step, model=model)
-        per_seed[str(seed)] = {"snapshots": snaps, "val": res.metrics}
+        numbers, _ = fit(cfg, task, settings, seed, log, model=model, callback=on_step)
+        per_seed[str(seed)] = {"snapshots": snaps, **numbers}
     summary, hyps = judge(per_seed, settings["n_layer"])
+    for h in hyps:
+        gate(h, per_seed.values())
     return Outcome(per_seed, summary, hyps, make_figures(settings, per_seed, summary))
+
+
+def movement(per_seed: dict) -> dict:
+    """How far β left β₀: per layer, the seed-averaged change of mean β from the first snapshot
+    to the last ("shift_per_layer"), its largest size ("max_abs_shift"), and the range of β values
+    seen at the end ("range_covered": the lowest and highest non-empty histogram bin edges, over
+    layers and seeds)."""
+    seeds = list(per_seed.values())
+    labels = list(seeds[0]["snapshots"])
+    first, last = labels[0], labels[-1]
+    n_layer = len(seeds[0]["snapshots"][first]["mean"])
+    shift = [
+        sum(p["snapshots"][last]["mean"][i] - p["snapshots"][first]["mean"][i] for p in seeds)
+        / len(seeds)
+        for i in range(n_layer)
+    ]
+    lows, highs = [], []
+    for p in seeds:
+        end = p["snapshots"][last]
+        for counts in end["hist"]:
+            filled = [j for j, c in enumerate(counts) if c > 0]
+            if filled:
+                lows.append(end["edges"][filled[0]])
+                highs.append(end["edges"][filled[-1] + 1])
+    return {
+        "shift_per_layer": shift,
+        "max_abs_shift": max(abs(v) for v in shift),
+        "range_covered": [min(lows), max(highs)] if lows else None,
+    }
 
 
 def _quarters(values: list[float]) -> tuple[float, float]:
@@ -181,6 +217,9 @@ def judge(per_seed: dict, n_layer: int) -> tuple[dict, list[Hypothesis]]:
     else:
         v2 = INCONCLUSIVE
     rho_text = "undefined (constant)" if rho is None else fmt(rho)
+    move = summary["movement"] = movement(per_seed)
+    span = move["range_covered"]
+    span_text = "none" if span is None else f"[{fmt(span[0])}, {fmt(span[1])}]"
     hyps = [
         Hypothesis(
             id="β sign transition",
@@ -188,7 +227,9 @@ def judge(per_seed: dict, n_layer: int) -> tuple[dict, list[Hypothesis]]:
             measured="end of training: mean β (first quarter) "
             f"{fmt(end['mean_beta_first_quarter'])}, fraction β<0 first/last quarter "
             f"{fmt(end['frac_negative_first_quarter'])}/"
-            f"{fmt(end['frac_negative_last_quarter'])}, Spearman(layer, fraction β<0) {rho_text}",
+            f"{fmt(end['frac_negative_last_quarter'])}, Spearman(layer, fraction β<0) {rho_text}; "
+            f"mean β moved at most {fmt(move['max_abs_shift'])} from its start in any layer, β "
+            f"covered {span_text} at the end",
             verdict=v1,
             rule=f"reproduced: first-quarter mean β > 0, last-quarter fraction β<0 ≥ {SIZEABLE} "
             f"and above the first quarter's, Spearman > {CORRELATED}; not reproduced: last-quarter "
@@ -205,6 +246,28 @@ def judge(per_seed: dict, n_layer: int) -> tuple[dict, list[Hypothesis]]:
         ),
     ]
     return summary, hyps
+
+
+def findings(result: dict) -> list[str]:
+    """Plain-words findings computed from a result file: how far β moved, the range it covered
+    and, when the sign transition does not appear, that as a finding."""
+    summary = result["summary"]
+    move = summary["movement"]
+    labels = [k for k in summary if k != "movement"]
+    end = summary[labels[-1]]
+    shift = move["shift_per_layer"]
+    span = move["range_covered"]
+    out = [
+        f"Over {result['config']['train']['steps']} steps the mean β of a layer moved by "
+        f"{fmt(min(shift))} to {fmt(max(shift))} (largest size {fmt(move['max_abs_shift'])}); "
+        + (f"at the end β covered [{fmt(span[0])}, {fmt(span[1])}]." if span else "")
+    ]
+    if end["frac_negative_last_quarter"] < SIZEABLE:
+        out.append(
+            "No sign transition at this scale: in the deepest quarter of layers "
+            f"{fmt(100 * end['frac_negative_last_quarter'])} % of β are negative."
+        )
+    return out
 
 
 def make_figures(settings: dict, per_seed: dict, summary: dict) -> dict:
@@ -224,5 +287,9 @@ def make_figures(settings: dict, per_seed: dict, summary: dict) -> dict:
         ),
         "heatmap-final": figures.beta_heatmap(
             final["hist"], final["edges"], "β histogram per layer at the end of training"
+        ),
+        "learning-curves": figures.learning_curves(
+            {f"mgt L={settings['n_layer']} seed {s}": p for s, p in per_seed.items()},
+            "Validation loss during training",
         ),
     }

@@ -15,7 +15,7 @@ than the stds; inconclusive otherwise.
 """
 
 from geolab.experiments import figures
-from geolab.experiments.runs import data_dir, train_rules
+from geolab.experiments.runs import model_config, text_task, train_rules
 from geolab.experiments.verdicts import (
     INCONCLUSIVE,
     NOT_REPRODUCED,
@@ -24,9 +24,10 @@ from geolab.experiments.verdicts import (
     Outcome,
     fmt,
     fmt_ms,
+    gate,
     mean_std,
 )
-from geolab.tasks import get_task
+from geolab.model import match_params
 
 NAME = "depth_scaling"
 TITLE = "MGT 4: depth scaling at a fixed parameter budget (width matched with match_params)"
@@ -52,7 +53,7 @@ SCALES = {
         "depths": [6, 12, 24, 48],
         "rules": ["postln", "preln", "mgt"],
         "seeds": [42, 123],
-        "train": {"steps": 80, "batch_size": 8, "warmup": 10, "eval_batches": 8},
+        "train": {"steps": 800, "batch_size": 16, "warmup": 40, "eval_batches": 8},
         "reductions": {
             "task": "character-level tiny-shakespeare instead of WikiText-2",
             "budget": "≈150k parameters instead of ≈20M; widths move in steps of the 4 "
@@ -60,7 +61,8 @@ SCALES = {
             "depths": "6, 12, 24, 48 instead of 24, 48, 100, 200 (at 150k parameters a "
             "200-layer model would be 4 channels wide)",
             "rules": "postln, preln, mgt (no deepnorm, mgt_mhc, mgt_ddl)",
-            "training": "80 AdamW steps of batch 8 × 32 characters",
+            "training": "800 AdamW steps of batch 16 × 32 characters instead of 50 epochs of "
+            "batch 64 × 128 tokens",
             "seeds": "two seeds (42, 123) instead of three",
         },
     },
@@ -97,8 +99,25 @@ def smoothed(curve: list[float], window: int = SMOOTH) -> list[float]:
     return out
 
 
+def planned(settings: dict) -> list:
+    """(label, GeoConfig) of every trained run (``plan.protocol_plan``), widths matched."""
+    task = text_task(settings)
+    return [
+        (
+            f"{r}/L{d}",
+            match_params(
+                model_config(settings, task, r, n_layer=d, d_model=settings["n_head"] * 4),
+                settings["budget"],
+                vary="d_model",
+            ),
+        )
+        for d in settings["depths"]
+        for r in settings["rules"]
+    ]
+
+
 def run(settings: dict, seeds: list[int], log) -> Outcome:
-    task = get_task(settings["task"], seq_len=settings["seq_len"], data_dir=data_dir(settings))
+    task = text_task(settings)
     per_seed = {}
     for seed in seeds:
         row = {}
@@ -130,9 +149,8 @@ def run(settings: dict, seeds: list[int], log) -> Outcome:
             "val_loss": mean_std([x["val"]["loss"] for x in rows]),
             "steps_to_threshold": mean_std([x["steps_to_threshold"] for x in rows]),
         }
-    return Outcome(
-        per_seed, summary, [judge(settings, summary)], make_figures(settings, per_seed, summary)
-    )
+    hyps = [gate(judge(settings, summary), runs)]
+    return Outcome(per_seed, summary, hyps, make_figures(settings, per_seed, summary))
 
 
 def judge(settings: dict, summary: dict) -> Hypothesis:
@@ -170,6 +188,16 @@ def judge(settings: dict, summary: dict) -> Hypothesis:
     )
 
 
+def findings(result: dict) -> list[str]:
+    """Plain-words findings computed from a result file (``report.findings_markdown``)."""
+    runs, settings = result["summary"]["runs"], result["config"]
+    best = []
+    for d in settings["depths"]:
+        rule = min(settings["rules"], key=lambda r: runs[f"{r}/L{d}"]["val_ppl"]["mean"])
+        best.append(f"L={d} {rule} ({fmt(runs[f'{rule}/L{d}']['val_ppl']['mean'])})")
+    return ["Lowest validation perplexity per depth: " + ", ".join(best) + "."]
+
+
 def make_figures(settings: dict, per_seed: dict, summary: dict) -> dict:
     runs, depths = summary["runs"], settings["depths"]
     per_rule = {
@@ -188,5 +216,9 @@ def make_figures(settings: dict, per_seed: dict, summary: dict) -> dict:
             per_rule["steps_to_threshold"],
             f"Steps to reach the common loss threshold {fmt(summary['threshold_loss'])}",
             "steps",
+        ),
+        "learning-curves": figures.learning_curves(
+            next(iter(per_seed.values())),
+            f"Validation loss during training, seed {next(iter(per_seed))}",
         ),
     }

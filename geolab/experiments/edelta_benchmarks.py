@@ -22,7 +22,7 @@ reproduced when the opposite holds with that margin, inconclusive in between.
 """
 
 from geolab.experiments import figures
-from geolab.experiments.runs import parallel_map, train_rule
+from geolab.experiments.runs import model_config, parallel_map, train_rule
 from geolab.experiments.verdicts import (
     INCONCLUSIVE,
     NOT_REPRODUCED,
@@ -30,6 +30,7 @@ from geolab.experiments.verdicts import (
     Hypothesis,
     Outcome,
     fmt,
+    gate,
     mean_std,
 )
 from geolab.tasks import get_task
@@ -125,6 +126,20 @@ SCALES = {
 }
 
 
+def planned(settings: dict) -> list:
+    """(label, GeoConfig) of every trained run (``plan.protocol_plan``)."""
+    out = []
+    for flavor in settings.get("flavors", FLAVORS):
+        for name in settings["tasks"]:
+            sizes = settings["task_sizes"][name]
+            task = get_task(name, seed=settings["seeds"][0], flavor=flavor, **sizes)
+            for model in MODELS:
+                shape = {"n_layer": settings["layers"][model], "d_model": settings["width"][model]}
+                cfg = model_config(settings, task, model, flavor=flavor, **shape)
+                out.append((f"{flavor}/{name}/{model}", cfg))
+    return out
+
+
 def train_flavor(flavor: str, seed: int, settings: dict, log) -> dict:
     """FLAVOR/TASK/MODEL -> the run's numbers, every task and model of one flavor and seed."""
     row = {}
@@ -158,7 +173,9 @@ def run(settings: dict, seeds: list[int], log) -> Outcome:
         table[key]["n_params"] = rows[0][key]["n_params"]
     flavors = settings.get("flavors", FLAVORS)
     summary = {"table": table, "published": PUBLISHED, "advantage": advantage(table, flavors)}
-    hyps = [h for flavor in flavors for h in judge(settings, table, flavor)]
+    # Every model must have learned before any ordering is read: each claim rests on all runs.
+    trained = [r for x in rows for r in x.values()]
+    hyps = [gate(h, trained) for flavor in flavors for h in judge(settings, table, flavor)]
     return Outcome(per_seed, summary, hyps, make_figures(settings, per_seed, summary))
 
 
@@ -347,4 +364,8 @@ def make_figures(settings: dict, per_seed: dict, summary: dict) -> dict:
                 f"Inversion y = −x: cosine alignment ({flavor} flavor)",
                 "cosine",
             )
+    first = next(iter(per_seed))
+    figs["learning-curves"] = figures.learning_curves(
+        per_seed[first], f"Validation MSE during training, seed {first}"
+    )
     return figs

@@ -1,4 +1,8 @@
-"""Figure files: every figure as HTML, and as PNG when kaleido finds a Chrome/Chromium."""
+"""Figure files: every figure as HTML, and as PNG when kaleido finds a Chrome/Chromium.
+
+The HTML files open offline: they load ``plotly.min.js`` from their own folder, written there
+once by plotly (``include_plotlyjs="directory"``), never from a CDN.
+"""
 
 import os
 import shutil
@@ -18,7 +22,8 @@ def chrome_path() -> str | None:
 
 
 def save_figures(figures: dict, out: Path, stem: str, png: bool, log) -> dict:
-    """Write each figure as HTML (always) and PNG (when possible); returns file names and notes."""
+    """Write each figure as HTML (always, with ``out/plotly.min.js`` beside it) and PNG (when
+    possible); returns file names and notes."""
     written, note = [], None
     chrome = chrome_path() if png else None
     if png and chrome is None:
@@ -32,7 +37,7 @@ def save_figures(figures: dict, out: Path, stem: str, png: bool, log) -> dict:
         log(note)
     for name, fig in figures.items():
         html = out / f"{stem}-{name}.html"
-        fig.write_html(html, include_plotlyjs="cdn", full_html=True)
+        fig.write_html(html, include_plotlyjs="directory", full_html=True)
         written.append(html.name)
         if chrome is not None:
             os.environ.setdefault("BROWSER_PATH", chrome)

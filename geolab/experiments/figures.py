@@ -29,12 +29,13 @@ def final_rank_vs_depth(depths, rules, summary: dict) -> go.Figure:
     data = []
     for phase, dash in (("init", "solid"), ("trained", "dash")):
         for i, rule in enumerate(rules):
-            rows = [summary[f"{rule}/L{d}"].get(phase) for d in depths]
-            if all(rows):
+            points = [(d, summary[f"{rule}/L{d}"].get(phase)) for d in depths]
+            points = [(d, r) for d, r in points if r is not None]
+            if points:
                 data.append(
                     go.Scatter(
-                        x=list(depths),
-                        y=[r["mean"] for r in rows],
+                        x=[d for d, _ in points],
+                        y=[r["mean"] for _, r in points],
                         mode="lines+markers",
                         name=f"{rule} ({phase})",
                         line={"color": PALETTE[i % len(PALETTE)], "dash": dash},
@@ -102,6 +103,34 @@ def loss_curves(curves: dict, title: str, y_title: str = "training loss") -> go.
     )
     fig.update_layout(title=title, xaxis_title="step", yaxis_title=y_title, height=380)
     return fig
+
+
+def learning_curves(runs: dict, title: str) -> go.Figure:
+    """Validation curves: ``{name: run}``, each run with a "val_curve" {"metric", "steps",
+    "values"} and a "converged" flag (a dotted line when it did not converge). Runs from result
+    files written before curves were recorded are left out (the title says so if none is left)."""
+    runs = {name: run for name, run in runs.items() if "val_curve" in run}
+    if not runs:
+        title += " (this result file recorded no validation curves)"
+    metric = next(iter(runs.values()))["val_curve"]["metric"] if runs else "loss"
+    fig = go.Figure(
+        [
+            go.Scatter(
+                x=run["val_curve"]["steps"],
+                y=run["val_curve"]["values"],
+                mode="lines+markers",
+                name=name if run["converged"] else f"{name} (not converged)",
+                line={"dash": "solid" if run["converged"] else "dot"},
+            )
+            for name, run in runs.items()
+        ]
+    )
+    fig.update_layout(
+        title=title, xaxis_title="step", yaxis_title=f"validation {metric}", height=420
+    )
+    if metric == "mse":
+        fig.update_yaxes(type="log", exponentformat="power")
+    return _legend_right(fig)
 
 
 def beta_by_layer(layers, snapshots: dict, key: str, title: str, y_title: str) -> go.Figure:

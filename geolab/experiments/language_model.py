@@ -8,9 +8,16 @@ per baseline (``verdicts.sign_verdict`` on the per-seed difference baseline − 
 """
 
 from geolab.experiments import figures
-from geolab.experiments.runs import data_dir, train_rules
-from geolab.experiments.verdicts import Hypothesis, Outcome, fmt_ms, mean_std, sign_verdict
-from geolab.tasks import get_task
+from geolab.experiments.runs import model_config, text_task, train_rules
+from geolab.experiments.verdicts import (
+    Hypothesis,
+    Outcome,
+    fmt_ms,
+    gate,
+    lowest,
+    mean_std,
+    sign_verdict,
+)
 
 NAME = "language_model"
 TITLE = "MGT 5: WikiText-2 language modelling, MGT vs post-LN, pre-LN and DeepNorm"
@@ -39,15 +46,16 @@ SCALES = {
         "n_layer": 6,
         "rules": ["postln", "preln", "deepnorm", "mgt"],
         "seeds": [42, 123],
-        "train": {"steps": 120, "batch_size": 8, "warmup": 10, "eval_batches": 16},
+        "train": {"steps": 1200, "batch_size": 16, "warmup": 60, "eval_batches": 8},
         "reductions": {
             "corpus": "WikiText-2 as at paper scale here (the paper itself uses WikiText-103)",
             "d_model": "64 instead of 512 (4 heads instead of 8)",
             "n_layer": "6 instead of 24",
             "seq_len": "32 instead of 128",
-            "training": "120 AdamW steps of batch 8 (≈31k tokens, 1.5 % of one epoch) instead "
-            "of 100 epochs",
-            "validation": "the first 16 batches of 8 × 32 tokens (4,096 tokens) of the val split",
+            "training": "1200 AdamW steps of batch 16 × 32 tokens (≈ 0.6M tokens, ≈ 30 % of one "
+            "epoch) instead of 100 epochs",
+            "validation": "the first 8 batches of 16 × 32 tokens (4,096 tokens) of the val split, "
+            "every 60 steps",
             "seeds": "two seeds (42, 123) instead of three",
         },
     },
@@ -72,8 +80,14 @@ SCALES = {
 }
 
 
+def planned(settings: dict) -> list:
+    """(label, GeoConfig) of every trained run (``plan.protocol_plan``)."""
+    task = text_task(settings)
+    return [(r, model_config(settings, task, r)) for r in settings["rules"]]
+
+
 def run(settings: dict, seeds: list[int], log) -> Outcome:
-    task = get_task(settings["task"], seq_len=settings["seq_len"], data_dir=data_dir(settings))
+    task = text_task(settings)
     per_seed = {}
     for seed in seeds:
         per_seed[str(seed)] = train_rules(task, settings, seed, log)
@@ -90,21 +104,33 @@ def run(settings: dict, seeds: list[int], log) -> Outcome:
         },
     }
     hyps = [
-        Hypothesis(
-            id=f"MGT < {r} (WikiText-2 ppl)",
-            claim=f"MGT reaches a lower perplexity than {r}"
-            + (" (the paper's standard transformer)" if r == "postln" else " (stronger baseline)"),
-            measured=f"val ppl {r} {fmt_ms(summary['val_ppl'][r])} vs MGT "
-            f"{fmt_ms(summary['val_ppl']['mgt'])}; difference "
-            f"{fmt_ms(summary['advantage_ppl'][r])}",
-            verdict=sign_verdict(summary["advantage_ppl"][r]),
-            rule="per-seed ppl(baseline) − ppl(MGT): reproduced if mean − std > 0, not "
-            "reproduced if mean + std < 0, else inconclusive",
+        gate(
+            Hypothesis(
+                id=f"MGT < {r} (WikiText-2 ppl)",
+                claim=f"MGT reaches a lower perplexity than {r}"
+                + (
+                    " (the paper's standard transformer)"
+                    if r == "postln"
+                    else " (stronger baseline)"
+                ),
+                measured=f"val ppl {r} {fmt_ms(summary['val_ppl'][r])} vs MGT "
+                f"{fmt_ms(summary['val_ppl']['mgt'])}; difference "
+                f"{fmt_ms(summary['advantage_ppl'][r])}",
+                verdict=sign_verdict(summary["advantage_ppl"][r]),
+                rule="per-seed ppl(baseline) − ppl(MGT): reproduced if mean − std > 0, not "
+                "reproduced if mean + std < 0, else inconclusive",
+            ),
+            [x[m] for x in rows for m in (r, "mgt")],
         )
         for r in rules
         if r != "mgt"
     ]
     return Outcome(per_seed, summary, hyps, make_figures(settings, per_seed, summary))
+
+
+def findings(result: dict) -> list[str]:
+    """Plain-words findings computed from a result file (``report.findings_markdown``)."""
+    return [lowest(result["summary"]["val_ppl"], "validation perplexity")]
 
 
 def make_figures(settings: dict, per_seed: dict, summary: dict) -> dict:
@@ -120,5 +146,8 @@ def make_figures(settings: dict, per_seed: dict, summary: dict) -> dict:
         "curves": figures.loss_curves(
             {r: (range(1, len(first[r]["curve"]) + 1), first[r]["curve"]) for r in rules},
             f"Training loss on WikiText-2, seed {seed}",
+        ),
+        "learning-curves": figures.learning_curves(
+            {r: first[r] for r in rules}, f"Validation loss on WikiText-2, seed {seed}"
         ),
     }

@@ -17,7 +17,7 @@ stack; H2 when the trained MGT final-layer rank at the deepest stack is above 0.
 import torch
 
 from geolab.experiments import figures
-from geolab.experiments.runs import data_dir, model_config, train_config
+from geolab.experiments.runs import fit, model_config, text_task
 from geolab.experiments.snapshots import text_probe
 from geolab.experiments.verdicts import (
     NOT_REPRODUCED,
@@ -25,17 +25,17 @@ from geolab.experiments.verdicts import (
     Hypothesis,
     Outcome,
     fmt,
+    gate,
     mean_std,
 )
 from geolab.model import GeoTransformer
 from geolab.probe import rank_profile
-from geolab.tasks import get_task
-from geolab.train import train
 
 NAME = "rank_evolution"
 TITLE = "MGT 1: effective rank per layer at initialisation and after training"
 RULES = ["postln", "preln", "deepnorm", "mgt_mhc", "mgt_ddl", "mgt"]
 H1_MAX, MONOTONE_TOL, H2_MIN = 0.1, 0.02, 0.5
+TRAINED_KEYS = ("val_curve", "converged", "improvement", "seconds")
 
 SCALES = {
     "tiny": {
@@ -56,18 +56,22 @@ SCALES = {
         "seq_len": 32,
         "d_model": 32,
         "n_head": 4,
-        "depths": [12, 24, 48, 100],
+        "depths": [12, 24, 48, 100, 200],
+        "max_trained_depth": 100,
         "rules": RULES,
         "train_rules": ["postln", "preln", "deepnorm", "mgt"],
         "probe_batch": 8,
         "seeds": [42],
-        "train": {"steps": 60, "batch_size": 8, "warmup": 10, "eval_batches": 8},
+        "train": {"steps": 800, "batch_size": 16, "warmup": 40, "eval_batches": 8},
         "reductions": {
             "task": "character-level tiny-shakespeare instead of WikiText-2 (65-token vocabulary)",
             "d_model": "32 instead of 256",
             "seq_len": "32 instead of 128 (so Rank_eff divides by min(S, D) = 32)",
-            "depths": "12, 24, 48, 100 (no 200)",
-            "training": "60 AdamW steps of batch 8 instead of 50 epochs of batch 64",
+            "depths": "12, 24, 48, 100, 200 at initialisation; trained up to 100 layers (200 "
+            "at initialisation only)",
+            "training": "800 AdamW steps of batch 16 × 32 characters (≈ 0.4 epoch) instead of 50 "
+            "epochs of batch 64 × 128 tokens; trial runs at L = 24 and 100 converged by the "
+            "2 % rule at these sizes",
             "trained rules": "postln, preln, deepnorm, mgt; mgt_mhc and mgt_ddl at init only",
             "seeds": "one seed (42) instead of three",
         },
@@ -96,6 +100,12 @@ SCALES = {
 }
 
 
+def trained_depths(settings: dict) -> list[int]:
+    """The depths whose train_rules are trained: up to ``max_trained_depth`` (all if unset)."""
+    cap = settings.get("max_trained_depth")
+    return [d for d in settings["depths"] if cap is None or d <= cap]
+
+
 def layer_ranks(profile: torch.Tensor) -> list[float]:
     """Per-step profile (2L+1,) -> [embedding, after layer 1, …, after layer L] (L+1 values)."""
     return profile[0::2].tolist()
@@ -110,19 +120,31 @@ def measure(settings: dict, seed: int, task, probe: torch.Tensor, log) -> dict:
             torch.manual_seed(seed)
             model = GeoTransformer(cfg).eval()
             row = {"init": layer_ranks(rank_profile(model, probe))}
-            if rule in settings["train_rules"]:
-                res = train(cfg, task, train_config(settings, seed), model=model)
-                device = next(res.model.parameters()).device
-                row["trained"] = layer_ranks(rank_profile(res.model.eval(), probe.to(device)))
-                row["val_loss"] = res.metrics["loss"]
-            msg = " ".join(f"{k} {fmt(v[-1])}" for k, v in row.items() if k != "val_loss")
-            log(f"  seed {seed} L={depth} {rule}: final-layer rank {msg}")
+            if rule in settings["train_rules"] and depth in trained_depths(settings):
+                numbers, trained = fit(cfg, task, settings, seed, model=model)
+                device = next(trained.parameters()).device
+                row["trained"] = layer_ranks(rank_profile(trained.eval(), probe.to(device)))
+                row["val_loss"] = numbers["val"]["loss"]
+                row.update({k: numbers[k] for k in TRAINED_KEYS})
+            msg = " ".join(f"{k} {fmt(row[k][-1])}" for k in ("init", "trained") if k in row)
+            state = {True: " (converged)", False: " (NOT converged)"}.get(row.get("converged"), "")
+            log(f"  seed {seed} L={depth} {rule}: final-layer rank {msg}{state}")
             out[f"{rule}/L{depth}"] = row
     return out
 
 
+def planned(settings: dict) -> list:
+    """(label, GeoConfig) of every trained run (``plan.protocol_plan``)."""
+    task = text_task(settings)
+    return [
+        (f"{r}/L{d}", model_config(settings, task, r, n_layer=d))
+        for d in trained_depths(settings)
+        for r in settings["train_rules"]
+    ]
+
+
 def run(settings: dict, seeds: list[int], log) -> Outcome:
-    task = get_task(settings["task"], seq_len=settings["seq_len"], data_dir=data_dir(settings))
+    task = text_task(settings)
     probe = text_probe(task, settings["probe_batch"])
     per_seed = {str(s): measure(settings, s, task, probe, log) for s in seeds}
     keys = per_seed[str(seeds[0])].keys()
@@ -135,14 +157,22 @@ def run(settings: dict, seeds: list[int], log) -> Outcome:
             if phase in rows[0]
         }
     return Outcome(
-        per_seed, summary, hypotheses(settings, summary), make_figures(settings, per_seed, summary)
+        per_seed,
+        summary,
+        hypotheses(settings, summary, per_seed),
+        make_figures(settings, per_seed, summary),
     )
 
 
-def hypotheses(settings: dict, summary: dict) -> list[Hypothesis]:
+def hypotheses(settings: dict, summary: dict, per_seed: dict) -> list[Hypothesis]:
     depths = settings["depths"]
     deep = max(d for d in depths if d <= 100) if min(depths) <= 100 else max(depths)
-    phase = "trained" if "postln" in settings["train_rules"] else "init"
+    trained = trained_depths(settings)
+
+    def runs(rule, chosen):
+        return [row[f"{rule}/L{d}"] for row in per_seed.values() for d in chosen if d in trained]
+
+    phase = "trained" if "postln" in settings["train_rules"] and deep in trained else "init"
     post = [summary[f"postln/L{d}"][phase]["mean"] for d in depths if d <= deep]
     monotone = all(b <= a + MONOTONE_TOL for a, b in zip(post, post[1:], strict=False))
     h1_ok = monotone and post[-1] < H1_MAX
@@ -156,7 +186,8 @@ def hypotheses(settings: dict, summary: dict) -> list[Hypothesis]:
         verdict=REPRODUCED if h1_ok else NOT_REPRODUCED,
         rule=f"non-increasing in L (tol {MONOTONE_TOL}) and < {H1_MAX} at L={deep}",
     )
-    mgt_phase = "trained" if "mgt" in settings["train_rules"] else "init"
+    gate(h1, runs("postln", [d for d in depths if d <= deep]) if phase == "trained" else [])
+    mgt_phase = "trained" if "mgt" in settings["train_rules"] and deep in trained else "init"
     mgt = summary[f"mgt/L{deep}"][mgt_phase]["mean"]
     h2 = Hypothesis(
         id="H2",
@@ -165,7 +196,21 @@ def hypotheses(settings: dict, summary: dict) -> list[Hypothesis]:
         verdict=REPRODUCED if mgt > H2_MIN else NOT_REPRODUCED,
         rule=f"MGT final-layer rank > {H2_MIN} at L={deep}",
     )
+    gate(h2, runs("mgt", [deep]) if mgt_phase == "trained" else [])
     return [h1, h2]
+
+
+def findings(result: dict) -> list[str]:
+    """Plain-words findings computed from a result file (``report.findings_markdown``)."""
+    settings, summary = result["config"], result["summary"]
+    top, deep = max(settings["depths"]), max(trained_depths(settings))
+    init = [summary[f"{r}/L{top}"]["init"]["mean"] for r in settings["rules"]]
+    trained = [summary[f"{r}/L{deep}"]["trained"]["mean"] for r in settings["train_rules"]]
+    return [
+        f"Final-layer effective rank at initialisation, L={top}: {fmt(min(init))}–"
+        f"{fmt(max(init))} over {len(init)} rules; after training, L={deep}: "
+        f"{fmt(min(trained))}–{fmt(max(trained))} over {len(trained)} rules."
+    ]
 
 
 def make_figures(settings: dict, per_seed: dict, summary: dict) -> dict:
@@ -179,9 +224,18 @@ def make_figures(settings: dict, per_seed: dict, summary: dict) -> dict:
             f"Effective rank per layer at init, L={deepest}",
         ),
     }
+    deep = max(trained_depths(settings))
     if settings["train_rules"]:
-        out[f"layers-trained-L{deepest}"] = figures.rank_per_layer(
-            {r: first[f"{r}/L{deepest}"]["trained"][1:] for r in settings["train_rules"]},
-            f"Effective rank per layer after training, L={deepest}",
+        out[f"layers-trained-L{deep}"] = figures.rank_per_layer(
+            {r: first[f"{r}/L{deep}"]["trained"][1:] for r in settings["train_rules"]},
+            f"Effective rank per layer after training, L={deep}",
+        )
+        out["learning-curves"] = figures.learning_curves(
+            {
+                f"{r} L={d}": first[f"{r}/L{d}"]
+                for d in trained_depths(settings)
+                for r in settings["train_rules"]
+            },
+            "Validation loss during training, seed " + next(iter(per_seed)),
         )
     return out

@@ -4,6 +4,7 @@ Read from the result files a protocol run writes (``NAME-SCALE.json``), so data/
 and notebook 07 show exactly the committed numbers.
 """
 
+from collections import Counter
 from pathlib import Path
 
 from geolab.experiments import NAMES, get_protocol
@@ -21,10 +22,25 @@ def load_results(directory: str | Path, scale: str = "small") -> dict:
     return out
 
 
+def converged_cell(h: dict) -> str:
+    """ "yes (k/n)" when every trained run the claim rests on converged, "no (k/n)" otherwise,
+    "untrained" for a claim on no trained run, "not recorded" for a result predating the rule."""
+    if not h.get("converged"):
+        return "not recorded"
+    k, n = map(int, h["converged"].split("/"))
+    if n == 0:
+        return "untrained"
+    return f"{'yes' if k == n else 'no'} ({k}/{n})"
+
+
 def verdict_rows(results: dict) -> list[dict]:
-    """One row per hypothesis: protocol, id, claim, measured, verdict, rule."""
+    """One row per hypothesis: protocol, id, claim, measured, converged, verdict, rule."""
     return [
-        {"protocol": name, **{k: h[k] for k in ("id", "claim", "measured", "verdict", "rule")}}
+        {
+            "protocol": name,
+            **{k: h[k] for k in ("id", "claim", "measured", "verdict", "rule")},
+            "converged": converged_cell(h),
+        }
         for name, result in results.items()
         for h in result["hypotheses"]
     ]
@@ -37,11 +53,18 @@ def _cell(text: str) -> str:
 def verdict_markdown(results: dict) -> str:
     """The verdict table as GitHub markdown."""
     lines = [
-        "| protocol | claim | paper says | geolab measured | verdict |",
-        "| --- | --- | --- | --- | --- |",
+        "| protocol | claim | paper says | geolab measured | converged | verdict |",
+        "| --- | --- | --- | --- | --- | --- |",
     ]
     for row in verdict_rows(results):
-        cells = (row["protocol"], row["id"], row["claim"], row["measured"], f"**{row['verdict']}**")
+        cells = (
+            row["protocol"],
+            row["id"],
+            row["claim"],
+            row["measured"],
+            row["converged"],
+            f"**{row['verdict']}**",
+        )
         lines.append("| " + " | ".join(_cell(c) for c in cells) + " |")
     return "\n".join(lines)
 
@@ -68,17 +91,41 @@ def edelta_markdown(result: dict) -> str:
     return "\n".join(lines)
 
 
+def findings_markdown(results: dict) -> str:
+    """Findings per protocol, every number computed from the result file: how many trained runs
+    converged (and which did not), the verdict counts, and the protocol's own ``findings``."""
+    lines = []
+    for name, r in results.items():
+        conv = r.get("convergence")
+        if conv is None:
+            text = "convergence not recorded (the result predates the rule)"
+        else:
+            text = f"{conv['converged']} of {conv['runs']} trained runs converged"
+            missed = conv["not_converged"]
+            if missed:
+                text += " (not: " + ", ".join(missed[:8]) + (", …" if len(missed) > 8 else "") + ")"
+        counts = Counter(h["verdict"] for h in r["hypotheses"])
+        text += "; verdicts: " + ", ".join(f"{n} {v}" for v, n in counts.items()) + "."
+        extra = getattr(get_protocol(name), "findings", None)
+        if extra is not None and conv is not None:
+            text += " " + " ".join(extra(r))
+        lines.append(f"- **{name}**: {text}")
+    return "\n".join(lines)
+
+
 def wall_times_markdown(results: dict) -> str:
     """Wall time, threads and reductions count of each protocol run."""
     lines = [
-        "| protocol | wall time | torch threads | seeds | finished (UTC) |",
-        "| --- | ---: | ---: | --- | --- |",
+        "| protocol | wall time | torch threads | seeds | commit | dirty | finished (UTC) |",
+        "| --- | ---: | ---: | --- | --- | --- | --- |",
     ]
     for name, r in results.items():
         p = r["provenance"]
+        commit = (p["git"].get("commit") or "?")[:10]
         lines.append(
             f"| {name} | {p['wall_time_s'] / 60:.1f} min | {p['torch_threads']} | "
-            f"{', '.join(map(str, r['seeds']))} | {p['finished_utc']} |"
+            f"{', '.join(map(str, r['seeds']))} | {commit} | {p['git'].get('dirty')} | "
+            f"{p['finished_utc']} |"
         )
     return "\n".join(lines)
 
@@ -100,33 +147,42 @@ def result_figures(result: dict) -> dict:
 
 README_HEAD = """# Small-scale results
 
-Every protocol of docs/design.md §8 run at `--scale small` on a 2-core laptop-class CPU shared with
-other jobs (one torch thread per run, deterministic kernels), committed with its provenance: for
-each protocol `NAME-small.json` holds the config, seeds, per-seed and mean ± std numbers, the
-hypotheses with their verdicts and the verdict rules, every reduction from the papers' sizes,
-package versions, git revision, device and wall time; `NAME-small-FIG.html` (plotly, loads
-plotly.js from its CDN) and `.png` are its figures. Regenerate one with
+Every protocol of docs/design.md §8 run at `--scale small` on a 2-core CPU (one torch thread per
+run, two protocols at a time, deterministic kernels), committed with its provenance: for each
+protocol `NAME-small.json` holds the config, seeds, every trained run's validation curve and
+`converged` flag, the convergence rule, per-seed and mean ± std numbers, the hypotheses with
+their verdicts and verdict rules, every reduction from the papers' sizes, package versions, git
+revision (and whether the tree was dirty), device and wall time. `NAME-small-FIG.html` are its
+figures (they load `plotly.min.js` from this folder, so they open offline) with a `.png` beside
+each, and `NAME-small-learning-curves` shows the validation curves. Regenerate everything with
 
-    geolab reproduce NAME --scale small --threads 1 --out data/results
+    scripts/reproduce_small.sh          # all six, in the background, from a clean checkout
 
-(text corpora from `--data-dir` or `$GEOLAB_DATA`); with the same seed on a CPU the numbers come
-out identical (tests/test_experiments.py reruns part of rank_evolution and compares), and
-`geolab reproduce --readme --out data/results` rewrites this file from the JSON files (and the
-hand-written reading of the numbers in NOTES.md) and redraws the figures.
+or one protocol with `geolab reproduce NAME --scale small --threads 1 --out data/results` (text
+corpora from `--data-dir` or `$GEOLAB_DATA`); `geolab reproduce --readme --out data/results`
+rewrites this file from the JSON files and redraws the figures.
 
-Verdicts are computed from the numbers by the rule written in each result file, never edited by
-hand: **reproduced**, **not reproduced at this scale**, or **inconclusive**. "Small" is small —
-tens of optimizer steps, widths of 32–64 — so a claim that fails here may still hold after real
-training; it is reported as measured, not tuned away.
+"Small" is the smallest width and sequence length at which the protocol's models converge on a
+2-core CPU within an hour per protocol, not a fixed step count. A run has converged when the last
+quarter of its training improves the validation loss by less than 2 %, relative (the exact rule
+is in each result file). Verdicts are computed from the numbers by the rule written in each
+result file, never edited by hand — **reproduced**, **not reproduced at this scale** or
+**inconclusive** — and only from converged runs: a claim resting on a run that did not converge
+reads **inconclusive: not converged**. A claim that fails at this scale may still hold at the
+papers' sizes (`geolab reproduce NAME --scale paper --dry-run` prints what that costs).
 """
 
 
-def readme_text(results: dict, notes: str = "") -> str:
-    """data/results/README.md: the verdict table, ``notes`` (hand-written reading of the numbers,
-    kept in NOTES.md beside the results), the E∆ table, wall times and reductions."""
-    parts = [README_HEAD, "## Verdicts\n", verdict_markdown(results)]
-    if notes.strip():
-        parts += ["\n## Findings in plain words\n", notes.strip()]
+def readme_text(results: dict) -> str:
+    """data/results/README.md: the verdict table, the findings (computed from the numbers), the
+    E∆ table, wall times and provenance, and reductions."""
+    parts = [
+        README_HEAD,
+        "## Verdicts\n",
+        verdict_markdown(results),
+        "\n## Findings, computed from the numbers\n",
+        findings_markdown(results),
+    ]
     if "edelta_benchmarks" in results:
         parts += [
             "\n## E∆ table: validation MSE, geolab small scale (paper: 2000 iterations, "
@@ -134,7 +190,7 @@ def readme_text(results: dict, notes: str = "") -> str:
             edelta_markdown(results["edelta_benchmarks"]),
         ]
     parts += [
-        "\n## Wall time of each small-scale protocol on this CPU\n",
+        "\n## Wall time and provenance of each small-scale protocol\n",
         wall_times_markdown(results),
         "\n## Reductions from the papers' sizes\n",
         reductions_markdown(results),

@@ -5,24 +5,30 @@ A protocol module (``rank_evolution``, ``ablation``, …) defines ``NAME``, ``TI
 sizes) and ``run(settings, seeds, log) -> Outcome``. :func:`run_protocol` wraps it: it fixes the
 torch determinism switches, times the run, stamps provenance and writes
 
-    OUT/NAME-SCALE.json           config, seeds, per-seed and mean ± std numbers, hypotheses with
-                                  verdicts, reductions, package versions, git revision, wall time,
-                                  device, thread count
-    OUT/NAME-SCALE-FIG.html       one plotly figure each (plotly.js from its CDN, to keep the
-                                  committed files small)
+    OUT/NAME-SCALE.json           config, seeds, per-seed and mean ± std numbers (every trained
+                                  run with its validation curve and converged flag), the
+                                  convergence rule, hypotheses with verdicts, reductions,
+                                  package versions, git revision, wall time, device, threads
+    OUT/NAME-SCALE-FIG.html       one plotly figure each, loading OUT/plotly.min.js (offline)
     OUT/NAME-SCALE-FIG.png        the same, when kaleido finds a Chrome/Chromium (else a one-line
                                   notice is logged and recorded in the JSON)
 
-Verdicts come from ``verdicts``, training from ``runs``, provenance from ``provenance`` and the
-figure files from ``export``.
+Under ``torchrun`` (WORLD_SIZE > 1) one process group serves every training run of the protocol
+(each batch split across the ranks, ``geolab.train``); rank 0 logs and writes the files.
+
+Verdicts come from ``verdicts``, training from ``runs``, convergence from ``convergence``,
+provenance from ``provenance`` and the figure files from ``export``.
 """
 
 import json
+import os
 import time
 from pathlib import Path
 
 import torch
+import torch.distributed as dist
 
+from geolab.experiments import convergence
 from geolab.experiments.export import save_figures
 from geolab.experiments.provenance import device_name, git_revision, versions
 from geolab.outputs import check_dir
@@ -62,6 +68,29 @@ class deterministic:
         return False
 
 
+class torchrun_group:
+    """Context: under torchrun, one process group (nccl on GPUs, gloo on CPU) for the whole
+    protocol, destroyed on exit; yields this process's rank (0 without torchrun)."""
+
+    def __init__(self, settings: dict):
+        self.world = int(os.environ.get("WORLD_SIZE", "1"))
+        self.device = settings.get("train", {}).get("device", "cpu")
+
+    def __enter__(self) -> int:
+        self.joined = self.world > 1 and not dist.is_initialized()
+        if self.joined:
+            gpu = self.device != "cpu" and torch.cuda.is_available()
+            if gpu:
+                torch.cuda.set_device(int(os.environ.get("LOCAL_RANK", "0")))
+            dist.init_process_group("nccl" if gpu else "gloo")
+        return int(os.environ.get("RANK", "0"))
+
+    def __exit__(self, *exc):
+        if self.joined:
+            dist.destroy_process_group()
+        return False
+
+
 def run_protocol(
     module,
     scale: str,
@@ -81,12 +110,15 @@ def run_protocol(
     chosen = pick_seeds(settings, seeds)
     if out is not None:
         check_dir(out, "out")  # before the run, not after it
-    log(f"{module.NAME} at scale {scale!r}, seeds {chosen}")
     git = git_revision()  # the code that runs, before anything can change the checkout
-    t0 = time.perf_counter()
-    with deterministic():
-        outcome = module.run(settings, chosen, log)
-    wall = time.perf_counter() - t0
+    with torchrun_group(settings) as rank:
+        if rank:
+            log, out = (lambda msg: None), None  # rank 0 speaks and writes
+        log(f"{module.NAME} at scale {scale!r}, seeds {chosen}")
+        t0 = time.perf_counter()
+        with deterministic():
+            outcome = module.run(settings, chosen, log)
+        wall = time.perf_counter() - t0
     result = {
         "protocol": module.NAME,
         "title": module.TITLE,
@@ -96,12 +128,14 @@ def run_protocol(
         "reductions": settings.get("reductions", {}),
         "per_seed": outcome.per_seed,
         "summary": outcome.summary,
+        "convergence": convergence.record(outcome.per_seed),
         "hypotheses": [h.__dict__ for h in outcome.hypotheses],
         "provenance": {
             "versions": versions(),
             "git": git,
             "device": device_name(settings),
             "torch_threads": torch.get_num_threads(),
+            "world_size": int(os.environ.get("WORLD_SIZE", "1")),
             "deterministic_algorithms": True,
             "wall_time_s": wall,
             "finished_utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),

@@ -2,7 +2,8 @@
 
 A scale's settings dict gives ``n_layer``, ``d_model``, ``n_head``, ``grad_checkpoint``, the
 ``train`` dict of ``TrainConfig`` fields and the ``rules``; these helpers turn it into configs and
-JSON-ready numbers.
+JSON-ready numbers. Every trained run records its validation curve and whether it converged
+(``geolab.experiments.convergence``).
 """
 
 import multiprocessing
@@ -13,8 +14,10 @@ import torch
 
 from geolab.config import GeoConfig
 from geolab.data import bundled_dir
+from geolab.experiments import convergence
 from geolab.experiments.verdicts import fmt
 from geolab.model import count_params, match_params
+from geolab.tasks import get_task
 from geolab.train import TrainConfig, train
 
 
@@ -25,34 +28,53 @@ def data_dir(settings: dict):
     return given or bundled_dir(settings["task"])
 
 
+def text_task(settings: dict):
+    """The scale's text task (``task`` at ``seq_len``, corpora from :func:`data_dir`)."""
+    return get_task(settings["task"], seq_len=settings["seq_len"], data_dir=data_dir(settings))
+
+
 def train_config(settings: dict, seed: int, **changes):
     """The protocol's ``TrainConfig`` for one seed: settings["train"] plus ``changes``.
 
-    No checkpoints or metric files (the protocol writes one JSON), evaluation only at the end
-    unless eval_every is set, float32 (bf16 only where a scale asks for it on CUDA).
+    No checkpoints or metric files (the protocol writes one JSON), a validation point every
+    ``convergence.eval_every(steps)`` steps (≈ 20 over training) unless the scale sets
+    eval_every, float32 (bf16 only where a scale asks for it on CUDA).
     """
-    base = {"eval_every": 0, "ckpt_every": 0, "bf16": False, "device": "cpu"}
-    return TrainConfig(seed=seed, **{**base, **settings["train"], **changes})
+    merged = {**settings["train"], **changes}
+    every = convergence.eval_every(merged.get("steps", TrainConfig.steps))
+    base = {"eval_every": every, "ckpt_every": 0, "bf16": False, "device": "cpu"}
+    return TrainConfig(seed=seed, **{**base, **merged})
 
 
-def train_run(cfg, task, settings: dict, seed: int, log=None) -> dict:
-    """Train ``GeoTransformer(cfg)`` on ``task`` with the scale's settings and seed.
+def fit(cfg, task, settings: dict, seed: int, log=None, model=None, callback=None):
+    """Train ``GeoTransformer(cfg)`` (or ``model``) on ``task`` with the scale's settings and seed.
 
-    Returns JSON-ready numbers: "val" (the trainer's final validation metrics), "n_params",
-    "curve" (training loss per step), "seconds".
+    Returns (numbers, trained model). The numbers are JSON-ready: "val" (final validation
+    metrics), "n_params", "curve" (training loss per step), "val_curve" ({"metric", "steps",
+    "values"}), "converged" and "improvement" (``convergence.judge``), "seconds".
     """
+    tc = train_config(settings, seed, flavor=cfg.flavor)
     t0 = time.perf_counter()
-    res = train(cfg, task, train_config(settings, seed, flavor=cfg.flavor))
+    res = train(cfg, task, tc, callback=callback, model=model)
+    curve = convergence.val_curve(res.history, "mse" if task.kind == "regression" else "loss")
     out = {
         "val": {k: v for k, v in res.metrics.items() if k != "step"},
         "n_params": count_params(res.model),
         "curve": [row["loss"] for row in res.history],
+        "val_curve": curve,
+        **convergence.judge(curve, tc.steps),
         "seconds": time.perf_counter() - t0,
     }
     if log is not None:
         vals = " ".join(f"{k} {fmt(v)}" for k, v in out["val"].items())
-        log(f"  seed {seed} {cfg.residual} L={cfg.n_layer} D={cfg.d_model}: {vals}")
-    return out
+        state = "converged" if out["converged"] else "NOT converged"
+        log(f"  seed {seed} {cfg.residual} L={cfg.n_layer} D={cfg.d_model}: {vals} ({state})")
+    return out, res.model
+
+
+def train_run(cfg, task, settings: dict, seed: int, log=None) -> dict:
+    """The numbers of :func:`fit` (the trained model dropped)."""
+    return fit(cfg, task, settings, seed, log)[0]
 
 
 def _job(args):

@@ -1,7 +1,9 @@
 """Verdicts: hypotheses, the outcome of a protocol and the rules that turn numbers into verdicts.
 
 Verdicts are computed from the measured numbers by rules written next to each hypothesis, never
-edited by hand: "reproduced", "not reproduced at this scale" or "inconclusive".
+edited by hand: "reproduced", "not reproduced at this scale" or "inconclusive" — and only from
+converged runs (``gate``): a hypothesis resting on a run that has not converged
+(``geolab.experiments.convergence``) gets "inconclusive: not converged".
 """
 
 import math
@@ -10,19 +12,38 @@ from dataclasses import dataclass, field
 REPRODUCED = "reproduced"
 NOT_REPRODUCED = "not reproduced at this scale"
 INCONCLUSIVE = "inconclusive"
+NOT_CONVERGED = "inconclusive: not converged"
 
 
 @dataclass
 class Hypothesis:
     """One claim next to what geolab measured: ``claim`` (the paper's words or number),
-    ``measured`` (ours, as text), ``verdict`` (one of the three above) and ``rule`` (how the
-    verdict follows from the numbers)."""
+    ``measured`` (ours, as text), ``verdict`` (one of the four above) and ``rule`` (how the
+    verdict follows from the numbers). ``gate`` fills ``converged`` ("k/n" trained runs the
+    claim rests on that converged) and ``rule_verdict`` (what the rule alone says)."""
 
     id: str
     claim: str
     measured: str
     verdict: str
     rule: str
+    converged: str = ""
+    rule_verdict: str = ""
+
+
+def gate(h: Hypothesis, runs) -> Hypothesis:
+    """``h`` with its verdict drawn only from converged runs.
+
+    runs: the trained runs (dicts with a "converged" flag) the claim rests on. If any has not
+    converged the verdict becomes NOT_CONVERGED; the rule's own verdict is kept in
+    ``rule_verdict``. A claim on no trained run (e.g. a measurement at initialisation) keeps it.
+    """
+    flags = [bool(r["converged"]) for r in runs]
+    h.converged = f"{sum(flags)}/{len(flags)}"
+    h.rule_verdict = h.verdict
+    if not all(flags):
+        h.verdict = NOT_CONVERGED
+    return h
 
 
 @dataclass
@@ -68,3 +89,13 @@ def fmt(x: float) -> str:
 
 def fmt_ms(stats: dict) -> str:
     return f"{fmt(stats['mean'])} ± {fmt(stats['std'])}" if stats["n"] > 1 else fmt(stats["mean"])
+
+
+def lowest(stats: dict, what: str) -> str:
+    """ "lowest WHAT: rule (mean), highest: rule (mean)" of ``{rule: {"mean", …}}``."""
+    order = sorted(stats, key=lambda k: stats[k]["mean"])
+    lo, hi = order[0], order[-1]
+    return (
+        f"Lowest mean {what}: {lo} ({fmt(stats[lo]['mean'])}); highest: {hi} "
+        f"({fmt(stats[hi]['mean'])})."
+    )

@@ -336,6 +336,12 @@ def _run(model_cfg, task, tc, callback, model, plan: Plan) -> TrainResult:
         if bar is not None:
             bar.close()
     train_s = time.perf_counter() - t0 - t_other
+    if world > 1:
+        # Rank 0 evaluated and kept the history; every rank returns the same numbers, so code
+        # running the same steps on each rank (geolab reproduce under torchrun) agrees.
+        shared = [metrics, history]
+        dist.broadcast_object_list(shared, src=0)
+        metrics, history = shared
     raw.eval()
     return TrainResult(raw, metrics, history, out, (tc.steps - start) / max(train_s, 1e-9))
 
