@@ -62,6 +62,26 @@ def _(mo, report, results):
     return
 
 
+@app.cell
+def _(mo, report):
+    mo.vstack(
+        [
+            mo.md(
+                "## Two flavors of the E∆ table's models\n\n"
+                "The published table was measured on models built differently from geolab's. "
+                '`flavor="reference"` rebuilds them as the public E∆ code does (same '
+                'parameter counts, same outputs for the same weights); `flavor="geolab"` is '
+                "geolab's own, causal. Verdicts on the published claims use the reference "
+                "flavor; the column GPT / E∆ in each flavor shows how much of E∆'s edge "
+                "survives causal operators. **The reference DDL and E∆ are not causal.** "
+                "docs/design.md §12 says why each difference matters."
+            ),
+            mo.md(report.flavors_markdown()),
+        ]
+    )
+    return
+
+
 @app.cell(hide_code=True)
 def _(mo):
     mo.md(r"""

@@ -113,6 +113,15 @@ def findings_markdown(results: dict) -> str:
     return "\n".join(lines)
 
 
+def flavors_markdown() -> str:
+    """The two flavors of the E∆ table's models side by side (docs/design.md §12)."""
+    from geolab.rules.reference import DIFFERENCES
+
+    lines = ["| component | reference (public E∆ code) | geolab |", "| --- | --- | --- |"]
+    lines += [f"| {c} | {r} | {g} |" for c, r, g in DIFFERENCES]
+    return "\n".join(lines)
+
+
 def wall_times_markdown(results: dict) -> str:
     """Wall time, threads and reductions count of each protocol run."""
     lines = [

@@ -38,6 +38,24 @@ from geolab.rules.streams import JPmHC
 if TYPE_CHECKING:
     from geolab.config import GeoConfig
 
+# What differs between the two flavors, for readers (notebook 07, reports); docs/design.md §12
+# has the full table with why each difference matters.
+DIFFERENCES = (
+    ("causality", "DDL and E∆ read the mean over the whole sequence: not causal", "causal"),
+    ("E∆ operator", "one per sequence, on n = 4 streams of D/n, dense Cayley", "per token, rank-2 "
+     "Cayley on the full width D, closed form"),
+    ("E∆ H_pre, H_post", "N(0, 0.02²) (its global init overwrites the identity)", "identity"),
+    ("E∆ regulariser", "its gradient reaches the state", "its gradient stops at the gate"),
+    ("DDL", "Delta operator on the state before the sublayer, no value write", "the official "
+     "DDL: the sublayer output is k, a value is written back"),
+    ("mHC", "D split into n streams; b_res = 2I; Sinkhorn rows first", "n copies of D; H_res ≈ I"),
+    ("JPmHC", "n×n H_pre / H_post; Y₀ = I + aW", "vector H_pre / H_post; Y₀ = I"),
+    ("blocks", "no biases in attention, MLP, norms", "biases"),
+    ("trainer", "AdamW β₂ 0.95, warm-up from 0, 100 random validation batches", "β₂ 0.999, "
+     "warm-up from lr/w, one full validation pass"),
+    ("gyroscope / echo draws", "one numpy stream; plane i uniform, then j > i", "a torch stream "
+     "per split; plane a uniform pair"),
+)  # fmt: skip
 HIDDEN_RATIO = 4  # the reference's parameter networks: D → D/4 → out, GELU
 SINKHORN_ITERS = 20
 MHC_ALPHA0 = 0.01
