@@ -9,7 +9,7 @@ import pytest
 import torch
 
 import geolab.operators
-from geolab.assignments import a1, a2, a3, a4, release
+from geolab.assignments import a1, a2, a3, a4, release, setups
 from geolab.assignments.catalog import ASSIGNMENTS, all_failed, check_all, feedback
 from geolab.assignments.checks import NOT_IMPLEMENTED, ForbiddenCall, forbid
 from geolab.assignments.run_checks import load_submission
@@ -205,17 +205,17 @@ def test_register_rule_adds_and_removes():
         def forward(self, x, sublayer):
             return x + sublayer(x)
 
-    with a4.register_rule("echo_rule", Echo) as name:
+    with setups.register_rule("echo_rule", Echo) as name:
         assert RESIDUALS[name] is Echo
     assert "echo_rule" not in RESIDUALS
-    with pytest.raises(RuntimeError), a4.register_rule("echo_rule", Echo):
+    with pytest.raises(RuntimeError), setups.register_rule("echo_rule", Echo):
         raise RuntimeError
     assert "echo_rule" not in RESIDUALS
     with pytest.raises(ValueError, match="preln"):
-        with a4.register_rule("preln", Echo):
+        with setups.register_rule("preln", Echo):
             pass
     with pytest.raises(ValueError, match="Rule"):
-        with a4.register_rule("x", dict):
+        with setups.register_rule("x", dict):
             pass
 
 

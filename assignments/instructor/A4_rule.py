@@ -10,9 +10,9 @@ with app.setup:
     import torch
     from torch import nn
 
-    from geolab.assignments.a4 import copy_task, train_config
     from geolab.assignments.catalog import feedback
     from geolab.assignments.checks import demo
+    from geolab.assignments.setups import copy_task, train_config
     from geolab.config import GeoConfig
     from geolab.figures import sweep_figure
     from geolab.layers import make_norm

@@ -1,40 +1,20 @@
 """A3 — effective rank and rank collapse (docs/design.md §5; seed 000 Eq. 8; Dong et al. 2021).
 
 Stubs: ``effective_rank(X)``, ``rank_profile(model, x)``, ``collapse_curves(depth, seed)``.
-``make_stack`` is the fixture the notebook and the checks share, so a student's curves and the
-reference curves come from the same randomly initialised stack and input.
+``setups.make_stack`` is the fixture the notebook and the checks share, so a student's curves
+and the reference curves come from the same randomly initialised stack and input.
 """
 
 import torch
 
 from geolab.assignments.checks import as_tensor, close, describe, fail, forbid, observe, run_check
-from geolab.config import GeoConfig
+from geolab.assignments.setups import make_stack
 from geolab.metrics import effective_rank as ref_effective_rank
-from geolab.model import GeoTransformer
 from geolab.probe import rank_profile as ref_rank_profile
 
 F64 = torch.float64
 RULES = ("noskip", "preln", "mgt")
 BANNED = ("geolab.metrics.effective_rank", "geolab.probe.rank_profile")
-
-
-def make_stack(residual: str, depth: int, seed: int = 0, width: int = 32, tokens: int = 16):
-    """An attention-only stack (``mlp=False``: with ``noskip`` it is Dong et al.'s pure
-    attention) at random init, and a random input (2, tokens, width). Returns (model, x)."""
-    torch.manual_seed(seed)
-    cfg = GeoConfig(
-        residual=residual,
-        n_layer=depth,
-        d_model=width,
-        n_head=4,
-        seq_len=tokens,
-        d_in=width,
-        d_out=width,
-        mlp=False,
-    )
-    model = GeoTransformer(cfg).eval()
-    x = torch.randn(2, tokens, width, generator=torch.Generator().manual_seed(seed))
-    return model, x
 
 
 def check_effective_rank(fn, seed: int = 0):

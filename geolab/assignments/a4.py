@@ -2,67 +2,20 @@
 
 The student writes ``MyRule(Rule)`` for ``mgt_ddl`` (seed 000 Eq. 6–7, docs/design.md §3 and §3.1):
 ``X' = X + β ⊙ (F(LN X) − α X)``, ``β = λ·tanh(X W_β + b_β) + ε``, and trains it with the geolab
-trainer. :func:`register_rule` puts a student's class into ``RESIDUALS`` (``geolab.register``) for
-the length of a ``with`` block, so ``GeoConfig(residual=name)`` and ``GeoTransformer`` accept it.
+trainer. ``setups.register_rule`` puts a student's class into ``RESIDUALS`` (``geolab.register``)
+for the length of a ``with`` block, so ``GeoConfig(residual=name)`` and ``GeoTransformer`` accept
+it.
 """
 
 import math
-from contextlib import contextmanager
 
 import torch
 
 from geolab.assignments.checks import as_tensor, close, describe, fail, forbid, observe, run_check
-from geolab.config import GeoConfig
-from geolab.rules import RESIDUALS, Rule, register, unregister
-from geolab.tasks import get_task
-from geolab.train import TrainConfig
+from geolab.assignments.setups import REFERENCE, rule_config, sublayer
+from geolab.rules import RESIDUALS
 
-REFERENCE = "mgt_ddl"
 BANNED = ["geolab.rules.delta.MGTDDL", "geolab.rules.delta.MGT", "geolab.rules.delta.MGTmHC"]
-
-
-@contextmanager
-def register_rule(name: str, rule_cls: type):
-    """Make ``rule_cls`` available as ``GeoConfig(residual=name)`` inside the block; removed on
-    exit, also when the block raises. ``name`` must not shadow a geolab rule."""
-    if not isinstance(rule_cls, type) or not issubclass(rule_cls, Rule):
-        raise ValueError(
-            f"rule_cls={rule_cls!r} is not allowed; it must subclass geolab.rules.Rule"
-        )
-    if not isinstance(name, str) or not name or name in RESIDUALS:
-        raise ValueError(
-            f"name={name!r} is not allowed; use a new name, not one of {list(RESIDUALS)}"
-        )
-    register(name)(rule_cls)
-    try:
-        yield name
-    finally:
-        unregister(name)
-
-
-def copy_task(seed: int = 0):
-    """The small copy task of the training check and the notebook: m = 4 symbols of 8."""
-    return get_task("copy", seed=seed, m=4, vocab_size=8, n_train=512, n_val=64)
-
-
-def train_config(steps: int = 50, seed: int = 0) -> TrainConfig:
-    """A short CPU run: batch 32, lr 3e-3 after 5 warm-up steps, evaluation at the end."""
-    return TrainConfig(
-        steps=steps, batch_size=32, lr=3e-3, warmup=5, eval_every=0, ckpt_every=0,
-        device="cpu", bf16=False, seed=seed,
-    )  # fmt: skip
-
-
-def rule_config(**changes) -> GeoConfig:
-    """The small config every MyRule check builds its rule from (``changes`` override it)."""
-    base = dict(residual=REFERENCE, n_layer=2, d_model=16, n_head=2, seq_len=6, d_in=16, d_out=16)
-    return GeoConfig(**{**base, **changes})
-
-
-def sublayer(width: int, seed: int):
-    """A fixed nonlinear per-token map standing in for attention or the MLP."""
-    W = torch.randn(width, width, generator=torch.Generator().manual_seed(seed)) / width**0.5
-    return lambda h: torch.tanh(h @ W)
 
 
 def check_my_rule(cls, seed: int = 0):

@@ -27,13 +27,13 @@ def value_and_grad(fn, x: torch.Tensor) -> dict:
 
 def rank_profile_on_stack(fn, residual: str, depth: int, seed: int):
     """``fn(model, x)`` on A3's attention-only stack ``make_stack(residual, depth, seed)``."""
-    from geolab.assignments.a3 import make_stack
+    from geolab.assignments.setups import make_stack
 
     return fn(*make_stack(residual, depth, seed))
 
 
 def _rule(cls, changes: dict, perturb_seed: int | None = None):
-    from geolab.assignments.a4 import rule_config
+    from geolab.assignments.setups import rule_config
 
     rule = cls(rule_config(**changes))
     if perturb_seed is not None:  # random weights, so β must read X
@@ -57,7 +57,7 @@ def rule_build(cls, changes: dict) -> dict:
 
 def rule_step(cls, changes: dict, x: torch.Tensor, seed: int, perturb_seed: int | None = None):
     """One step ``rule(x, sublayer)`` of a fresh ``cls(cfg)``: its output and ``gates['beta']``."""
-    from geolab.assignments.a4 import sublayer
+    from geolab.assignments.setups import sublayer
 
     rule = _rule(cls, changes, perturb_seed)
     out = rule(x, sublayer(x.shape[-1], seed))
@@ -68,7 +68,7 @@ def rule_step(cls, changes: dict, x: torch.Tensor, seed: int, perturb_seed: int 
 def rule_grads(cls, changes: dict, x: torch.Tensor, seed: int) -> dict:
     """Backpropagate ``sum(rule(x, sublayer)²)``: parameter count, parameters without gradient,
     whether the gradient reaches x."""
-    from geolab.assignments.a4 import sublayer
+    from geolab.assignments.setups import sublayer
 
     rule = _rule(cls, changes)
     xg = x.detach().clone().requires_grad_(True)
@@ -83,7 +83,7 @@ def rule_grads(cls, changes: dict, x: torch.Tensor, seed: int) -> dict:
 
 def rule_trains(cls, seed: int) -> float:
     """Validation loss after 50 steps of the geolab trainer on A4's copy task."""
-    from geolab.assignments.a4 import copy_task, register_rule, train_config
+    from geolab.assignments.setups import copy_task, register_rule, train_config
     from geolab.config import GeoConfig
     from geolab.model import GeoTransformer
     from geolab.train import train

@@ -11,9 +11,9 @@ with app.setup:
     import marimo as mo
     import torch
 
-    from geolab.assignments.a3 import make_stack
     from geolab.assignments.catalog import feedback
     from geolab.assignments.checks import demo
+    from geolab.assignments.setups import make_stack
     from geolab.figures import rank_figure
     from geolab.probe import record
 
