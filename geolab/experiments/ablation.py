@@ -13,16 +13,9 @@ mean − std > 0 over seeds, not reproduced when mean + std < 0, inconclusive ot
 """
 
 from geolab.experiments import figures
-from geolab.experiments.runs import model_config, text_task, train_rules
-from geolab.experiments.verdicts import (
-    Hypothesis,
-    Outcome,
-    fmt_ms,
-    gate,
-    lowest,
-    mean_std,
-    sign_verdict,
-)
+from geolab.experiments import verdicts as v
+from geolab.experiments.runs import rule_plan, text_task, train_rules
+from geolab.experiments.scales import PAPER, SMALL, SMALL_TRAIN, SMOKE, TINY, paper_train
 from geolab.metrics import synergy
 
 NAME = "ablation"
@@ -31,25 +24,19 @@ RULES = ["postln", "mgt_mhc", "mgt_ddl", "mgt", "preln", "deepnorm"]
 
 SCALES = {
     "tiny": {
-        "task": "shakespeare",
-        "seq_len": 16,
-        "d_model": 16,
-        "n_head": 2,
+        **TINY,
         "n_layer": 3,
         "rules": RULES,
         "seeds": [42, 123],
         "train": {"steps": 3, "batch_size": 4, "warmup": 1, "eval_batches": 1},
-        "reductions": {"everything": "a smoke test of the code path, not a measurement"},
+        "reductions": SMOKE,
     },
     "small": {
-        "task": "shakespeare",
-        "seq_len": 32,
-        "d_model": 32,
-        "n_head": 4,
+        **SMALL,
         "n_layer": 48,
         "rules": RULES,
         "seeds": [42, 123],
-        "train": {"steps": 800, "batch_size": 16, "warmup": 40, "eval_batches": 8},
+        "train": SMALL_TRAIN,
         "reductions": {
             "task": "character-level tiny-shakespeare instead of WikiText-2",
             "d_model": "32 instead of 256",
@@ -62,33 +49,20 @@ SCALES = {
         },
     },
     "paper": {
-        "task": "wikitext2",
-        "seq_len": 128,
-        "d_model": 256,
-        "n_head": 8,
+        **PAPER,
         "n_layer": 48,
         "rules": RULES,
         "seeds": [42, 123, 456],
-        "train": {
-            "steps": 12750,
-            "batch_size": 64,
-            "warmup": 500,
-            "eval_batches": 50,
-            "device": "auto",
-            "bf16": True,
-        },
+        "train": paper_train(12750),
         "reductions": {},
     },
 }
 
 
-def planned(settings: dict) -> list:
-    """(label, GeoConfig) of every trained run (``plan.protocol_plan``)."""
-    task = text_task(settings)
-    return [(r, model_config(settings, task, r)) for r in settings["rules"]]
+planned = rule_plan
 
 
-def run(settings: dict, seeds: list[int], log) -> Outcome:
+def run(settings: dict, seeds: list[int], log) -> v.Outcome:
     task = text_task(settings)
     per_seed = {}
     for seed in seeds:
@@ -105,20 +79,20 @@ def run(settings: dict, seeds: list[int], log) -> Outcome:
         per_seed[str(seed)] = row
     rows = [per_seed[str(s)] for s in seeds]
     summary = {
-        "val_loss": {r: mean_std([x[r]["val"]["loss"] for x in rows]) for r in settings["rules"]},
+        "val_loss": {r: v.mean_std([x[r]["val"]["loss"] for x in rows]) for r in settings["rules"]},
         "n_params": {r: rows[0][r]["n_params"] for r in settings["rules"]},
-        "synergy_postln": mean_std([x["synergy_postln"] for x in rows]),
-        "synergy_preln": mean_std([x["synergy_preln"] for x in rows]),
+        "synergy_postln": v.mean_std([x["synergy_postln"] for x in rows]),
+        "synergy_preln": v.mean_std([x["synergy_preln"] for x in rows]),
     }
     hyps = [
-        gate(
-            Hypothesis(
+        v.gate(
+            v.Hypothesis(
                 id=f"𝒮 > 0 ({base} base)",
                 claim="synergy 𝒮 > 0: MGT beats the sum of its two gates' gains (Eq. 9)"
                 + (" — the paper's base, post-LN" if base == "post-LN" else " — stronger base"),
-                measured=f"𝒮 = {fmt_ms(summary[key])} over {len(seeds)} seed(s); val loss "
-                + ", ".join(f"{r} {fmt_ms(summary['val_loss'][r])}" for r in settings["rules"]),
-                verdict=sign_verdict(summary[key]),
+                measured=f"𝒮 = {v.fmt_ms(summary[key])} over {len(seeds)} seed(s); val loss "
+                + ", ".join(f"{r} {v.fmt_ms(summary['val_loss'][r])}" for r in settings["rules"]),
+                verdict=v.sign_verdict(summary[key]),
                 rule="reproduced if mean − std > 0; not reproduced if mean + std < 0; else "
                 "inconclusive (always with one seed)",
             ),
@@ -129,12 +103,12 @@ def run(settings: dict, seeds: list[int], log) -> Outcome:
             ("pre-LN", "synergy_preln", "preln"),
         )
     ]
-    return Outcome(per_seed, summary, hyps, make_figures(settings, per_seed, summary))
+    return v.Outcome(per_seed, summary, hyps, make_figures(settings, per_seed, summary))
 
 
 def findings(result: dict) -> list[str]:
     """Plain-words findings computed from a result file (``report.findings_markdown``)."""
-    return [lowest(result["summary"]["val_loss"], "validation loss")]
+    return [v.lowest(result["summary"]["val_loss"], "validation loss")]
 
 
 def make_figures(settings: dict, per_seed: dict, summary: dict) -> dict:
@@ -147,11 +121,7 @@ def make_figures(settings: dict, per_seed: dict, summary: dict) -> dict:
             "cross-entropy (nats)",
         ),
         "curves": figures.loss_curves(
-            {
-                r: (range(1, len(first[r]["curve"]) + 1), first[r]["curve"])
-                for r in settings["rules"]
-            },
-            f"Training loss, seed {seed}",
+            {r: first[r]["curve"] for r in settings["rules"]}, f"Training loss, seed {seed}"
         ),
         "learning-curves": figures.learning_curves(
             {r: first[r] for r in settings["rules"]},

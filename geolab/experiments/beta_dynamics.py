@@ -20,17 +20,10 @@ fraction β < 0 in deep ones (erasure), sharpening as training goes on. Verdict 
 import torch
 
 from geolab.experiments import figures
+from geolab.experiments import verdicts as v
 from geolab.experiments.runs import fit, model_config, text_task, train_config
+from geolab.experiments.scales import PAPER, SMALL, SMOKE, TINY, paper_train
 from geolab.experiments.snapshots import beta_snapshot, snapshot_steps, text_probe
-from geolab.experiments.verdicts import (
-    INCONCLUSIVE,
-    NOT_REPRODUCED,
-    REPRODUCED,
-    Hypothesis,
-    Outcome,
-    fmt,
-    gate,
-)
 from geolab.model import GeoTransformer
 from geolab.rules import rule_class
 
@@ -40,21 +33,15 @@ SIZEABLE, CORRELATED = 0.1, 0.5
 
 SCALES = {
     "tiny": {
-        "task": "shakespeare",
-        "seq_len": 16,
-        "d_model": 16,
-        "n_head": 2,
+        **TINY,
         "n_layer": 4,
         "probe_batch": 4,
         "seeds": [42],
         "train": {"steps": 4, "batch_size": 4, "warmup": 1, "eval_batches": 1},
-        "reductions": {"everything": "a smoke test of the code path, not a measurement"},
+        "reductions": SMOKE,
     },
     "small": {
-        "task": "shakespeare",
-        "seq_len": 32,
-        "d_model": 32,
-        "n_head": 4,
+        **SMALL,
         "n_layer": 100,
         "probe_batch": 8,
         "seeds": [42],
@@ -70,22 +57,12 @@ SCALES = {
         },
     },
     "paper": {
-        "task": "wikitext2",
-        "seq_len": 128,
-        "d_model": 256,
-        "n_head": 8,
+        **PAPER,
         "n_layer": 100,
         "probe_batch": 16,
         "seeds": [42, 123, 456],
         "grad_checkpoint": True,
-        "train": {
-            "steps": 25500,
-            "batch_size": 64,
-            "warmup": 500,
-            "eval_batches": 50,
-            "device": "auto",
-            "bf16": True,
-        },
+        "train": paper_train(25500),
         "reductions": {"training": "100 epochs of WikiText-2 ≈ 25,500 steps of 64 × 128 tokens"},
     },
 }
@@ -94,11 +71,11 @@ SCALES = {
 def spearman(x: list[float], y: list[float]) -> float | None:
     """Spearman rank correlation with average ranks for ties; None if either side is constant."""
 
-    def ranks(v):
-        t = torch.tensor(v, dtype=torch.float64)
+    def ranks(values):
+        t = torch.tensor(values, dtype=torch.float64)
         r = torch.empty_like(t)
         order = t.argsort()
-        r[order] = torch.arange(len(v), dtype=torch.float64)
+        r[order] = torch.arange(len(values), dtype=torch.float64)
         for value in t.unique():
             tie = t == value
             r[tie] = r[tie].mean()
@@ -115,7 +92,7 @@ def planned(settings: dict) -> list:
     return [("mgt", model_config(settings, text_task(settings), "mgt"))]
 
 
-def run(settings: dict, seeds: list[int], log) -> Outcome:
+def run(settings: dict, seeds: list[int], log) -> v.Outcome:
     task = text_task(settings)
     probe = text_probe(task, settings["probe_batch"])
     per_seed = {}
@@ -141,8 +118,8 @@ def run(settings: dict, seeds: list[int], log) -> Outcome:
         per_seed[str(seed)] = {"snapshots": snaps, **numbers}
     summary, hyps = judge(per_seed, settings["n_layer"])
     for h in hyps:
-        gate(h, per_seed.values())
-    return Outcome(per_seed, summary, hyps, make_figures(settings, per_seed, summary))
+        v.gate(h, per_seed.values())
+    return v.Outcome(per_seed, summary, hyps, make_figures(settings, per_seed, summary))
 
 
 def movement(per_seed: dict) -> dict:
@@ -169,7 +146,7 @@ def movement(per_seed: dict) -> dict:
                 highs.append(end["edges"][filled[-1] + 1])
     return {
         "shift_per_layer": shift,
-        "max_abs_shift": max(abs(v) for v in shift),
+        "max_abs_shift": max(abs(s) for s in shift),
         "range_covered": [min(lows), max(highs)] if lows else None,
     }
 
@@ -179,7 +156,7 @@ def _quarters(values: list[float]) -> tuple[float, float]:
     return sum(values[:q]) / q, sum(values[-q:]) / q
 
 
-def judge(per_seed: dict, n_layer: int) -> tuple[dict, list[Hypothesis]]:
+def judge(per_seed: dict, n_layer: int) -> tuple[dict, list[v.Hypothesis]]:
     """Summary numbers (seed-averaged per snapshot) and the two verdicts."""
     labels = list(next(iter(per_seed.values()))["snapshots"])
     summary = {}
@@ -199,47 +176,48 @@ def judge(per_seed: dict, n_layer: int) -> tuple[dict, list[Hypothesis]]:
     end = summary[labels[-1]]
     rho = end["spearman_layer_frac_negative"]
     if end["frac_negative_last_quarter"] < SIZEABLE:
-        v1 = NOT_REPRODUCED
+        v1 = v.NOT_REPRODUCED
     elif (
         end["mean_beta_first_quarter"] > 0
         and end["gap"] > 0
         and rho is not None
         and rho > CORRELATED
     ):
-        v1 = REPRODUCED
+        v1 = v.REPRODUCED
     else:
-        v1 = INCONCLUSIVE
+        v1 = v.INCONCLUSIVE
     gaps = [summary[k]["gap"] for k in labels]
     if gaps[-1] < SIZEABLE:
-        v2 = NOT_REPRODUCED
+        v2 = v.NOT_REPRODUCED
     elif all(b > a for a, b in zip(gaps, gaps[1:], strict=False)):
-        v2 = REPRODUCED
+        v2 = v.REPRODUCED
     else:
-        v2 = INCONCLUSIVE
-    rho_text = "undefined (constant)" if rho is None else fmt(rho)
+        v2 = v.INCONCLUSIVE
+    rho_text = "undefined (constant)" if rho is None else v.fmt(rho)
     move = summary["movement"] = movement(per_seed)
     span = move["range_covered"]
-    span_text = "none" if span is None else f"[{fmt(span[0])}, {fmt(span[1])}]"
+    span_text = "none" if span is None else f"[{v.fmt(span[0])}, {v.fmt(span[1])}]"
     hyps = [
-        Hypothesis(
+        v.Hypothesis(
             id="β sign transition",
             claim="E[β] > 0 in early layers, a sizeable fraction β < 0 in deep layers",
             measured="end of training: mean β (first quarter) "
-            f"{fmt(end['mean_beta_first_quarter'])}, fraction β<0 first/last quarter "
-            f"{fmt(end['frac_negative_first_quarter'])}/"
-            f"{fmt(end['frac_negative_last_quarter'])}, Spearman(layer, fraction β<0) {rho_text}; "
-            f"mean β moved at most {fmt(move['max_abs_shift'])} from its start in any layer, β "
+            f"{v.fmt(end['mean_beta_first_quarter'])}, fraction β<0 first/last quarter "
+            f"{v.fmt(end['frac_negative_first_quarter'])}/"
+            f"{v.fmt(end['frac_negative_last_quarter'])}, "
+            f"Spearman(layer, fraction β<0) {rho_text}; "
+            f"mean β moved at most {v.fmt(move['max_abs_shift'])} from its start in any layer, β "
             f"covered {span_text} at the end",
             verdict=v1,
             rule=f"reproduced: first-quarter mean β > 0, last-quarter fraction β<0 ≥ {SIZEABLE} "
             f"and above the first quarter's, Spearman > {CORRELATED}; not reproduced: last-quarter "
             f"fraction < {SIZEABLE}",
         ),
-        Hypothesis(
+        v.Hypothesis(
             id="β transition sharpens",
             claim="the sign change over depth becomes clearer as training proceeds",
             measured="deep − shallow fraction β<0 at "
-            + ", ".join(f"{k}: {fmt(g)}" for k, g in zip(labels, gaps, strict=False)),
+            + ", ".join(f"{k}: {v.fmt(g)}" for k, g in zip(labels, gaps, strict=False)),
             verdict=v2,
             rule=f"reproduced: the gap grows at every snapshot and ends ≥ {SIZEABLE}; not "
             f"reproduced: it ends < {SIZEABLE}",
@@ -259,13 +237,14 @@ def findings(result: dict) -> list[str]:
     span = move["range_covered"]
     out = [
         f"Over {result['config']['train']['steps']} steps the mean β of a layer moved by "
-        f"{fmt(min(shift))} to {fmt(max(shift))} (largest size {fmt(move['max_abs_shift'])}); "
-        + (f"at the end β covered [{fmt(span[0])}, {fmt(span[1])}]." if span else "")
+        f"{v.fmt(min(shift))} to {v.fmt(max(shift))} "
+        f"(largest size {v.fmt(move['max_abs_shift'])}); "
+        + (f"at the end β covered [{v.fmt(span[0])}, {v.fmt(span[1])}]." if span else "")
     ]
     if end["frac_negative_last_quarter"] < SIZEABLE:
         out.append(
             "No sign transition at this scale: in the deepest quarter of layers "
-            f"{fmt(100 * end['frac_negative_last_quarter'])} % of β are negative."
+            f"{v.fmt(100 * end['frac_negative_last_quarter'])} % of β are negative."
         )
     return out
 

@@ -15,18 +15,9 @@ than the stds; inconclusive otherwise.
 """
 
 from geolab.experiments import figures
+from geolab.experiments import verdicts as v
 from geolab.experiments.runs import model_config, text_task, train_rules
-from geolab.experiments.verdicts import (
-    INCONCLUSIVE,
-    NOT_REPRODUCED,
-    REPRODUCED,
-    Hypothesis,
-    Outcome,
-    fmt,
-    fmt_ms,
-    gate,
-    mean_std,
-)
+from geolab.experiments.scales import SMALL_TRAIN, SMOKE, paper_train
 from geolab.model import match_params
 
 NAME = "depth_scaling"
@@ -43,7 +34,7 @@ SCALES = {
         "rules": ["preln", "mgt"],
         "seeds": [42, 123],
         "train": {"steps": 3, "batch_size": 4, "warmup": 1, "eval_batches": 1},
-        "reductions": {"everything": "a smoke test of the code path, not a measurement"},
+        "reductions": SMOKE,
     },
     "small": {
         "task": "shakespeare",
@@ -53,7 +44,7 @@ SCALES = {
         "depths": [6, 12, 24, 48],
         "rules": ["postln", "preln", "mgt"],
         "seeds": [42, 123],
-        "train": {"steps": 800, "batch_size": 16, "warmup": 40, "eval_batches": 8},
+        "train": SMALL_TRAIN,
         "reductions": {
             "task": "character-level tiny-shakespeare instead of WikiText-2",
             "budget": "≈150k parameters instead of ≈20M; widths move in steps of the 4 "
@@ -75,14 +66,7 @@ SCALES = {
         "rules": ["postln", "preln", "deepnorm", "mgt"],
         "seeds": [42, 123, 456],
         "grad_checkpoint": True,
-        "train": {
-            "steps": 12750,
-            "batch_size": 64,
-            "warmup": 500,
-            "eval_batches": 50,
-            "device": "auto",
-            "bf16": True,
-        },
+        "train": paper_train(12750),
         "reductions": {},
     },
 }
@@ -91,8 +75,8 @@ SCALES = {
 def smoothed(curve: list[float], window: int = SMOOTH) -> list[float]:
     """Trailing moving average (the first values average over what exists so far)."""
     out, total = [], 0.0
-    for i, v in enumerate(curve):
-        total += v
+    for i, value in enumerate(curve):
+        total += value
         if i >= window:
             total -= curve[i - window]
         out.append(total / min(i + 1, window))
@@ -116,7 +100,7 @@ def planned(settings: dict) -> list:
     ]
 
 
-def run(settings: dict, seeds: list[int], log) -> Outcome:
+def run(settings: dict, seeds: list[int], log) -> v.Outcome:
     task = text_task(settings)
     per_seed = {}
     for seed in seeds:
@@ -137,7 +121,7 @@ def run(settings: dict, seeds: list[int], log) -> Outcome:
     threshold = max(smoothed(r["curve"])[-1] for r in runs)
     for r in runs:
         r["steps_to_threshold"] = next(
-            i + 1 for i, v in enumerate(smoothed(r["curve"])) if v <= threshold
+            i + 1 for i, loss in enumerate(smoothed(r["curve"])) if loss <= threshold
         )
     summary = {"threshold_loss": threshold, "runs": {}}
     for key in per_seed[str(seeds[0])]:
@@ -145,15 +129,15 @@ def run(settings: dict, seeds: list[int], log) -> Outcome:
         summary["runs"][key] = {
             "d_model": rows[0]["d_model"],
             "n_params": rows[0]["n_params"],
-            "val_ppl": mean_std([x["val"]["ppl"] for x in rows]),
-            "val_loss": mean_std([x["val"]["loss"] for x in rows]),
-            "steps_to_threshold": mean_std([x["steps_to_threshold"] for x in rows]),
+            "val_ppl": v.mean_std([x["val"]["ppl"] for x in rows]),
+            "val_loss": v.mean_std([x["val"]["loss"] for x in rows]),
+            "steps_to_threshold": v.mean_std([x["steps_to_threshold"] for x in rows]),
         }
-    hyps = [gate(judge(settings, summary), runs)]
-    return Outcome(per_seed, summary, hyps, make_figures(settings, per_seed, summary))
+    hyps = [v.gate(judge(settings, summary), runs)]
+    return v.Outcome(per_seed, summary, hyps, make_figures(settings, per_seed, summary))
 
 
-def judge(settings: dict, summary: dict) -> Hypothesis:
+def judge(settings: dict, summary: dict) -> v.Hypothesis:
     runs, depths = summary["runs"], settings["depths"]
     baselines = [r for r in settings["rules"] if r != "mgt"]
 
@@ -165,22 +149,23 @@ def judge(settings: dict, summary: dict) -> Hypothesis:
     best, deep_gap, spread = gap(depths[-1])
     _, shallow_gap, _ = gap(depths[0])
     if deep_gap > spread and deep_gap > shallow_gap:
-        verdict = REPRODUCED
+        verdict = v.REPRODUCED
     elif -deep_gap > spread:
-        verdict = NOT_REPRODUCED
+        verdict = v.NOT_REPRODUCED
     else:
-        verdict = INCONCLUSIVE
+        verdict = v.INCONCLUSIVE
     text = "; ".join(
         f"L={d}: "
-        + ", ".join(f"{r} {fmt_ms(runs[f'{r}/L{d}']['val_ppl'])}" for r in settings["rules"])
+        + ", ".join(f"{r} {v.fmt_ms(runs[f'{r}/L{d}']['val_ppl'])}" for r in settings["rules"])
         for d in depths
     )
-    return Hypothesis(
+    return v.Hypothesis(
         id="depth scaling",
         claim="at a fixed parameter budget MGT reaches lower perplexity, the gap growing with "
         "depth",
         measured=f"val perplexity at ≈{settings['budget']:,} params — {text}. Gap to the best "
-        f"baseline ({best}) at L={depths[-1]}: {fmt(deep_gap)} (L={depths[0]}: {fmt(shallow_gap)})",
+        f"baseline ({best}) at L={depths[-1]}: {v.fmt(deep_gap)} "
+        f"(L={depths[0]}: {v.fmt(shallow_gap)})",
         verdict=verdict,
         rule="reproduced: MGT below the best baseline at the deepest L by more than the summed "
         "stds and by more than at the shallowest L; not reproduced: above it by more than the "
@@ -194,7 +179,7 @@ def findings(result: dict) -> list[str]:
     best = []
     for d in settings["depths"]:
         rule = min(settings["rules"], key=lambda r: runs[f"{r}/L{d}"]["val_ppl"]["mean"])
-        best.append(f"L={d} {rule} ({fmt(runs[f'{rule}/L{d}']['val_ppl']['mean'])})")
+        best.append(f"L={d} {rule} ({v.fmt(runs[f'{rule}/L{d}']['val_ppl']['mean'])})")
     return ["Lowest validation perplexity per depth: " + ", ".join(best) + "."]
 
 
@@ -214,7 +199,7 @@ def make_figures(settings: dict, per_seed: dict, summary: dict) -> dict:
         "convergence-vs-depth": figures.metric_vs_depth(
             depths,
             per_rule["steps_to_threshold"],
-            f"Steps to reach the common loss threshold {fmt(summary['threshold_loss'])}",
+            f"Steps to reach the common loss threshold {v.fmt(summary['threshold_loss'])}",
             "steps",
         ),
         "learning-curves": figures.learning_curves(

@@ -22,17 +22,9 @@ reproduced when the opposite holds with that margin, inconclusive in between.
 """
 
 from geolab.experiments import figures
+from geolab.experiments import verdicts as v
 from geolab.experiments.runs import model_config, parallel_map, train_rule
-from geolab.experiments.verdicts import (
-    INCONCLUSIVE,
-    NOT_REPRODUCED,
-    REPRODUCED,
-    Hypothesis,
-    Outcome,
-    fmt,
-    gate,
-    mean_std,
-)
+from geolab.experiments.scales import SMOKE
 from geolab.tasks import get_task
 
 NAME = "edelta_benchmarks"
@@ -86,7 +78,7 @@ SCALES = {
         },
         "seeds": [42],
         "train": {"steps": 2, "batch_size": 4, "warmup": 1},
-        "reductions": {"everything": "a smoke test of the code path, not a measurement"},
+        "reductions": SMOKE,
     },
     "small": {
         "width": {"preln": 32, "ddl": 32, "mhc": 32, "jpmhc": 128, "edelta": 32},
@@ -159,7 +151,7 @@ def train_flavor(flavor: str, seed: int, settings: dict, log) -> dict:
     return row
 
 
-def run(settings: dict, seeds: list[int], log) -> Outcome:
+def run(settings: dict, seeds: list[int], log) -> v.Outcome:
     jobs = [(flavor, seed) for seed in seeds for flavor in settings.get("flavors", FLAVORS)]
     rows = parallel_map(train_flavor, jobs, settings, log)
     per_seed = {str(seed): {} for seed in seeds}
@@ -169,14 +161,14 @@ def run(settings: dict, seeds: list[int], log) -> Outcome:
     table = {}
     for key in rows[0]:
         metrics = rows[0][key]["val"]
-        table[key] = {m: mean_std([x[key]["val"][m] for x in rows]) for m in metrics}
+        table[key] = {m: v.mean_std([x[key]["val"][m] for x in rows]) for m in metrics}
         table[key]["n_params"] = rows[0][key]["n_params"]
     flavors = settings.get("flavors", FLAVORS)
     summary = {"table": table, "published": PUBLISHED, "advantage": advantage(table, flavors)}
     # Every model must have learned before any ordering is read: each claim rests on all runs.
     trained = [r for x in rows for r in x.values()]
-    hyps = [gate(h, trained) for flavor in flavors for h in judge(settings, table, flavor)]
-    return Outcome(per_seed, summary, hyps, make_figures(settings, per_seed, summary))
+    hyps = [v.gate(h, trained) for flavor in flavors for h in judge(settings, table, flavor)]
+    return v.Outcome(per_seed, summary, hyps, make_figures(settings, per_seed, summary))
 
 
 def advantage(table: dict, flavors) -> dict:
@@ -194,56 +186,64 @@ def advantage(table: dict, flavors) -> dict:
 def _order(ours: float, theirs: float) -> str:
     """Verdict for the claim ours < theirs (losses) with the margin factor."""
     if ours * MARGIN <= theirs:
-        return REPRODUCED
+        return v.REPRODUCED
     if theirs * MARGIN <= ours:
-        return NOT_REPRODUCED
-    return INCONCLUSIVE
+        return v.NOT_REPRODUCED
+    return v.INCONCLUSIVE
 
 
 def _worst(verdicts: list[str]) -> str:
-    for v in (NOT_REPRODUCED, INCONCLUSIVE):
-        if v in verdicts:
-            return v
-    return REPRODUCED
+    for verdict in (v.NOT_REPRODUCED, v.INCONCLUSIVE):
+        if verdict in verdicts:
+            return verdict
+    return v.REPRODUCED
 
 
-def judge(settings: dict, table: dict, flavor: str = "reference") -> list[Hypothesis]:
+def judge(settings: dict, table: dict, flavor: str = "reference") -> list[v.Hypothesis]:
     """The published claims, judged on ``flavor``'s models; ids start with the flavor."""
 
     def get(task, model, metric="mse"):
         return table[f"{flavor}/{task}/{model}"][metric]["mean"]
 
     def mses(task):
-        return ", ".join(f"{LABELS[m]} {fmt(get(task, m))}" for m in MODELS)
+        return ", ".join(f"{LABELS[m]} {v.fmt(get(task, m))}" for m in MODELS)
 
-    def beats(task, model, others):
-        """Verdict for "model's MSE < each of others'" on task: the weakest pair decides."""
-        return _worst([_order(get(task, model), get(task, m)) for m in others])
+    def beats(hid, claim, task, model, others=None, what=None):
+        """The claim "model's MSE < each of others' (default: every other model)" on task,
+        judged pair by pair with ``_order``: the weakest pair decides."""
+        rivals = [m for m in MODELS if m != model] if others is None else others
+        names = "each other model" if others is None else ", ".join(LABELS[m] for m in others)
+        return v.Hypothesis(
+            id=hid,
+            claim=claim,
+            measured=f"{what or task} MSE {mses(task)}",
+            verdict=_worst([_order(get(task, model), get(task, m)) for m in rivals]),
+            rule=f"{LABELS[model]} < {names} holds with margin ×{MARGIN} (per pair; the weakest "
+            "pair decides)",
+        )
 
     hyps = []
     tasks = settings["tasks"]
-    order = f"holds with margin ×{MARGIN} (per pair; the weakest pair decides)"
     if "echo" in tasks:
         hyps.append(
-            Hypothesis(
-                id="E∆ echo best",
-                claim="echo MSE: E∆ lowest (4.35e-6; JPmHC 8.19e-6, DDL 15.3e-6, GPT 16.4e-6, "
+            beats(
+                "E∆ echo best",
+                "echo MSE: E∆ lowest (4.35e-6; JPmHC 8.19e-6, DDL 15.3e-6, GPT 16.4e-6, "
                 "mHC 8650e-6)",
-                measured=f"echo MSE {mses('echo')}",
-                verdict=beats("echo", "edelta", [m for m in MODELS if m != "edelta"]),
-                rule=f"E∆ < each other model {order}",
+                "echo",
+                "edelta",
             )
         )
         hyps.append(
-            Hypothesis(
+            v.Hypothesis(
                 id="mHC echo unstable",
                 claim="mHC's echo MSE is far above GPT's (8650e-6 vs 16.4e-6, ≈ 500×)",
-                measured=f"mHC {fmt(get('echo', 'mhc'))} vs GPT {fmt(get('echo', 'preln'))}",
-                verdict=REPRODUCED
+                measured=f"mHC {v.fmt(get('echo', 'mhc'))} vs GPT {v.fmt(get('echo', 'preln'))}",
+                verdict=v.REPRODUCED
                 if get("echo", "mhc") >= 10 * get("echo", "preln")
-                else NOT_REPRODUCED
+                else v.NOT_REPRODUCED
                 if get("echo", "mhc") <= get("echo", "preln") * MARGIN
-                else INCONCLUSIVE,
+                else v.INCONCLUSIVE,
                 rule="reproduced if mHC ≥ 10× GPT; not reproduced if mHC ≤ 1.2× GPT; else "
                 "inconclusive",
             )
@@ -251,76 +251,76 @@ def judge(settings: dict, table: dict, flavor: str = "reference") -> list[Hypoth
         dev = table[f"{flavor}/echo/edelta"].get("norm_dev")
         if dev is not None:
             devs = ", ".join(
-                f"{LABELS[m]} {fmt(table[f'{flavor}/echo/{m}']['norm_dev']['mean'])}"
+                f"{LABELS[m]} {v.fmt(table[f'{flavor}/echo/{m}']['norm_dev']['mean'])}"
                 for m in MODELS
             )
             hyps.append(
-                Hypothesis(
+                v.Hypothesis(
                     id="E∆ echo norm deviation",
                     claim="E∆ preserves norms on echo: mean deviation 0.001",
                     measured=f"echo norm deviation {devs}",
-                    verdict=REPRODUCED if dev["mean"] <= 0.01 else NOT_REPRODUCED,
+                    verdict=v.REPRODUCED if dev["mean"] <= 0.01 else v.NOT_REPRODUCED,
                     rule="reproduced if E∆'s mean norm deviation ≤ 0.01 (10× the published value)",
                 )
             )
     if "gyroscope" in tasks:
         hyps.append(
-            Hypothesis(
-                id="JPmHC gyroscope best",
-                claim="gyroscope MSE: JPmHC lowest (3.08e-4), E∆ next (1.02e-3)",
-                measured=f"gyroscope MSE {mses('gyroscope')}",
-                verdict=beats("gyroscope", "jpmhc", [m for m in MODELS if m != "jpmhc"]),
-                rule=f"JPmHC < each other model {order}",
+            beats(
+                "JPmHC gyroscope best",
+                "gyroscope MSE: JPmHC lowest (3.08e-4), E∆ next (1.02e-3)",
+                "gyroscope",
+                "jpmhc",
             )
         )
         hyps.append(
-            Hypothesis(
-                id="E∆ gyroscope beats GPT/DDL/mHC",
-                claim="gyroscope MSE: E∆ 1.02e-3 below GPT 3.78e-3, DDL 3.36e-3, mHC 4.02e-3",
-                measured=f"gyroscope MSE {mses('gyroscope')}",
-                verdict=beats("gyroscope", "edelta", ("preln", "ddl", "mhc")),
-                rule=f"E∆ < GPT, DDL, mHC {order}",
+            beats(
+                "E∆ gyroscope beats GPT/DDL/mHC",
+                "gyroscope MSE: E∆ 1.02e-3 below GPT 3.78e-3, DDL 3.36e-3, mHC 4.02e-3",
+                "gyroscope",
+                "edelta",
+                ("preln", "ddl", "mhc"),
             )
         )
     if "inversion" in tasks:
         cos = {m: get("inversion", m, "cos") for m in MODELS}
         gamma = table[f"{flavor}/inversion/edelta"]["gamma"]["mean"]
         hyps.append(
-            Hypothesis(
+            v.Hypothesis(
                 id="E∆ inversion",
                 claim="inversion: E∆ cosine 0.96 with γ → 0.05 (the Householder branch)",
-                measured=f"E∆ cosine {fmt(cos['edelta'])}, final γ {fmt(gamma)}",
-                verdict=REPRODUCED if cos["edelta"] >= 0.9 and gamma <= 0.2 else NOT_REPRODUCED,
+                measured=f"E∆ cosine {v.fmt(cos['edelta'])}, final γ {v.fmt(gamma)}",
+                verdict=v.REPRODUCED if cos["edelta"] >= 0.9 and gamma <= 0.2 else v.NOT_REPRODUCED,
                 rule="reproduced if cosine ≥ 0.9 and γ ≤ 0.2",
             )
         )
         hyps.append(
-            Hypothesis(
+            v.Hypothesis(
                 id="DDL inversion",
                 claim="inversion: DDL cosine 0.96",
-                measured=f"DDL cosine {fmt(cos['ddl'])}",
-                verdict=REPRODUCED if cos["ddl"] >= 0.9 else NOT_REPRODUCED,
+                measured=f"DDL cosine {v.fmt(cos['ddl'])}",
+                verdict=v.REPRODUCED if cos["ddl"] >= 0.9 else v.NOT_REPRODUCED,
                 rule="reproduced if cosine ≥ 0.9",
             )
         )
         hyps.append(
-            Hypothesis(
+            v.Hypothesis(
                 id="JPmHC inversion",
                 claim="inversion: JPmHC fails, cosine −0.30 (no reflection branch)",
-                measured=f"JPmHC cosine {fmt(cos['jpmhc'])} (GPT {fmt(cos['preln'])}, mHC "
-                f"{fmt(cos['mhc'])})",
-                verdict=REPRODUCED if cos["jpmhc"] < 0 else NOT_REPRODUCED,
+                measured=f"JPmHC cosine {v.fmt(cos['jpmhc'])} (GPT {v.fmt(cos['preln'])}, mHC "
+                f"{v.fmt(cos['mhc'])})",
+                verdict=v.REPRODUCED if cos["jpmhc"] < 0 else v.NOT_REPRODUCED,
                 rule="reproduced if JPmHC's cosine < 0",
             )
         )
     if "near_pi" in tasks:
         hyps.append(
-            Hypothesis(
-                id="E∆ near-π single",
-                claim="near-π single (θ = 3.10): E∆ 1.44e-6 below GPT 1.19e-5",
-                measured=f"near-π single MSE {mses('near_pi')}",
-                verdict=_order(get("near_pi", "edelta"), get("near_pi", "preln")),
-                rule=f"E∆ < GPT {order}",
+            beats(
+                "E∆ near-π single",
+                "near-π single (θ = 3.10): E∆ 1.44e-6 below GPT 1.19e-5",
+                "near_pi",
+                "edelta",
+                ("preln",),
+                what="near-π single",
             )
         )
     for h in hyps:

@@ -97,9 +97,12 @@ def dots_with_errors(values: dict, title: str, y_title: str) -> go.Figure:
 
 
 def loss_curves(curves: dict, title: str, y_title: str = "training loss") -> go.Figure:
-    """Training curves: ``{name: (steps, values)}``, one line each."""
+    """Training curves: ``{name: values}``, one value per step from step 1, one line each."""
     fig = go.Figure(
-        [go.Scatter(x=list(s), y=list(v), mode="lines", name=n) for n, (s, v) in curves.items()]
+        [
+            go.Scatter(x=list(range(1, len(v) + 1)), y=list(v), mode="lines", name=n)
+            for n, v in curves.items()
+        ]
     )
     fig.update_layout(title=title, xaxis_title="step", yaxis_title=y_title, height=380)
     return fig

@@ -98,7 +98,7 @@ def run_label(number: int, task: str, n_layer: int, d_model: int, steps: int, lr
 
 def live_figure(curves: dict, title: str):
     """The training loss so far, one line per rule (redrawn while a run trains)."""
-    return figures.loss_curves({r: (range(1, len(c) + 1), c) for r, c in curves.items()}, title)
+    return figures.loss_curves(curves, title)
 
 
 def lab_figures(runs: list[dict]) -> dict:
@@ -109,7 +109,7 @@ def lab_figures(runs: list[dict]) -> dict:
     for run in runs:
         number = run["label"].split()[0]
         for rule, c in run["result"]["curves"].items():
-            curves[f"{number} {rule}"] = (range(1, len(c) + 1), c)
+            curves[f"{number} {rule}"] = c
     figs["curves"] = figures.loss_curves(curves, "Training loss per step, every run")
     for run in runs:
         for rule, snaps in run["result"]["beta"].items():

@@ -8,32 +8,23 @@ per baseline (``verdicts.sign_verdict`` on the per-seed difference baseline − 
 """
 
 from geolab.experiments import figures
-from geolab.experiments.runs import model_config, text_task, train_rules
-from geolab.experiments.verdicts import (
-    Hypothesis,
-    Outcome,
-    fmt_ms,
-    gate,
-    lowest,
-    mean_std,
-    sign_verdict,
-)
+from geolab.experiments import verdicts as v
+from geolab.experiments.runs import rule_plan, text_task, train_rules
+from geolab.experiments.scales import PAPER, SMOKE, TINY, paper_train
 
 NAME = "language_model"
 TITLE = "MGT 5: WikiText-2 language modelling, MGT vs post-LN, pre-LN and DeepNorm"
+RULES = ["postln", "preln", "deepnorm", "mgt"]
 
 SCALES = {
     "tiny": {
-        "task": "shakespeare",
-        "seq_len": 16,
-        "d_model": 16,
-        "n_head": 2,
+        **TINY,
         "n_layer": 2,
-        "rules": ["postln", "preln", "deepnorm", "mgt"],
+        "rules": RULES,
         "seeds": [42, 123],
         "train": {"steps": 2, "batch_size": 2, "warmup": 1, "eval_batches": 1},
         "reductions": {
-            "everything": "a smoke test of the code path, not a measurement",
+            **SMOKE,
             "corpus": "character-level tiny-shakespeare (shipped in data/, so the smoke test "
             "runs offline) instead of WikiText-2",
         },
@@ -44,7 +35,7 @@ SCALES = {
         "d_model": 64,
         "n_head": 4,
         "n_layer": 6,
-        "rules": ["postln", "preln", "deepnorm", "mgt"],
+        "rules": RULES,
         "seeds": [42, 123],
         "train": {"steps": 1200, "batch_size": 16, "warmup": 60, "eval_batches": 8},
         "reductions": {
@@ -60,33 +51,21 @@ SCALES = {
         },
     },
     "paper": {
-        "task": "wikitext2",
-        "seq_len": 128,
+        **PAPER,
         "d_model": 512,
-        "n_head": 8,
         "n_layer": 24,
-        "rules": ["postln", "preln", "deepnorm", "mgt"],
+        "rules": RULES,
         "seeds": [42, 123, 456],
-        "train": {
-            "steps": 25500,
-            "batch_size": 64,
-            "warmup": 1000,
-            "eval_batches": None,
-            "device": "auto",
-            "bf16": True,
-        },
+        "train": paper_train(25500, warmup=1000, eval_batches=None),
         "reductions": {"corpus": "WikiText-2 (the paper names WikiText-103 for this experiment)"},
     },
 }
 
 
-def planned(settings: dict) -> list:
-    """(label, GeoConfig) of every trained run (``plan.protocol_plan``)."""
-    task = text_task(settings)
-    return [(r, model_config(settings, task, r)) for r in settings["rules"]]
+planned = rule_plan
 
 
-def run(settings: dict, seeds: list[int], log) -> Outcome:
+def run(settings: dict, seeds: list[int], log) -> v.Outcome:
     task = text_task(settings)
     per_seed = {}
     for seed in seeds:
@@ -94,18 +73,18 @@ def run(settings: dict, seeds: list[int], log) -> Outcome:
     rows = [per_seed[str(s)] for s in seeds]
     rules = settings["rules"]
     summary = {
-        "val_ppl": {r: mean_std([x[r]["val"]["ppl"] for x in rows]) for r in rules},
-        "val_loss": {r: mean_std([x[r]["val"]["loss"] for x in rows]) for r in rules},
+        "val_ppl": {r: v.mean_std([x[r]["val"]["ppl"] for x in rows]) for r in rules},
+        "val_loss": {r: v.mean_std([x[r]["val"]["loss"] for x in rows]) for r in rules},
         "n_params": {r: rows[0][r]["n_params"] for r in rules},
         "advantage_ppl": {
-            r: mean_std([x[r]["val"]["ppl"] - x["mgt"]["val"]["ppl"] for x in rows])
+            r: v.mean_std([x[r]["val"]["ppl"] - x["mgt"]["val"]["ppl"] for x in rows])
             for r in rules
             if r != "mgt"
         },
     }
     hyps = [
-        gate(
-            Hypothesis(
+        v.gate(
+            v.Hypothesis(
                 id=f"MGT < {r} (WikiText-2 ppl)",
                 claim=f"MGT reaches a lower perplexity than {r}"
                 + (
@@ -113,10 +92,10 @@ def run(settings: dict, seeds: list[int], log) -> Outcome:
                     if r == "postln"
                     else " (stronger baseline)"
                 ),
-                measured=f"val ppl {r} {fmt_ms(summary['val_ppl'][r])} vs MGT "
-                f"{fmt_ms(summary['val_ppl']['mgt'])}; difference "
-                f"{fmt_ms(summary['advantage_ppl'][r])}",
-                verdict=sign_verdict(summary["advantage_ppl"][r]),
+                measured=f"val ppl {r} {v.fmt_ms(summary['val_ppl'][r])} vs MGT "
+                f"{v.fmt_ms(summary['val_ppl']['mgt'])}; difference "
+                f"{v.fmt_ms(summary['advantage_ppl'][r])}",
+                verdict=v.sign_verdict(summary["advantage_ppl"][r]),
                 rule="per-seed ppl(baseline) − ppl(MGT): reproduced if mean − std > 0, not "
                 "reproduced if mean + std < 0, else inconclusive",
             ),
@@ -125,12 +104,12 @@ def run(settings: dict, seeds: list[int], log) -> Outcome:
         for r in rules
         if r != "mgt"
     ]
-    return Outcome(per_seed, summary, hyps, make_figures(settings, per_seed, summary))
+    return v.Outcome(per_seed, summary, hyps, make_figures(settings, per_seed, summary))
 
 
 def findings(result: dict) -> list[str]:
     """Plain-words findings computed from a result file (``report.findings_markdown``)."""
-    return [lowest(result["summary"]["val_ppl"], "validation perplexity")]
+    return [v.lowest(result["summary"]["val_ppl"], "validation perplexity")]
 
 
 def make_figures(settings: dict, per_seed: dict, summary: dict) -> dict:
@@ -144,7 +123,7 @@ def make_figures(settings: dict, per_seed: dict, summary: dict) -> dict:
             "perplexity",
         ),
         "curves": figures.loss_curves(
-            {r: (range(1, len(first[r]["curve"]) + 1), first[r]["curve"]) for r in rules},
+            {r: first[r]["curve"] for r in rules},
             f"Training loss on WikiText-2, seed {seed}",
         ),
         "learning-curves": figures.learning_curves(

@@ -17,17 +17,10 @@ stack; H2 when the trained MGT final-layer rank at the deepest stack is above 0.
 import torch
 
 from geolab.experiments import figures
+from geolab.experiments import verdicts as v
 from geolab.experiments.runs import fit, model_config, text_task
+from geolab.experiments.scales import PAPER, SMALL, SMALL_TRAIN, SMOKE, TINY, paper_train
 from geolab.experiments.snapshots import text_probe
-from geolab.experiments.verdicts import (
-    NOT_REPRODUCED,
-    REPRODUCED,
-    Hypothesis,
-    Outcome,
-    fmt,
-    gate,
-    mean_std,
-)
 from geolab.model import GeoTransformer
 from geolab.probe import rank_profile
 
@@ -39,30 +32,24 @@ TRAINED_KEYS = ("val_curve", "converged", "improvement", "seconds")
 
 SCALES = {
     "tiny": {
-        "task": "shakespeare",
-        "seq_len": 16,
-        "d_model": 16,
-        "n_head": 2,
+        **TINY,
         "depths": [2, 4],
         "rules": RULES,
         "train_rules": ["postln", "mgt"],
         "probe_batch": 4,
         "seeds": [42],
         "train": {"steps": 3, "batch_size": 4, "warmup": 1, "eval_batches": 1},
-        "reductions": {"everything": "a smoke test of the code path, not a measurement"},
+        "reductions": SMOKE,
     },
     "small": {
-        "task": "shakespeare",
-        "seq_len": 32,
-        "d_model": 32,
-        "n_head": 4,
+        **SMALL,
         "depths": [12, 24, 48, 100, 200],
         "max_trained_depth": 100,
         "rules": RULES,
         "train_rules": ["postln", "preln", "deepnorm", "mgt"],
         "probe_batch": 8,
         "seeds": [42],
-        "train": {"steps": 800, "batch_size": 16, "warmup": 40, "eval_batches": 8},
+        "train": SMALL_TRAIN,
         "reductions": {
             "task": "character-level tiny-shakespeare instead of WikiText-2 (65-token vocabulary)",
             "d_model": "32 instead of 256",
@@ -77,24 +64,14 @@ SCALES = {
         },
     },
     "paper": {
-        "task": "wikitext2",
-        "seq_len": 128,
-        "d_model": 256,
-        "n_head": 8,
+        **PAPER,
         "depths": [12, 24, 48, 100, 200],
         "rules": RULES,
         "train_rules": RULES,
         "probe_batch": 16,
         "seeds": [42, 123, 456],
         "grad_checkpoint": True,
-        "train": {
-            "steps": 12750,
-            "batch_size": 64,
-            "warmup": 500,
-            "eval_batches": 50,
-            "device": "auto",
-            "bf16": True,
-        },
+        "train": paper_train(12750),
         "reductions": {"training": "50 epochs of WikiText-2 ≈ 12,750 steps of 64 × 128 tokens"},
     },
 }
@@ -126,7 +103,7 @@ def measure(settings: dict, seed: int, task, probe: torch.Tensor, log) -> dict:
                 row["trained"] = layer_ranks(rank_profile(trained.eval(), probe.to(device)))
                 row["val_loss"] = numbers["val"]["loss"]
                 row.update({k: numbers[k] for k in TRAINED_KEYS})
-            msg = " ".join(f"{k} {fmt(row[k][-1])}" for k in ("init", "trained") if k in row)
+            msg = " ".join(f"{k} {v.fmt(row[k][-1])}" for k in ("init", "trained") if k in row)
             state = {True: " (converged)", False: " (NOT converged)"}.get(row.get("converged"), "")
             log(f"  seed {seed} L={depth} {rule}: final-layer rank {msg}{state}")
             out[f"{rule}/L{depth}"] = row
@@ -143,7 +120,7 @@ def planned(settings: dict) -> list:
     ]
 
 
-def run(settings: dict, seeds: list[int], log) -> Outcome:
+def run(settings: dict, seeds: list[int], log) -> v.Outcome:
     task = text_task(settings)
     probe = text_probe(task, settings["probe_batch"])
     per_seed = {str(s): measure(settings, s, task, probe, log) for s in seeds}
@@ -152,11 +129,11 @@ def run(settings: dict, seeds: list[int], log) -> Outcome:
     for key in keys:
         rows = [per_seed[str(s)][key] for s in seeds]
         summary[key] = {
-            phase: mean_std([r[phase][-1] for r in rows])
+            phase: v.mean_std([r[phase][-1] for r in rows])
             for phase in ("init", "trained")
             if phase in rows[0]
         }
-    return Outcome(
+    return v.Outcome(
         per_seed,
         summary,
         hypotheses(settings, summary, per_seed),
@@ -164,7 +141,7 @@ def run(settings: dict, seeds: list[int], log) -> Outcome:
     )
 
 
-def hypotheses(settings: dict, summary: dict, per_seed: dict) -> list[Hypothesis]:
+def hypotheses(settings: dict, summary: dict, per_seed: dict) -> list[v.Hypothesis]:
     depths = settings["depths"]
     deep = max(d for d in depths if d <= 100) if min(depths) <= 100 else max(depths)
     trained = trained_depths(settings)
@@ -176,27 +153,27 @@ def hypotheses(settings: dict, summary: dict, per_seed: dict) -> list[Hypothesis
     post = [summary[f"postln/L{d}"][phase]["mean"] for d in depths if d <= deep]
     monotone = all(b <= a + MONOTONE_TOL for a, b in zip(post, post[1:], strict=False))
     h1_ok = monotone and post[-1] < H1_MAX
-    curve = ", ".join(f"L={d}: {fmt(v)}" for d, v in zip(depths, post, strict=False))
+    curve = ", ".join(f"L={d}: {v.fmt(rank)}" for d, rank in zip(depths, post, strict=False))
     pre = summary.get(f"preln/L{deep}", {}).get(phase)
-    extra = f"; pre-LN at L={deep}: {fmt(pre['mean'])}" if pre else ""
-    h1 = Hypothesis(
+    extra = f"; pre-LN at L={deep}: {v.fmt(pre['mean'])}" if pre else ""
+    h1 = v.Hypothesis(
         id="H1",
         claim="standard (post-LN) Rank_eff decreases monotonically towards 0 as L → 100",
         measured=f"post-LN final-layer rank ({phase}) {curve}{extra}",
-        verdict=REPRODUCED if h1_ok else NOT_REPRODUCED,
+        verdict=v.REPRODUCED if h1_ok else v.NOT_REPRODUCED,
         rule=f"non-increasing in L (tol {MONOTONE_TOL}) and < {H1_MAX} at L={deep}",
     )
-    gate(h1, runs("postln", [d for d in depths if d <= deep]) if phase == "trained" else [])
+    v.gate(h1, runs("postln", [d for d in depths if d <= deep]) if phase == "trained" else [])
     mgt_phase = "trained" if "mgt" in settings["train_rules"] and deep in trained else "init"
     mgt = summary[f"mgt/L{deep}"][mgt_phase]["mean"]
-    h2 = Hypothesis(
+    h2 = v.Hypothesis(
         id="H2",
         claim="MGT keeps Rank_eff > 0.5 at 100 layers",
-        measured=f"MGT final-layer rank ({mgt_phase}) at L={deep}: {fmt(mgt)}",
-        verdict=REPRODUCED if mgt > H2_MIN else NOT_REPRODUCED,
+        measured=f"MGT final-layer rank ({mgt_phase}) at L={deep}: {v.fmt(mgt)}",
+        verdict=v.REPRODUCED if mgt > H2_MIN else v.NOT_REPRODUCED,
         rule=f"MGT final-layer rank > {H2_MIN} at L={deep}",
     )
-    gate(h2, runs("mgt", [deep]) if mgt_phase == "trained" else [])
+    v.gate(h2, runs("mgt", [deep]) if mgt_phase == "trained" else [])
     return [h1, h2]
 
 
@@ -207,9 +184,9 @@ def findings(result: dict) -> list[str]:
     init = [summary[f"{r}/L{top}"]["init"]["mean"] for r in settings["rules"]]
     trained = [summary[f"{r}/L{deep}"]["trained"]["mean"] for r in settings["train_rules"]]
     return [
-        f"Final-layer effective rank at initialisation, L={top}: {fmt(min(init))}–"
-        f"{fmt(max(init))} over {len(init)} rules; after training, L={deep}: "
-        f"{fmt(min(trained))}–{fmt(max(trained))} over {len(trained)} rules."
+        f"Final-layer effective rank at initialisation, L={top}: {v.fmt(min(init))}–"
+        f"{v.fmt(max(init))} over {len(init)} rules; after training, L={deep}: "
+        f"{v.fmt(min(trained))}–{v.fmt(max(trained))} over {len(trained)} rules."
     ]
 
 

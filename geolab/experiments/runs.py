@@ -115,6 +115,13 @@ def model_config(settings: dict, task, rule: str, **changes):
     return GeoConfig(residual=rule, **{**fields, **changes}, **task.model_fields())
 
 
+def rule_plan(settings: dict) -> list:
+    """(rule, GeoConfig) of each of the scale's rules on its text task: the ``planned`` runs
+    (``plan.protocol_plan``) of a protocol that trains every rule once per seed."""
+    task = text_task(settings)
+    return [(r, model_config(settings, task, r)) for r in settings["rules"]]
+
+
 def train_rule(
     task, settings: dict, seed: int, log, rule: str, budget: int | None = None, **changes
 ) -> dict:

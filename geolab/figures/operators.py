@@ -288,16 +288,7 @@ def _circle_image(m: np.ndarray, k, title: str) -> go.Figure:
         },
     ]
     if k is not None:
-        data.append(
-            {
-                "type": "scatter",
-                "x": [-k[0], k[0]],
-                "y": [-k[1], k[1]],
-                "mode": "lines",
-                "name": "k",
-                "line": {"dash": "dash"},
-            }
-        )
+        data.append(_direction_line(k, {"dash": "dash"}))
     layout = base_layout(
         title,
         "x₁",
@@ -306,6 +297,18 @@ def _circle_image(m: np.ndarray, k, title: str) -> go.Figure:
         yaxis={"range": [-1.6, 1.6], "scaleanchor": "x", "scaleratio": 1},
     )
     return figure(data, layout)
+
+
+def _direction_line(k, line: dict) -> dict:
+    """The direction k drawn as a 2-D segment from −k to k through the origin, named "k"."""
+    return {
+        "type": "scatter",
+        "x": [-k[0], k[0]],
+        "y": [-k[1], k[1]],
+        "mode": "lines",
+        "name": "k",
+        "line": line,
+    }
 
 
 def _sphere_image(m: np.ndarray, k, title: str) -> go.Figure:
@@ -361,16 +364,7 @@ def vectors_figure(
     if direction is not None:
         k = floats(direction)
         k = 1.2 * reach * k / np.linalg.norm(k)
-        data.append(
-            {
-                "type": "scatter",
-                "x": [-k[0], k[0]],
-                "y": [-k[1], k[1]],
-                "mode": "lines",
-                "name": "k",
-                "line": {"dash": "dash", "color": "gray"},
-            }
-        )
+        data.append(_direction_line(k, {"dash": "dash", "color": "gray"}))
     lim = 1.3 * reach
     layout = base_layout(
         title,

@@ -1,0 +1,24 @@
+"""The sizes the text protocols share, for their ``SCALES`` tables (docs/design.md §8).
+
+One character-level model per scale below the paper's, so the committed small results of
+different protocols measure the same network; each protocol adds what is its own (depth, rules,
+seeds, steps, reductions). ``paper_train`` is training at the papers' batch on an accelerator.
+"""
+
+SMOKE = {"everything": "a smoke test of the code path, not a measurement"}
+TINY = {"task": "shakespeare", "seq_len": 16, "d_model": 16, "n_head": 2}
+SMALL = {"task": "shakespeare", "seq_len": 32, "d_model": 32, "n_head": 4}
+SMALL_TRAIN = {"steps": 800, "batch_size": 16, "warmup": 40, "eval_batches": 8}
+PAPER = {"task": "wikitext2", "seq_len": 128, "d_model": 256, "n_head": 8}
+
+
+def paper_train(steps: int, warmup: int = 500, eval_batches: int | None = 50) -> dict:
+    """``train`` settings at paper scale: batch 64 × 128 tokens, device "auto", bf16."""
+    return {
+        "steps": steps,
+        "batch_size": 64,
+        "warmup": warmup,
+        "eval_batches": eval_batches,
+        "device": "auto",
+        "bf16": True,
+    }
