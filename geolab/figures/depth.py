@@ -126,20 +126,23 @@ def token_cloud_figure(clouds: Mapping[str, object], title: str = "The tokens") 
             "scaleanchor": "x" + suffix,
             "showticklabels": j == 0,
         }
-        annotations.append(
-            {
-                "text": name,
-                "x": x0 + width / 2,
-                "y": 1.0,
-                "xref": "paper",
-                "yref": "paper",
-                "xanchor": "center",
-                "yanchor": "bottom",
-                "showarrow": False,
-            }
-        )
+        annotations.append(panel_title(name, x0 + width / 2))
     layout = base_layout(title, annotations=annotations, showlegend=False, **extra)
     return figure(data, layout)
+
+
+def panel_title(text: str, x: float) -> dict:
+    """A title centred above one panel of a row of panels, at paper position x."""
+    return {
+        "text": text,
+        "x": x,
+        "y": 1.0,
+        "xref": "paper",
+        "yref": "paper",
+        "xanchor": "center",
+        "yanchor": "bottom",
+        "showarrow": False,
+    }
 
 
 def heatmaps_figure(
@@ -187,18 +190,7 @@ def heatmaps_figure(
             "autorange": "reversed",
             "showticklabels": j == 0,
         }
-        annotations.append(
-            {
-                "text": titles[j],
-                "x": x0 + width / 2,
-                "y": 1.0,
-                "xref": "paper",
-                "yref": "paper",
-                "xanchor": "center",
-                "yanchor": "bottom",
-                "showarrow": False,
-            }
-        )
+        annotations.append(panel_title(titles[j], x0 + width / 2))
     return figure(data, base_layout(title, annotations=annotations, **extra))
 
 
