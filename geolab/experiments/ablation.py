@@ -112,19 +112,12 @@ def findings(result: dict) -> list[str]:
 
 
 def make_figures(settings: dict, per_seed: dict, summary: dict) -> dict:
-    seed = next(iter(per_seed))
-    first = per_seed[seed]
+    depth = f"at L={settings['n_layer']}"
     return {
         "val-loss": figures.dots_with_errors(
             summary["val_loss"],
-            f"Validation loss at L={settings['n_layer']} (mean ± std over seeds)",
+            f"Validation loss {depth} (mean ± std over seeds)",
             "cross-entropy (nats)",
         ),
-        "curves": figures.loss_curves(
-            {r: first[r]["curve"] for r in settings["rules"]}, f"Training loss, seed {seed}"
-        ),
-        "learning-curves": figures.learning_curves(
-            {r: first[r] for r in settings["rules"]},
-            f"Validation loss during training at L={settings['n_layer']}, seed {seed}",
-        ),
+        **figures.first_seed_curves(per_seed, settings["rules"], depth),
     }

@@ -136,6 +136,21 @@ def learning_curves(runs: dict, title: str) -> go.Figure:
     return _legend_right(fig)
 
 
+def first_seed_curves(per_seed: dict, rules, where: str) -> dict:
+    """The first seed's training-loss and validation curves of ``rules``, titled "… {where},
+    seed N": the "curves" and "learning-curves" figures of the comparison protocols."""
+    seed = next(iter(per_seed))
+    first = per_seed[seed]
+    return {
+        "curves": loss_curves(
+            {r: first[r]["curve"] for r in rules}, f"Training loss {where}, seed {seed}"
+        ),
+        "learning-curves": learning_curves(
+            {r: first[r] for r in rules}, f"Validation loss during training {where}, seed {seed}"
+        ),
+    }
+
+
 def beta_by_layer(layers, snapshots: dict, key: str, title: str, y_title: str) -> go.Figure:
     """A per-layer β statistic at several points of training: one line per snapshot.
 

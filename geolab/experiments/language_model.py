@@ -113,20 +113,11 @@ def findings(result: dict) -> list[str]:
 
 
 def make_figures(settings: dict, per_seed: dict, summary: dict) -> dict:
-    seed = next(iter(per_seed))
-    first = per_seed[seed]
-    rules = settings["rules"]
     return {
         "val-ppl": figures.dots_with_errors(
             summary["val_ppl"],
             "WikiText-2 validation perplexity (mean ± std over seeds)",
             "perplexity",
         ),
-        "curves": figures.loss_curves(
-            {r: first[r]["curve"] for r in rules},
-            f"Training loss on WikiText-2, seed {seed}",
-        ),
-        "learning-curves": figures.learning_curves(
-            {r: first[r] for r in rules}, f"Validation loss on WikiText-2, seed {seed}"
-        ),
+        **figures.first_seed_curves(per_seed, settings["rules"], "on WikiText-2"),
     }
