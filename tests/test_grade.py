@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 import torch
 
+from geolab.assignments import sandbox
 from geolab.assignments.catalog import all_failed
 from geolab.assignments.grade import find_submissions, grade_dir
 from geolab.assignments.gradebook import read_hand_grades
@@ -190,3 +191,14 @@ def test_bad_arguments(tmp_path):
     from geolab.assignments.__main__ import main
 
     assert main(["grade", str(tmp_path / "nothing"), "--assignment", "A1"]) == 2
+
+
+def test_bwrap_binds_python_and_package_over_the_private_tmp(tmp_path, monkeypatch):
+    """A checkout or virtualenv under /tmp must stay visible: bwrap applies its mounts in order,
+    so the private /tmp has to come before every bind (else it hides them)."""
+    monkeypatch.setattr(sandbox.os, "geteuid", lambda: 1000)
+    args = sandbox.command("bwrap", tmp_path / "view", tmp_path, "a.py", {"tmp_bytes": 1 << 20})
+    tmpfs = args.index("--tmpfs")
+    assert args[tmpfs + 1] == "/tmp"
+    binds = [i for i, a in enumerate(args) if a in ("--ro-bind", "--bind", "--dir")]
+    assert binds and min(binds) > tmpfs

@@ -153,14 +153,16 @@ def command(mode: str, view: Path, box: Path, submission: str, settings: dict) -
         return [*python, str(box / "in" / submission), json.dumps(settings)]
     settings = {**settings, "log": "/log/output.txt", "drop_root": os.geteuid() == 0}
     args = ["bwrap", *_unshare(), "--die-with-parent", "--new-session", "--clearenv"]
+    # The private /tmp first: a Python or checkout that lives under /tmp is bound over it.
+    args += ["--proc", "/proc", "--dev", "/dev", "--size", str(settings["tmp_bytes"])]
+    args += ["--perms", "1777", "--tmpfs", "/tmp"]
     roots = _environment_roots()
     for folder in _mount_parents([*roots, str(PACKAGE)]):  # bwrap would make them 0700
         args += ["--perms", "0755", "--dir", folder]
     for root in roots:
         args += ["--ro-bind", root, root]
     args += ["--ro-bind", str(view), str(PACKAGE)]  # hides the real package (and its siblings)
-    args += ["--proc", "/proc", "--dev", "/dev", "--size", str(settings["tmp_bytes"])]
-    args += ["--perms", "1777", "--tmpfs", "/tmp", "--ro-bind", str(box / "in"), "/submission"]
+    args += ["--ro-bind", str(box / "in"), "/submission"]
     args += ["--bind", str(box / "log"), "/log", "--chdir", "/tmp"]
     if os.geteuid() == 0:  # to switch to nobody; the worker has no capability after that
         args += ["--cap-add", "CAP_SETUID", "--cap-add", "CAP_SETGID"]
