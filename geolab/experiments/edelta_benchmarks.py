@@ -19,6 +19,12 @@ Published numbers (reference repository README, mean of 3 seeds) are in ``PUBLIS
 verdicts compare orderings and thresholds, not absolute values (the small scale trains fewer
 steps): an ordering claim is reproduced when it holds with a margin factor ``MARGIN``, not
 reproduced when the opposite holds with that margin, inconclusive in between.
+
+The published table compares models after the same fixed budget (2000 iterations), so its claims
+are gated on every model of the flavor having *learned* — validation MSE at most
+``1/LEARNED_FACTOR`` of the predict-zero MSE, mean(y²) over the validation targets — rather than
+on a plateau: on echo the MSE keeps falling geometrically towards the noise floor (1e-6) long
+after every model has learned. Each run's plateau flag (``convergence``) is still recorded.
 """
 
 from geolab.experiments import figures
@@ -40,6 +46,11 @@ LABELS = {"preln": "GPT", "ddl": "DDL", "mhc": "mHC", "jpmhc": "JPmHC", "edelta"
 FLAVORS = ("reference", "geolab")
 TASKS = ["echo", "gyroscope", "inversion", "near_pi", "near_pi_multi"]
 MARGIN = 1.2
+LEARNED_FACTOR = 5
+LEARNED_RULE = (
+    f"learned when the final validation MSE is at most 1/{LEARNED_FACTOR} of the predict-zero "
+    "MSE (mean of y² over the validation targets)"
+)
 PUBLISHED = {
     "mse": {
         "gyroscope": {
@@ -86,23 +97,30 @@ SCALES = {
         "n_head": 4,
         "tasks": TASKS,
         "task_sizes": {
-            "echo": {"steps": 64, "n_val": 100},
-            "gyroscope": {"steps": 64, "n_val": 200},
-            "inversion": {},
-            "near_pi": {"steps": 64, "n_val": 100},
-            "near_pi_multi": {"steps": 64, "n_val": 100},
+            "echo": {"dim": 16, "steps": 64, "n_val": 100},
+            "gyroscope": {"steps": 64, "n_val": 128},
+            "inversion": {"dim": 16},
+            "near_pi": {"dim": 16, "steps": 64, "n_val": 100},
+            "near_pi_multi": {"dim": 16, "steps": 64, "n_val": 100},
         },
-        "seeds": [42],
-        "train": {"steps": 120, "batch_size": 8, "warmup": 10},
+        "seeds": [42, 123],
+        "train": {"steps": 600, "batch_size": 16, "warmup": 30, "eval_batches": 8},
         "reductions": {
             "width": "D = 32 instead of 128 (JPmHC 128 instead of 512, keeping its 4× ratio); "
-            "same layer counts; ≈ 0.11–0.18M parameters instead of ≈ 1.79M",
-            "training": "120 iterations of batch 8 (warm-up 10) instead of 2000 of batch 64 "
+            "same layer counts; ≈ 0.1–0.2M parameters instead of ≈ 1.79M",
+            "dimension": "echo, inversion and near-π vectors in R^16 instead of R^64 (gyroscope "
+            "is 16 as published): a stream of width D carries at most D of the dim directions, "
+            "so at D = 32 no model could go below (1 − D/dim) × predict-zero (echo 1/128, "
+            "inversion 0.5) — the floor every D = 32 model sat at in the first small run",
+            "training": "600 iterations of batch 16 (warm-up 30) instead of 2000 of batch 64 "
             "(warm-up 100); lr 1e-3 → 1e-4 cosine, weight decay 0.1, clip 1.0 as published",
             "sequences": "64-step trajectories (63 predicted steps) instead of 128/256 for echo, "
             "gyroscope and near-π, so the norm deviation covers 63 steps, not 100",
-            "validation": "100 trajectories (gyroscope 200) instead of 100/1000/500",
-            "seeds": "one seed (42) instead of 42/123/456",
+            "validation": "8 batches of 16 (reference flavor: drawn at random, as its trainer "
+            "does, instead of 100 batches of 64; geolab flavor: the first 128 trajectories), "
+            "100–128 validation trajectories instead of 100/1000/500",
+            "seeds": "two seeds (42, 123) instead of 42/123/456",
+            "verdict gate": LEARNED_RULE + "; the claims compare a fixed budget, as published",
         },
     },
     "paper": {
@@ -138,7 +156,7 @@ def train_flavor(flavor: str, seed: int, settings: dict, log) -> dict:
     for name in settings["tasks"]:
         task = get_task(name, seed=seed, flavor=flavor, **settings["task_sizes"][name])
         for model in MODELS:
-            row[f"{flavor}/{name}/{model}"] = train_rule(
+            run = train_rule(
                 task,
                 settings,
                 seed,
@@ -148,6 +166,9 @@ def train_flavor(flavor: str, seed: int, settings: dict, log) -> dict:
                 d_model=settings["width"][model],
                 flavor=flavor,
             )
+            run["predict_zero"] = float(task.y["val"].double().pow(2).mean())
+            run["learned"] = run["val"]["mse"] * LEARNED_FACTOR <= run["predict_zero"]
+            row[f"{flavor}/{name}/{model}"] = run
     return row
 
 
@@ -165,9 +186,12 @@ def run(settings: dict, seeds: list[int], log) -> v.Outcome:
         table[key]["n_params"] = rows[0][key]["n_params"]
     flavors = settings.get("flavors", FLAVORS)
     summary = {"table": table, "published": PUBLISHED, "advantage": advantage(table, flavors)}
-    # Every model must have learned before any ordering is read: each claim rests on all runs.
-    trained = [r for x in rows for r in x.values()]
-    hyps = [v.gate(h, trained) for flavor in flavors for h in judge(settings, table, flavor)]
+    # Every model of a flavor must have learned before any ordering is read from that flavor.
+    hyps = [
+        v.gate(h, [r for x in rows for k, r in x.items() if k.startswith(flavor + "/")], "learned")
+        for flavor in flavors
+        for h in judge(settings, table, flavor)
+    ]
     return v.Outcome(per_seed, summary, hyps, make_figures(settings, per_seed, summary))
 
 
