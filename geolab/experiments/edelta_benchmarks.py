@@ -21,7 +21,7 @@ steps): an ordering claim is reproduced when it holds with a margin factor ``MAR
 reproduced when the opposite holds with that margin, inconclusive in between.
 
 The published table compares models after the same fixed budget (2000 iterations), so its claims
-are gated on every model of the flavor having *learned* — validation MSE at most
+are gated on every model having *learned* the claim's task — validation MSE at most
 ``1/LEARNED_FACTOR`` of the predict-zero MSE, mean(y²) over the validation targets — rather than
 on a plateau: on echo the MSE keeps falling geometrically towards the noise floor (1e-6) long
 after every model has learned. Each run's plateau flag (``convergence``) is still recorded.
@@ -186,11 +186,11 @@ def run(settings: dict, seeds: list[int], log) -> v.Outcome:
         table[key]["n_params"] = rows[0][key]["n_params"]
     flavors = settings.get("flavors", FLAVORS)
     summary = {"table": table, "published": PUBLISHED, "advantage": advantage(table, flavors)}
-    # Every model of a flavor must have learned before any ordering is read from that flavor.
+    # Every model must have learned the task before any ordering is read from it.
     hyps = [
-        v.gate(h, [r for x in rows for k, r in x.items() if k.startswith(flavor + "/")], "learned")
+        v.gate(h, [x[f"{flavor}/{task}/{m}"] for x in rows for m in MODELS], "learned")
         for flavor in flavors
-        for h in judge(settings, table, flavor)
+        for task, h in judge(settings, table, flavor)
     ]
     return v.Outcome(per_seed, summary, hyps, make_figures(settings, per_seed, summary))
 
@@ -223,8 +223,9 @@ def _worst(verdicts: list[str]) -> str:
     return v.REPRODUCED
 
 
-def judge(settings: dict, table: dict, flavor: str = "reference") -> list[v.Hypothesis]:
-    """The published claims, judged on ``flavor``'s models; ids start with the flavor."""
+def judge(settings: dict, table: dict, flavor: str = "reference") -> list[tuple]:
+    """(task, hypothesis) of the published claims, judged on ``flavor``'s models; ids start with
+    the flavor."""
 
     def get(task, model, metric="mse"):
         return table[f"{flavor}/{task}/{model}"][metric]["mean"]
@@ -246,10 +247,10 @@ def judge(settings: dict, table: dict, flavor: str = "reference") -> list[v.Hypo
             "pair decides)",
         )
 
-    hyps = []
     tasks = settings["tasks"]
+    hyps = {task: [] for task in tasks}
     if "echo" in tasks:
-        hyps.append(
+        hyps["echo"].append(
             beats(
                 "E∆ echo best",
                 "echo MSE: E∆ lowest (4.35e-6; JPmHC 8.19e-6, DDL 15.3e-6, GPT 16.4e-6, "
@@ -258,7 +259,7 @@ def judge(settings: dict, table: dict, flavor: str = "reference") -> list[v.Hypo
                 "edelta",
             )
         )
-        hyps.append(
+        hyps["echo"].append(
             v.Hypothesis(
                 id="mHC echo unstable",
                 claim="mHC's echo MSE is far above GPT's (8650e-6 vs 16.4e-6, ≈ 500×)",
@@ -278,7 +279,7 @@ def judge(settings: dict, table: dict, flavor: str = "reference") -> list[v.Hypo
                 f"{LABELS[m]} {v.fmt(table[f'{flavor}/echo/{m}']['norm_dev']['mean'])}"
                 for m in MODELS
             )
-            hyps.append(
+            hyps["echo"].append(
                 v.Hypothesis(
                     id="E∆ echo norm deviation",
                     claim="E∆ preserves norms on echo: mean deviation 0.001",
@@ -288,7 +289,7 @@ def judge(settings: dict, table: dict, flavor: str = "reference") -> list[v.Hypo
                 )
             )
     if "gyroscope" in tasks:
-        hyps.append(
+        hyps["gyroscope"].append(
             beats(
                 "JPmHC gyroscope best",
                 "gyroscope MSE: JPmHC lowest (3.08e-4), E∆ next (1.02e-3)",
@@ -296,7 +297,7 @@ def judge(settings: dict, table: dict, flavor: str = "reference") -> list[v.Hypo
                 "jpmhc",
             )
         )
-        hyps.append(
+        hyps["gyroscope"].append(
             beats(
                 "E∆ gyroscope beats GPT/DDL/mHC",
                 "gyroscope MSE: E∆ 1.02e-3 below GPT 3.78e-3, DDL 3.36e-3, mHC 4.02e-3",
@@ -308,7 +309,7 @@ def judge(settings: dict, table: dict, flavor: str = "reference") -> list[v.Hypo
     if "inversion" in tasks:
         cos = {m: get("inversion", m, "cos") for m in MODELS}
         gamma = table[f"{flavor}/inversion/edelta"]["gamma"]["mean"]
-        hyps.append(
+        hyps["inversion"].append(
             v.Hypothesis(
                 id="E∆ inversion",
                 claim="inversion: E∆ cosine 0.96 with γ → 0.05 (the Householder branch)",
@@ -317,7 +318,7 @@ def judge(settings: dict, table: dict, flavor: str = "reference") -> list[v.Hypo
                 rule="reproduced if cosine ≥ 0.9 and γ ≤ 0.2",
             )
         )
-        hyps.append(
+        hyps["inversion"].append(
             v.Hypothesis(
                 id="DDL inversion",
                 claim="inversion: DDL cosine 0.96",
@@ -326,7 +327,7 @@ def judge(settings: dict, table: dict, flavor: str = "reference") -> list[v.Hypo
                 rule="reproduced if cosine ≥ 0.9",
             )
         )
-        hyps.append(
+        hyps["inversion"].append(
             v.Hypothesis(
                 id="JPmHC inversion",
                 claim="inversion: JPmHC fails, cosine −0.30 (no reflection branch)",
@@ -337,7 +338,7 @@ def judge(settings: dict, table: dict, flavor: str = "reference") -> list[v.Hypo
             )
         )
     if "near_pi" in tasks:
-        hyps.append(
+        hyps["near_pi"].append(
             beats(
                 "E∆ near-π single",
                 "near-π single (θ = 3.10): E∆ 1.44e-6 below GPT 1.19e-5",
@@ -347,9 +348,9 @@ def judge(settings: dict, table: dict, flavor: str = "reference") -> list[v.Hypo
                 what="near-π single",
             )
         )
-    for h in hyps:
+    for h in (h for claims in hyps.values() for h in claims):
         h.id = f"{flavor}: {h.id}"
-    return hyps
+    return [(task, h) for task, claims in hyps.items() for h in claims]
 
 
 def flavors_of(table: dict) -> list[str]:
