@@ -36,6 +36,7 @@ VERDICTS = {
     verdicts.NOT_REPRODUCED,
     verdicts.INCONCLUSIVE,
     verdicts.NOT_CONVERGED,
+    verdicts.NOT_LEARNED,
 }
 
 
@@ -62,7 +63,9 @@ def check_result(result: dict, name: str, scale: str) -> None:
         assert h["verdict"] in VERDICTS
         assert h["claim"] and h["measured"] and h["rule"]
         k, n = map(int, h["converged"].split("/"))
-        assert (h["verdict"] == verdicts.NOT_CONVERGED) == (k < n)
+        gated_on = h.get("gated_on", "converged")
+        missing = verdicts.NOT_CONVERGED if gated_on == "converged" else verdicts.NOT_LEARNED
+        assert (h["verdict"] == missing) == (k < n)
     trained = convergence.trained_runs(result["per_seed"])
     assert trained, "every protocol trains"
     for path, run in trained.items():
@@ -212,6 +215,25 @@ def test_verdicts_come_only_from_converged_runs():
     table = report.verdict_markdown(rows)
     assert "| no (2/3) | **inconclusive: not converged** |" in table
     assert "| untrained | **reproduced** |" in table
+
+
+def test_fixed_budget_claims_are_gated_on_learned_runs():
+    h = verdicts.Hypothesis("h", "c", "m", verdicts.REPRODUCED, "r")
+    runs = [{"converged": False, "learned": True}, {"converged": True, "learned": False}]
+    h = verdicts.gate(h, runs, "learned")
+    assert (h.verdict, h.converged, h.gated_on) == (verdicts.NOT_LEARNED, "1/2", "learned")
+    table = report.verdict_markdown({"p": {"hypotheses": [h.__dict__]}})
+    assert "| no (1/2 learned) | **inconclusive: not learned** |" in table
+
+
+def test_edelta_learned_flag_is_mse_against_predict_zero():
+    result = json.loads((RESULTS / "edelta_benchmarks-small.json").read_text())
+    module = get_protocol("edelta_benchmarks")
+    for key, run in result["per_seed"]["42"].items():
+        if "learned" not in run:
+            pytest.skip("the committed E∆ result predates the learned flag")
+        assert run["learned"] == (run["val"]["mse"] * module.LEARNED_FACTOR <= run["predict_zero"])
+        assert run["predict_zero"] > 0, key
 
 
 def test_html_figures_open_offline(tmp_path):

@@ -23,14 +23,16 @@ def load_results(directory: str | Path, scale: str = "small") -> dict:
 
 
 def converged_cell(h: dict) -> str:
-    """ "yes (k/n)" when every trained run the claim rests on converged, "no (k/n)" otherwise,
+    """ "yes (k/n)" when every trained run the claim rests on converged, "no (k/n)" otherwise
+    ("yes (k/n learned)" for a claim gated on learned runs),
     "untrained" for a claim on no trained run, "not recorded" for a result predating the rule."""
     if not h.get("converged"):
         return "not recorded"
     k, n = map(int, h["converged"].split("/"))
     if n == 0:
         return "untrained"
-    return f"{'yes' if k == n else 'no'} ({k}/{n})"
+    flag = h.get("gated_on", "converged")
+    return f"{'yes' if k == n else 'no'} ({k}/{n}{'' if flag == 'converged' else ' ' + flag})"
 
 
 def verdict_rows(results: dict) -> list[dict]:

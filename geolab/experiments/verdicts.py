@@ -3,7 +3,9 @@
 Verdicts are computed from the measured numbers by rules written next to each hypothesis, never
 edited by hand: "reproduced", "not reproduced at this scale" or "inconclusive" — and only from
 converged runs (``gate``): a hypothesis resting on a run that has not converged
-(``geolab.experiments.convergence``) gets "inconclusive: not converged".
+(``geolab.experiments.convergence``) gets "inconclusive: not converged". A fixed-budget comparison
+(the E∆ table: every model trained for the same number of steps, as published) is gated on each
+run's "learned" flag instead and reads "inconclusive: not learned".
 """
 
 import math
@@ -13,6 +15,7 @@ REPRODUCED = "reproduced"
 NOT_REPRODUCED = "not reproduced at this scale"
 INCONCLUSIVE = "inconclusive"
 NOT_CONVERGED = "inconclusive: not converged"
+NOT_LEARNED = "inconclusive: not learned"
 
 
 @dataclass
@@ -20,7 +23,8 @@ class Hypothesis:
     """One claim next to what geolab measured: ``claim`` (the paper's words or number),
     ``measured`` (ours, as text), ``verdict`` (one of the four above) and ``rule`` (how the
     verdict follows from the numbers). ``gate`` fills ``converged`` ("k/n" trained runs the
-    claim rests on that converged) and ``rule_verdict`` (what the rule alone says)."""
+    claim rests on that converged, or were learned when ``gated_on`` is "learned") and
+    ``rule_verdict`` (what the rule alone says)."""
 
     id: str
     claim: str
@@ -29,20 +33,24 @@ class Hypothesis:
     rule: str
     converged: str = ""
     rule_verdict: str = ""
+    gated_on: str = "converged"
 
 
-def gate(h: Hypothesis, runs) -> Hypothesis:
+def gate(h: Hypothesis, runs, flag: str = "converged") -> Hypothesis:
     """``h`` with its verdict drawn only from converged runs.
 
     runs: the trained runs (dicts with a "converged" flag) the claim rests on. If any has not
     converged the verdict becomes NOT_CONVERGED; the rule's own verdict is kept in
     ``rule_verdict``. A claim on no trained run (e.g. a measurement at initialisation) keeps it.
+    ``flag="learned"`` gates on the runs' "learned" flag instead (NOT_LEARNED), recorded in
+    ``gated_on``.
     """
-    flags = [bool(r["converged"]) for r in runs]
+    flags = [bool(r[flag]) for r in runs]
     h.converged = f"{sum(flags)}/{len(flags)}"
+    h.gated_on = flag
     h.rule_verdict = h.verdict
     if not all(flags):
-        h.verdict = NOT_CONVERGED
+        h.verdict = NOT_CONVERGED if flag == "converged" else NOT_LEARNED
     return h
 
 
