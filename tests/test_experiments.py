@@ -234,6 +234,8 @@ def test_edelta_learned_flag_is_mse_against_predict_zero():
             pytest.skip("the committed E∆ result predates the learned flag")
         assert run["learned"] == (run["val"]["mse"] * module.LEARNED_FACTOR <= run["predict_zero"])
         assert run["predict_zero"] > 0, key
+    learned = sum(run["learned"] for row in result["per_seed"].values() for run in row.values())
+    assert f": {learned} of " in module.findings(result)[0]
 
 
 def test_html_figures_open_offline(tmp_path):
@@ -405,3 +407,20 @@ def test_committed_depth_scaling_matches_the_budget():
     budget = result["config"]["budget"]
     for key, run in result["summary"]["runs"].items():
         assert abs(run["n_params"] - budget) / budget < 0.25, key
+
+
+def test_edelta_claims_name_the_models_that_must_have_learned():
+    eb = get_protocol("edelta_benchmarks")
+    cell = {"mse": {"mean": 1e-3}, "norm_dev": {"mean": 0.01}, "cos": {"mean": 0.9}}
+    table = {f"reference/{t}/{m}": dict(cell) for t in eb.TASKS for m in eb.MODELS}
+    table["reference/inversion/edelta"]["gamma"] = {"mean": 0.5}
+    needs = {h.id: (task, models) for task, models, h in eb.judge(eb.SCALES["small"], table)}
+    # a failure claim rests on GPT having learned the task, never on the failing model
+    assert needs["reference: mHC echo unstable"] == ("echo", ("preln",))
+    assert needs["reference: JPmHC inversion"] == ("inversion", ("preln",))
+    # an ordering rests on every model it compares
+    assert set(needs["reference: E∆ echo best"][1]) == set(eb.MODELS)
+    assert needs["reference: E∆ gyroscope beats GPT/DDL/mHC"] == (
+        "gyroscope",
+        ("edelta", "preln", "ddl", "mhc"),
+    )

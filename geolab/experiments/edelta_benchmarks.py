@@ -23,8 +23,9 @@ reproduced when the opposite holds with that margin, inconclusive in between.
 The published table compares models after the same fixed budget (2000 iterations), so its claims
 are gated on the models they compare having *learned* the claim's task (``judge``) — validation
 MSE at most ``1/LEARNED_FACTOR`` of the predict-zero MSE, mean(y²) over the validation targets —
-rather than on a plateau: on echo the MSE keeps falling geometrically towards the noise floor (1e-6) long
-after every model has learned. Each run's plateau flag (``convergence``) is still recorded.
+rather than on a plateau: on echo the MSE keeps falling geometrically towards the noise floor
+(1e-6) long after every model has learned. Each run's plateau flag (``convergence``) is still
+recorded.
 """
 
 from geolab.experiments import figures
@@ -357,6 +358,29 @@ def judge(settings: dict, table: dict, flavor: str = "reference") -> list[tuple]
     for _, _, h in out:
         h.id = f"{flavor}: {h.id}"
     return out
+
+
+def findings(result: dict) -> list[str]:
+    """Plain-words findings computed from a result file (``report.findings_markdown``): which
+    trained runs learned their task (``LEARNED_RULE``), with the MSE of those that did not."""
+    runs = {
+        f"{seed}/{key}": run
+        for seed, row in result["per_seed"].items()
+        for key, run in row.items()
+        if "learned" in run
+    }
+    if not runs:
+        return []
+    missed = [key for key, run in runs.items() if not run["learned"]]
+    text = f"Learned (MSE ≤ 1/{LEARNED_FACTOR} of predict-zero): {len(runs) - len(missed)} of "
+    text += f"{len(runs)} runs"
+    if missed:
+        text += "; not: " + ", ".join(
+            f"{key} (MSE {v.fmt(runs[key]['val']['mse'])}, predict-zero "
+            f"{v.fmt(runs[key]['predict_zero'])})"
+            for key in missed
+        )
+    return [text + "."]
 
 
 def flavors_of(table: dict) -> list[str]:
