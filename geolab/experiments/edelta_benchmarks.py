@@ -10,10 +10,10 @@ alignment (``geolab.cosine_alignment``) and the final mean gate γ of ``edelta``
 
 Both flavors run (docs/design.md §12): ``reference`` — the five models, trainer and gyroscope/echo
 draws as the public E∆ code builds them (its DDL and E∆ read the whole sequence: not causal) —
-and ``geolab`` — geolab's own causal models. Verdicts on the published claims are drawn from the
-reference flavor, which is what the published table measured, so like is compared with like;
-the geolab flavor's rows answer how much of each claim survives causal operators. Keys of the
-table are ``FLAVOR/TASK/MODEL``.
+and ``geolab`` — geolab's own causal models. Each flavor's models are judged against the
+published claims (ids start with the flavor): the reference flavor is what the published table
+measured, so like is compared with like; the geolab flavor's verdicts answer how much of each
+claim survives causal operators. Keys of the table are ``FLAVOR/TASK/MODEL``.
 
 Published numbers (reference repository README, mean of 3 seeds) are in ``PUBLISHED``. Our
 verdicts compare orderings and thresholds, not absolute values (the small scale trains fewer
