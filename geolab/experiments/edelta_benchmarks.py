@@ -157,6 +157,7 @@ def train_flavor(flavor: str, seed: int, settings: dict, log) -> dict:
     row = {}
     for name in settings["tasks"]:
         task = get_task(name, seed=seed, flavor=flavor, **settings["task_sizes"][name])
+        predict_zero = float(task.y["val"].double().pow(2).mean())
         for model in MODELS:
             run = train_rule(
                 task,
@@ -168,8 +169,8 @@ def train_flavor(flavor: str, seed: int, settings: dict, log) -> dict:
                 d_model=settings["width"][model],
                 flavor=flavor,
             )
-            run["predict_zero"] = float(task.y["val"].double().pow(2).mean())
-            run["learned"] = run["val"]["mse"] * LEARNED_FACTOR <= run["predict_zero"]
+            run["predict_zero"] = predict_zero
+            run["learned"] = run["val"]["mse"] * LEARNED_FACTOR <= predict_zero
             row[f"{flavor}/{name}/{model}"] = run
     return row
 
@@ -231,6 +232,10 @@ def judge(settings: dict, table: dict, flavor: str = "reference") -> list[tuple]
     ordering, every model it compares; for a claim on one model's result (a failure included),
     GPT — the task is learnable at this scale."""
 
+    tasks = settings["tasks"]
+    hyps = {task: [] for task in tasks}
+    needs = {}  # claim id -> the models that must have learned its task (default: GPT)
+
     def get(task, model, metric="mse"):
         return table[f"{flavor}/{task}/{model}"][metric]["mean"]
 
@@ -252,9 +257,6 @@ def judge(settings: dict, table: dict, flavor: str = "reference") -> list[tuple]
             "pair decides)",
         )
 
-    tasks = settings["tasks"]
-    hyps = {task: [] for task in tasks}
-    needs = {}  # claim id -> the models that must have learned its task (default: GPT)
     if "echo" in tasks:
         hyps["echo"].append(
             beats(

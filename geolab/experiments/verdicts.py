@@ -16,6 +16,7 @@ NOT_REPRODUCED = "not reproduced at this scale"
 INCONCLUSIVE = "inconclusive"
 NOT_CONVERGED = "inconclusive: not converged"
 NOT_LEARNED = "inconclusive: not learned"
+MISSING = {"converged": NOT_CONVERGED, "learned": NOT_LEARNED}  # gate flag -> its verdict
 
 
 @dataclass
@@ -50,7 +51,7 @@ def gate(h: Hypothesis, runs, flag: str = "converged") -> Hypothesis:
     h.gated_on = flag
     h.rule_verdict = h.verdict
     if not all(flags):
-        h.verdict = NOT_CONVERGED if flag == "converged" else NOT_LEARNED
+        h.verdict = MISSING[flag]
     return h
 
 
