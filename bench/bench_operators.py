@@ -19,7 +19,8 @@ n = 4 (mHC's default).
 import torch
 
 from bench.timing import interleaved, median_ratio, spread
-from geolab.operators import cayley, cayley_apply, householder_apply, sinkhorn, skew
+from geolab.mixing import sinkhorn
+from geolab.operators import cayley, cayley_apply, householder_apply, skew
 
 N_TOKENS = 4096
 BATCHED_LU_MAX_D = 128

@@ -14,6 +14,7 @@ from geolab.metrics import (
     rank_collapse_residual,
     synergy,
 )
+from geolab.mixing import sinkhorn
 from geolab.model import GeoTransformer, count_params, match_params
 from geolab.operators import (
     cayley,
@@ -24,7 +25,6 @@ from geolab.operators import (
     gate_regularizer,
     householder,
     hybrid_operator,
-    sinkhorn,
     skew,
 )
 from geolab.probe import rank_profile, record

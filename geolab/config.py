@@ -9,7 +9,7 @@ import math
 from dataclasses import asdict, dataclass, fields, replace
 
 from geolab.layers import NORMS
-from geolab.rules.registry import config_error, rule_class
+from geolab.registry import config_error, rule_class
 
 POS = ("learned", "rope", "none")
 GEOMETRIES = ("full", "streams")
@@ -40,18 +40,22 @@ class GeoConfig:
     causal; docs/design.md §12).
     """
 
+    # the stack
     residual: str = "preln"
     n_layer: int = 6
     d_model: int = 128
     n_head: int = 4
-    seq_len: int = 64
+    # input and output: tokens (vocab_size) or vectors (d_in, d_out), windows of seq_len positions
     vocab_size: int | None = None
     d_in: int | None = None
     d_out: int | None = None
+    seq_len: int = 64
+    # the block around the residual
     mlp: bool = True
     norm: str = "layernorm"
     pos: str = "learned"
     dropout: float = 0.0
+    # the rules' own fields (each rule's Rule.check validates those it reads)
     lam: float = 1.0
     eps: float = 0.0
     alpha0: float = 0.1
@@ -62,6 +66,7 @@ class GeoConfig:
     n_streams: int = 4
     geometry: str = "full"
     pool: str = "token"
+    # how it runs
     grad_checkpoint: bool = False
     flavor: str = "geolab"
 

@@ -34,7 +34,7 @@ import torch
 import torch.nn.functional as F
 
 from geolab import data
-from geolab.rules.registry import FLAVORS
+from geolab.registry import FLAVORS
 
 SPLIT_SEED = {"train": 0, "val": 1}
 

@@ -1,5 +1,6 @@
-"""Shared test setup: offline Hugging Face, the shared data folder, small torch thread counts, and
-the helpers that run a marimo notebook headless with injected slider values."""
+"""Shared test setup: offline Hugging Face, the shared data folder, small torch thread counts, the
+helpers that run a marimo notebook headless with injected slider values, and the seeded tensors
+and hypothesis settings of the operator property tests."""
 
 import importlib.util
 import os
@@ -10,10 +11,23 @@ from types import SimpleNamespace
 
 import pytest
 import torch
+from hypothesis import settings
+from hypothesis import strategies as st
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("HF_DATASETS_OFFLINE", "1")
 torch.set_num_threads(1)
+
+# operator property tests: float32/float64, ≤ 2 leading dims, 50 examples, seeded inputs
+F32, F64 = torch.float32, torch.float64
+FAST = settings(max_examples=50, deadline=None)
+dtypes = st.sampled_from([F32, F64])
+batch_shapes = st.lists(st.integers(1, 3), min_size=0, max_size=2).map(tuple)
+
+
+def randn(*shape, dtype=F64, seed=0):
+    return torch.randn(shape, dtype=dtype, generator=torch.Generator().manual_seed(seed))
+
 
 REPO = Path(__file__).resolve().parents[1]
 SHARED_DATA = REPO.parent / "shared" / "data"

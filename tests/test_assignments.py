@@ -87,7 +87,7 @@ def test_strip_solutions_rejects_unbalanced_markers(text, where):
 
 
 def test_release_command_writes_and_checks(tmp_path, capsys):
-    from geolab.assignments.__main__ import main
+    from geolab.cli import main
 
     out = tmp_path / "release"
     assert main(["release", "--src", str(SRC), "--out", str(out)]) == 0
@@ -100,7 +100,7 @@ def test_release_command_writes_and_checks(tmp_path, capsys):
 
 
 def test_release_refuses_to_write_into_the_instructor_folder(tmp_path, capsys):
-    from geolab.assignments.__main__ import main
+    from geolab.cli import main
 
     src = tmp_path / "instructor"
     src.mkdir()

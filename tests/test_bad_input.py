@@ -399,7 +399,7 @@ def test_torchrun_user_error_prints_once_and_every_rank_exits_2(tmp_path):
     launch = ["-m", "torch.distributed.run", "--nnodes", "1", "--nproc_per_node", "2"]
     port = ["--master_addr", "127.0.0.1", "--master_port", str(_free_port())]
     args = [*TINY[1:], "--steps", "0", "--out", str(tmp_path / "never")]
-    cmd = [sys.executable, *launch, *port, "-m", "geolab.train", *args]
+    cmd = [sys.executable, *launch, *port, "-m", "geolab", "train", *args]
     proc = subprocess.run(cmd, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
     text = proc.stdout + proc.stderr
     line = "geolab train: error: TrainConfig.steps=0 is not allowed"

@@ -10,7 +10,8 @@ import torch
 import torch.nn.functional as F
 
 from geolab.config import GeoConfig
-from geolab.operators import delta_update, sinkhorn
+from geolab.mixing import sinkhorn
+from geolab.operators import delta_update
 from geolab.rules import rule_class
 
 D, S, B = 16, 5, 3

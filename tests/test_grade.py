@@ -55,7 +55,7 @@ def _failed(row):
 def test_grade_a_folder_of_good_bad_and_broken_submissions(tmp_path, capsys):
     """One grading run (through the command line) with every assertion on its gradebook: one run
     keeps the suite fast and puts it on one pytest-xdist worker."""
-    from geolab.assignments.__main__ import main
+    from geolab.cli import main
 
     folder = tmp_path / "submissions"
     folder.mkdir()
@@ -112,7 +112,7 @@ def test_grade_a_folder_of_good_bad_and_broken_submissions(tmp_path, capsys):
 def test_teacher_files_hand_grades_hidden_checks_and_skipped_files(tmp_path, capsys):
     """upper-case .PY is graded, the rest is skipped with a reason; the hand-graded CSV adds a
     column and counts in the LMS total; hidden checks run; one feedback file per student."""
-    from geolab.assignments.__main__ import main
+    from geolab.cli import main
 
     folder = tmp_path / "submissions"
     folder.mkdir()
@@ -188,7 +188,7 @@ def test_bad_arguments(tmp_path):
     (tmp_path / "x.py").write_text("x = 1\n")
     with pytest.raises(ValueError, match="timeout"):
         grade_dir(tmp_path, "A1", timeout=0)
-    from geolab.assignments.__main__ import main
+    from geolab.cli import main
 
     assert main(["grade", str(tmp_path / "nothing"), "--assignment", "A1"]) == 2
 

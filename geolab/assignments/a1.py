@@ -8,7 +8,8 @@ Stubs: ``delta_operator(k, beta)``, ``spectrum_and_det(d, beta)``, ``delta_updat
 import torch
 
 from geolab import operators as ref
-from geolab.assignments.checks import as_tensor, close, describe, fail, forbid, run_check
+from geolab.assignments.checks import as_tensor, close, describe, fail, forbid
+from geolab.assignments.properties import Properties, stubs
 
 MODES = ("identity", "erase", "reflect", "general")
 OPS = "geolab.operators."
@@ -34,21 +35,27 @@ def check_delta_operator(fn, seed: int = 0):
             out = fn(k, beta)
         return as_tensor(out, "delta_operator", (*k.shape, k.shape[-1]))
 
+    checks = Properties()
+
+    @checks.add("delta_operator: matches I − β k kᵀ/‖k‖² (batched k, tensor β)")
     def matches():
         want = ref.delta_operator(k, beta)
         close(call(k, beta), want, f"delta_operator({describe(k=k, beta=beta)})")
         close(call(k1, 0.7), ref.delta_operator(k1, 0.7), f"delta_operator({describe(k=k1)}, 0.7)")
 
+    @checks.add("delta_operator: symmetric")
     def symmetric():
         A = call(k1, 1.3)
         close(A.transpose(-1, -2), A, f"Aᵀ for {describe(k=k1, beta=1.3)} (A must be symmetric)")
 
+    @checks.add("delta_operator: d−1 eigenvalues 1, one 1 − β")
     def spectrum():
         for b in (0.3, 1.0, 1.7, -0.5):
             got = torch.linalg.eigvalsh(call(k1, b))
             want = torch.sort(torch.tensor([1.0] * 3 + [1 - b], dtype=torch.float64)).values
             close(got, want, f"eigenvalues of delta_operator({describe(k=k1, beta=b)})")
 
+    @checks.add("delta_operator: det A = 1 − β")
     def determinant():
         for b in (0.25, 1.0, 2.0, 3.0):
             close(
@@ -57,6 +64,7 @@ def check_delta_operator(fn, seed: int = 0):
                 f"det delta_operator({describe(k=k1, beta=b)}) (should be 1 − β)",
             )
 
+    @checks.add("delta_operator: depends on k only through its direction")
     def scale_free():
         close(
             call(7.5 * k1, 0.6),
@@ -65,6 +73,7 @@ def check_delta_operator(fn, seed: int = 0):
             "the operator must depend only on the direction of k — divide by ‖k‖²",
         )
 
+    @checks.add("delta_operator: β=2 reflects (H² = I), β=1 erases (A k = 0, P² = P)")
     def modes():
         I = torch.eye(4, dtype=torch.float64)
         H = call(k1, 2.0)
@@ -73,14 +82,7 @@ def check_delta_operator(fn, seed: int = 0):
         close(P @ k1, torch.zeros(4, dtype=torch.float64), "A(k, 1)·k: β = 1 must erase k")
         close(P @ P, P, "A(k, 1)²: the erasure is a projection, so P² = P")
 
-    return [
-        run_check("delta_operator: matches I − β k kᵀ/‖k‖² (batched k, tensor β)", matches),
-        run_check("delta_operator: symmetric", symmetric),
-        run_check("delta_operator: d−1 eigenvalues 1, one 1 − β", spectrum),
-        run_check("delta_operator: det A = 1 − β", determinant),
-        run_check("delta_operator: depends on k only through its direction", scale_free),
-        run_check("delta_operator: β=2 reflects (H² = I), β=1 erases (A k = 0, P² = P)", modes),
-    ]
+    return checks.run()
 
 
 def check_spectrum_and_det(fn, seed: int = 0):
@@ -88,6 +90,9 @@ def check_spectrum_and_det(fn, seed: int = 0):
     g = torch.Generator().manual_seed(seed)
     cases = [(3, 0.4), (6, 1.0), (5, 2.0), (4, -0.7), (2, 1.9)]
 
+    checks = Properties()
+
+    @checks.add("spectrum_and_det: matches the numerical spectrum and det", 2.0)
     def predicted():
         for d, b in cases:
             A = ref.delta_operator(_rand(g, d), b)
@@ -106,7 +111,7 @@ def check_spectrum_and_det(fn, seed: int = 0):
             )
             close(torch.as_tensor(det, dtype=torch.float64), want_det, f"det for d = {d}, β = {b}")
 
-    return [run_check("spectrum_and_det: matches the numerical spectrum and det", predicted, 2.0)]
+    return checks.run()
 
 
 def check_delta_update(fn, seed: int = 0):
@@ -122,6 +127,9 @@ def check_delta_update(fn, seed: int = 0):
         with forbid([OPS + "delta_update", OPS + "delta_update_matrix"], fn, label=label):
             return as_tensor(fn(x, k, beta, v), "delta_update", tuple(x.shape))
 
+    checks = Properties()
+
+    @checks.add("delta_update: matches x + β (v − k̂ᵀx) k̂ (batched)")
     def matches():
         close(
             call(x, k, beta, v),
@@ -129,6 +137,7 @@ def check_delta_update(fn, seed: int = 0):
             f"delta_update({describe(x=x, k=k, beta=beta, v=v)})",
         )
 
+    @checks.add("delta_update: equals A(k, β) x + β v k̂")
     def expanded():
         want = ref.delta_operator(k1, 0.8) @ x1 + 0.8 * 1.5 * kh1
         close(
@@ -137,6 +146,7 @@ def check_delta_update(fn, seed: int = 0):
             "delta_update(x, k, 0.8, 1.5) vs the expanded form A(k, β) x + β v k̂ (k̂ = k/‖k‖)",
         )
 
+    @checks.add("delta_update: β = 1 writes v along k")
     def writes_v():
         out = call(x1, k1, 1.0, -2.0)
         close(
@@ -145,6 +155,7 @@ def check_delta_update(fn, seed: int = 0):
             "k̂ᵀx' for β = 1, v = −2: β = 1 must overwrite the k-component with v",
         )
 
+    @checks.add("delta_update: changes x only along k")
     def only_along_k():
         change = call(x1, k1, 0.6, 0.9) - x1
         close(
@@ -153,16 +164,11 @@ def check_delta_update(fn, seed: int = 0):
             "the part of x' − x orthogonal to k: the update must only move x along k",
         )
 
+    @checks.add("delta_update: β = 0 is the identity")
     def identity_at_zero():
         close(call(x1, k1, 0.0, 3.0), x1, "delta_update(x, k, β = 0, v): β = 0 must return x")
 
-    return [
-        run_check("delta_update: matches x + β (v − k̂ᵀx) k̂ (batched)", matches),
-        run_check("delta_update: equals A(k, β) x + β v k̂", expanded),
-        run_check("delta_update: β = 1 writes v along k", writes_v),
-        run_check("delta_update: changes x only along k", only_along_k),
-        run_check("delta_update: β = 0 is the identity", identity_at_zero),
-    ]
+    return checks.run()
 
 
 def check_mode(fn, seed: int = 0):
@@ -170,12 +176,16 @@ def check_mode(fn, seed: int = 0):
     g = torch.Generator().manual_seed(seed)
     k = _rand(g, 5)
 
+    checks = Properties()
+
+    @checks.add("mode: names β = 0, 1, 2 and a generic β")
     def named():
         for b, want in ((0.0, "identity"), (1.0, "erase"), (2.0, "reflect"), (0.5, "general")):
             got = fn(b)
             if got != want:
                 fail(f"mode({b}) returned {got!r}, expected one of {MODES} — here {want!r}")
 
+    @checks.add("mode: orthogonal exactly for identity/reflect, singular exactly for erase")
     def consistent():
         eye = torch.eye(5, dtype=torch.float64)
         for b in (0.0, 1.0, 2.0, 0.37, 1.5, -0.4, 2.6):
@@ -188,17 +198,7 @@ def check_mode(fn, seed: int = 0):
             if (said == "erase") != bool(abs(torch.linalg.det(A)) < 1e-12):
                 fail(f"mode({b}) = {said!r}, but det A(k, {b}) = {torch.linalg.det(A):.3g}")
 
-    return [
-        run_check("mode: names β = 0, 1, 2 and a generic β", named),
-        run_check(
-            "mode: orthogonal exactly for identity/reflect, singular exactly for erase", consistent
-        ),
-    ]
+    return checks.run()
 
 
-TASKS = {
-    "delta_operator": check_delta_operator,
-    "spectrum_and_det": check_spectrum_and_det,
-    "delta_update": check_delta_update,
-    "mode": check_mode,
-}
+TASKS = stubs(check_delta_operator, check_spectrum_and_det, check_delta_update, check_mode)

@@ -9,7 +9,8 @@ are computed with geolab's operators before the student's function runs.
 import torch
 
 from geolab import operators as ref
-from geolab.assignments.checks import as_tensor, close, describe, fail, forbid, observe, run_check
+from geolab.assignments.checks import as_tensor, close, describe, fail, forbid, observe
+from geolab.assignments.properties import Properties, stubs
 
 F64 = torch.float64
 NO_SOLVE = (
@@ -58,18 +59,19 @@ def check_skew(fn, seed: int = 0):
         with forbid([OPS + "skew"], fn, label=f"skew({describe(u=u, v=v)})"):
             return as_tensor(fn(u, v), "skew", (*u.shape, u.shape[-1]))
 
+    checks = Properties()
+
+    @checks.add("skew: matches u vᵀ − v uᵀ (batched)")
     def matches():
         close(call(u, v), ref.skew(u, v), f"skew({describe(u=u, v=v)})")
 
+    @checks.add("skew: Aᵀ = −A and skew(u, u) = 0")
     def antisymmetric():
         A = call(u[0], v[0])
         close(A.T, -A, "skew(u, v)ᵀ (must equal −skew(u, v))")
         close(call(u[0], u[0]), torch.zeros(5, 5, dtype=F64), "skew(u, u) (must be 0)")
 
-    return [
-        run_check("skew: matches u vᵀ − v uᵀ (batched)", matches),
-        run_check("skew: Aᵀ = −A and skew(u, u) = 0", antisymmetric),
-    ]
+    return checks.run()
 
 
 def check_cayley_apply(fn, seed: int = 0):
@@ -85,37 +87,38 @@ def check_cayley_apply(fn, seed: int = 0):
         with forbid(banned + list(NO_SOLVE), fn, label=label):
             return as_tensor(fn(x, u, v, beta), "cayley_apply", tuple(x.shape))
 
+    checks = Properties()
+
+    @checks.add("cayley_apply: matches (I + cA)⁻¹(I − cA) x (batched, tensor β)", 2.0)
     def matches():
         want = (_dense_q(u, v, beta) @ x.unsqueeze(-1)).squeeze(-1)
         close(call(x, u, v, beta), want, f"cayley_apply({describe(x=x, u=u, v=v, beta=beta)})")
 
+    @checks.add("cayley_apply: preserves the norm")
     def norm():
         out = as_tensor(call(x1, u1, v1, 1.7), "cayley_apply", (6,))
         close(out.norm(), x1.norm(), "‖Q x‖ for β = 1.7 (a rotation keeps lengths)")
 
+    @checks.add("cayley_apply: fixes vectors orthogonal to u and v")
     def fixes_complement():
         basis = torch.stack([u1, v1, x1])
         q, _ = torch.linalg.qr(basis.T)
         w = x1 - q[:, :2] @ (q[:, :2].T @ x1)  # x with its span{u, v} part removed
         close(call(w, u1, v1, 0.9), w, "Q w for w ⟂ u, v (vectors outside the plane stay put)")
 
+    @checks.add("cayley_apply: β = 0 and u ∥ v give x exactly")
     def degenerate():
         close(call(x1, u1, v1, 0.0), x1, "cayley_apply(x, u, v, β = 0) (must return x)")
         close(call(x1, u1, 2 * u1, 1.3), x1, "cayley_apply(x, u, 2u, 1.3): u ∥ v means A = 0")
 
+    @checks.add("cayley_apply: finite and orthogonal for β = 1e6")
     def huge_beta():
         out = as_tensor(call(x1, u1, v1, 1e6), "cayley_apply", (6,))
         if not torch.isfinite(out).all():
             fail("cayley_apply(x, u, v, β = 1e6) contains NaN or inf")
         close(out.norm(), x1.norm(), "‖Q x‖ for β = 1e6 (must stay a rotation)")
 
-    return [
-        run_check("cayley_apply: matches (I + cA)⁻¹(I − cA) x (batched, tensor β)", matches, 2.0),
-        run_check("cayley_apply: preserves the norm", norm),
-        run_check("cayley_apply: fixes vectors orthogonal to u and v", fixes_complement),
-        run_check("cayley_apply: β = 0 and u ∥ v give x exactly", degenerate),
-        run_check("cayley_apply: finite and orthogonal for β = 1e6", huge_beta),
-    ]
+    return checks.run()
 
 
 def check_cayley_angle(fn, seed: int = 0):
@@ -128,10 +131,14 @@ def check_cayley_angle(fn, seed: int = 0):
         with forbid([OPS + "cayley_angle"], fn, label=f"cayley_angle({describe(beta=beta)}, …)"):
             return fn(u, v, beta)
 
+    checks = Properties()
+
+    @checks.add("cayley_angle: matches 2·arctan(β/2 · ω)")
     def matches():
         want = ref.cayley_angle(u, v, beta)
         close(call(u, v, beta), want, f"cayley_angle({describe(u=u, v=v, beta=beta)})")
 
+    @checks.add("cayley_angle: equals the measured rotation angle in the plane")
     def measured():
         x = _plane_vector(g, u[0], v[0])
         qx = ref.cayley_apply(x, u[0], v[0], 1.1)
@@ -139,17 +146,14 @@ def check_cayley_angle(fn, seed: int = 0):
         got = as_tensor(call(u[0], v[0], 1.1), "cayley_angle").abs()
         close(got, angle, "cayley_angle vs the angle between x and Q x for x in span{u, v}")
 
+    @checks.add("cayley_angle: stays below π for huge β")
     def below_pi():
         for b in (10.0, 1e3, 1e6):
             theta = as_tensor(call(u[0], v[0], b), "cayley_angle").abs()
             if not theta < torch.pi:
                 fail(f"cayley_angle(u, v, β = {b:g}) = {float(theta):.17g} is not < π")
 
-    return [
-        run_check("cayley_angle: matches 2·arctan(β/2 · ω)", matches),
-        run_check("cayley_angle: equals the measured rotation angle in the plane", measured),
-        run_check("cayley_angle: stays below π for huge β", below_pi),
-    ]
+    return checks.run()
 
 
 def check_cayley_matrix(fn, seed: int = 0):
@@ -163,24 +167,25 @@ def check_cayley_matrix(fn, seed: int = 0):
         with forbid([OPS + "cayley", OPS + "hybrid_operator"], fn, label=label):
             return as_tensor(fn(u, v, beta), "cayley_matrix", (5, 5))
 
+    checks = Properties()
+
+    @checks.add("cayley_matrix: matches the dense Cayley transform")
     def matches():
         close(call(u, v, 0.8), _dense_q(u, v, 0.8), "cayley_matrix(u, v, 0.8)")
 
+    @checks.add("cayley_matrix: QᵀQ = I")
     def orthogonal():
         for b in (0.3, 2.0, 50.0):
             Q = call(u, v, b)
             close(Q.T @ Q, eye, f"QᵀQ for β = {b:g} (must be I)")
 
+    @checks.add("cayley_matrix: det Q = +1")
     def rotation():
         for b in (0.3, 2.0, 50.0):
             close(torch.linalg.det(call(u, v, b)), torch.tensor(1.0, dtype=F64),
                   f"det Q for β = {b:g} (a rotation has det +1)")  # fmt: skip
 
-    return [
-        run_check("cayley_matrix: matches the dense Cayley transform", matches),
-        run_check("cayley_matrix: QᵀQ = I", orthogonal),
-        run_check("cayley_matrix: det Q = +1", rotation),
-    ]
+    return checks.run()
 
 
 def check_minus_one_gap(fn, seed: int = 0):
@@ -193,12 +198,16 @@ def check_minus_one_gap(fn, seed: int = 0):
         with forbid(banned, fn, label=f"minus_one_gap({describe(u=u, v=v, beta=beta)})"):
             return as_tensor(fn(u, v, beta), "minus_one_gap")
 
+    checks = Properties()
+
+    @checks.add("minus_one_gap: matches the numerical distance of the spectrum from −1")
     def matches():
         for b in (0.5, 3.0, 40.0):
             lam = torch.linalg.eigvals(_dense_q(u, v, b))
             want = (lam + 1).abs().min()
             close(call(u, v, b), want, f"minus_one_gap(u, v, β = {b:g}) vs numerical eigenvalues")
 
+    @checks.add("minus_one_gap: positive for every finite β, shrinking as β grows")
     def positive():
         gaps = [float(call(u, v, b)) for b in (1.0, 1e2, 1e4)]
         if not all(gap > 0 for gap in gaps):
@@ -206,10 +215,7 @@ def check_minus_one_gap(fn, seed: int = 0):
         if not gaps[0] > gaps[1] > gaps[2]:
             fail(f"gaps for β = 1, 1e2, 1e4 are {gaps}: they should shrink as β grows")
 
-    return [
-        run_check("minus_one_gap: matches the numerical distance of the spectrum from −1", matches),
-        run_check("minus_one_gap: positive for every finite β, shrinking as β grows", positive),
-    ]
+    return checks.run()
 
 
 def check_householder_apply(fn, seed: int = 0):
@@ -224,22 +230,24 @@ def check_householder_apply(fn, seed: int = 0):
         with forbid(banned + [OPS + "delta_update"], fn, label=label):
             return as_tensor(fn(x, k), "householder_apply", tuple(x.shape))
 
-    def matches():
-        close(call(x, k), ref.householder_apply(x, k), f"householder_apply({describe(x=x, k=k)})")
+    checks = Properties()
 
+    @checks.add("householder_apply: matches x − 2 k̂ (k̂ᵀx) (batched)")
+    def matches():
+        want = ref.householder_apply(x, k)
+        close(call(x, k), want, f"householder_apply({describe(x=x, k=k)})")
+
+    @checks.add("householder_apply: H² = I")
     def involution():
         close(call(call(x1, k1), k1), x1, "H(H x) (a reflection undoes itself)")
 
+    @checks.add("householder_apply: k → −k, k⟂ fixed")
     def flips_k():
         close(call(3 * k1, k1), -3 * k1, "H(3k) with mirror normal k (must be −3k)")
         w = x1 - (x1 @ k1) / (k1 @ k1) * k1
         close(call(w, k1), w, "H w for w ⟂ k (the mirror plane stays put)")
 
-    return [
-        run_check("householder_apply: matches x − 2 k̂ (k̂ᵀx) (batched)", matches),
-        run_check("householder_apply: H² = I", involution),
-        run_check("householder_apply: k → −k, k⟂ fixed", flips_k),
-    ]
+    return checks.run()
 
 
 def check_hybrid_apply(fn, seed: int = 0):
@@ -256,27 +264,28 @@ def check_hybrid_apply(fn, seed: int = 0):
         with forbid(banned + [OPS + "householder_apply", OPS + "householder"], fn, label=label):
             return as_tensor(fn(x, u, v, k, beta, gamma), "hybrid_apply", tuple(x.shape))
 
+    checks = Properties()
+
+    @checks.add("hybrid_apply: matches γ Q x + (1 − γ) H₂(k) x (batched)")
     def matches():
         want = ref.hybrid_apply(x, u, v, k, beta, gamma)
         close(call(x, u, v, k, beta, gamma), want, f"hybrid_apply({describe(beta=beta)}, …)")
 
+    @checks.add("hybrid_apply: γ = 1 rotates, γ = 0 reflects")
     def endpoints():
         close(call(x[0], u1, v1, k1, 0.7, 1.0), ref.cayley_apply(x[0], u1, v1, 0.7),
               "hybrid_apply with γ = 1 (must be the Cayley rotation)")  # fmt: skip
         close(call(x[0], u1, v1, k1, 0.7, 0.0), ref.householder_apply(x[0], k1),
               "hybrid_apply with γ = 0 (must be the Householder reflection)")  # fmt: skip
 
+    @checks.add("hybrid_apply: not orthogonal at γ = ½ (singular values drop below 1)")
     def shrinks():
         G = as_tensor(call(eye, u1, v1, k1, 0.7, 0.5), "hybrid_apply on the rows of I", (5, 5))
         s = torch.linalg.svdvals(G)
         if s.max() > 1 + 1e-9 or s.min() > 1 - 1e-3:
             fail(f"singular values of G at γ = ½ are {s.tolist()}: expected all ≤ 1, some < 1")
 
-    return [
-        run_check("hybrid_apply: matches γ Q x + (1 − γ) H₂(k) x (batched)", matches),
-        run_check("hybrid_apply: γ = 1 rotates, γ = 0 reflects", endpoints),
-        run_check("hybrid_apply: not orthogonal at γ = ½ (singular values drop below 1)", shrinks),
-    ]
+    return checks.run()
 
 
 def check_gate_regularizer(fn, seed: int = 0):
@@ -289,14 +298,19 @@ def check_gate_regularizer(fn, seed: int = 0):
         with forbid([OPS + "gate_regularizer"], fn, label=label):
             return as_tensor(fn(gamma), "gate_regularizer", tuple(gamma.shape))
 
+    checks = Properties()
+
+    @checks.add("gate_regularizer: matches 4γ(1 − γ)")
     def matches():
         close(
             call(gamma), ref.gate_regularizer(gamma), f"gate_regularizer({describe(gamma=gamma)})"
         )
 
+    @checks.add("gate_regularizer: r(γ) = r(1 − γ)")
     def symmetric():
         close(call(1 - gamma), call(gamma), "r(1 − γ) vs r(γ) (the regulariser is symmetric)")
 
+    @checks.add("gate_regularizer: zero gradient at γ = ½")
     def flat_at_half():
         half = torch.tensor(0.5, dtype=F64)
         with forbid([OPS + "gate_regularizer"], fn, label="gate_regularizer(γ = 0.5)"):
@@ -306,20 +320,16 @@ def check_gate_regularizer(fn, seed: int = 0):
             fail("gate_regularizer(γ) must be differentiable in γ (use torch operations)")
         close(seen["grad"], torch.tensor(0.0, dtype=F64), "dr/dγ at γ = ½ (Theorem 7.3: exactly 0)")
 
-    return [
-        run_check("gate_regularizer: matches 4γ(1 − γ)", matches),
-        run_check("gate_regularizer: r(γ) = r(1 − γ)", symmetric),
-        run_check("gate_regularizer: zero gradient at γ = ½", flat_at_half),
-    ]
+    return checks.run()
 
 
-TASKS = {
-    "skew": check_skew,
-    "cayley_apply": check_cayley_apply,
-    "cayley_angle": check_cayley_angle,
-    "cayley_matrix": check_cayley_matrix,
-    "minus_one_gap": check_minus_one_gap,
-    "householder_apply": check_householder_apply,
-    "hybrid_apply": check_hybrid_apply,
-    "gate_regularizer": check_gate_regularizer,
-}
+TASKS = stubs(
+    check_skew,
+    check_cayley_apply,
+    check_cayley_angle,
+    check_cayley_matrix,
+    check_minus_one_gap,
+    check_householder_apply,
+    check_hybrid_apply,
+    check_gate_regularizer,
+)

@@ -7,7 +7,8 @@ and the reference curves come from the same randomly initialised stack and input
 
 import torch
 
-from geolab.assignments.checks import as_tensor, close, describe, fail, forbid, observe, run_check
+from geolab.assignments.checks import as_tensor, close, describe, fail, forbid, observe
+from geolab.assignments.properties import Properties, stubs
 from geolab.assignments.setups import make_stack
 from geolab.metrics import effective_rank as ref_effective_rank
 from geolab.probe import rank_profile as ref_rank_profile
@@ -27,10 +28,14 @@ def check_effective_rank(fn, seed: int = 0):
         with forbid(BANNED, fn, label=f"effective_rank({describe(X=X)})"):
             return fn(X)
 
+    checks = Properties()
+
+    @checks.add("effective_rank: matches Eq. 8 (batched, S > D and S < D)", 2.0)
     def matches():
         close(call(X), ref_effective_rank(X), f"effective_rank({describe(X=X)})")
         close(call(Y), ref_effective_rank(Y), f"effective_rank({describe(X=Y)})")
 
+    @checks.add("effective_rank: 1/min(S, D) for rank 1, 1 for orthonormal")
     def extremes():
         a, b = torch.randn(6, 1, generator=g, dtype=F64), torch.randn(1, 4, generator=g, dtype=F64)
         close(call(a @ b), torch.tensor(1 / 4, dtype=F64), "effective_rank of a rank-1 6×4 "
@@ -39,21 +44,18 @@ def check_effective_rank(fn, seed: int = 0):
         close(call(q), torch.tensor(1.0, dtype=F64), "effective_rank of a 6×4 matrix with "
               "orthonormal columns (all σ equal: expected 1)")  # fmt: skip
 
+    @checks.add("effective_rank: 0 (not NaN) for an all-zero matrix")
     def zero():
         out = as_tensor(call(torch.zeros(2, 5, 3, dtype=F64)), "effective_rank", (2,))
         if torch.isnan(out).any():
             fail("effective_rank of an all-zero matrix is NaN; return 0 (0·log 0 = 0, Σσ = 0)")
         close(out, torch.zeros(2, dtype=F64), "effective_rank of all-zero 5×3 matrices")
 
+    @checks.add("effective_rank: scale invariant")
     def scale_free():
         close(call(1e3 * X), call(X), "effective_rank(1000·X) vs effective_rank(X)")
 
-    return [
-        run_check("effective_rank: matches Eq. 8 (batched, S > D and S < D)", matches, 2.0),
-        run_check("effective_rank: 1/min(S, D) for rank 1, 1 for orthonormal", extremes),
-        run_check("effective_rank: 0 (not NaN) for an all-zero matrix", zero),
-        run_check("effective_rank: scale invariant", scale_free),
-    ]
+    return checks.run()
 
 
 def check_rank_profile(fn, seed: int = 0):
@@ -66,13 +68,11 @@ def check_rank_profile(fn, seed: int = 0):
             got = observe(fn, "rank_profile_on_stack", residual, depth, seed)
         close(got, want, f"rank_profile of a {depth}-layer {residual} stack", atol=1e-4)
 
-    return [
-        run_check("rank_profile: matches geolab on a preln stack", lambda: case("preln", 3)),
-        run_check(
-            "rank_profile: matches geolab on a pure-attention stack", lambda: case("noskip", 4)
-        ),  # fmt: skip
-        run_check("rank_profile: matches geolab on an mgt stack", lambda: case("mgt", 2)),
-    ]
+    checks = Properties()
+    checks.add("rank_profile: matches geolab on a preln stack")(lambda: case("preln", 3))
+    checks.add("rank_profile: matches geolab on a pure-attention stack")(lambda: case("noskip", 4))
+    checks.add("rank_profile: matches geolab on an mgt stack")(lambda: case("mgt", 2))
+    return checks.run()
 
 
 def check_collapse_curves(fn, seed: int = 0):
@@ -86,6 +86,9 @@ def check_collapse_curves(fn, seed: int = 0):
             fail(f"collapse_curves should return a dict with the keys {RULES}")
         return curves
 
+    checks = Properties()
+
+    @checks.add("collapse_curves: the three curves match geolab", 2.0)
     def matches():
         curves = call()
         for rule in RULES:
@@ -93,6 +96,7 @@ def check_collapse_curves(fn, seed: int = 0):
             close(torch.as_tensor(curves[rule], dtype=want.dtype), want,
                   f"collapse_curves({depth}, {seed})[{rule!r}]", atol=1e-4)  # fmt: skip
 
+    @checks.add("collapse_curves: pure attention collapses, preln and mgt do not")
     def collapse():
         curves = {k: torch.as_tensor(v, dtype=torch.float64) for k, v in call().items()}
         if not curves["noskip"][-1] < 0.5 * curves["noskip"][0]:
@@ -101,14 +105,7 @@ def check_collapse_curves(fn, seed: int = 0):
             if not curves[rule][-1] > 0.8 * curves[rule][0]:
                 fail(f"the {rule} curve should keep at least 80% of its starting rank")
 
-    return [
-        run_check("collapse_curves: the three curves match geolab", matches, 2.0),
-        run_check("collapse_curves: pure attention collapses, preln and mgt do not", collapse),
-    ]
+    return checks.run()
 
 
-TASKS = {
-    "effective_rank": check_effective_rank,
-    "rank_profile": check_rank_profile,
-    "collapse_curves": check_collapse_curves,
-}
+TASKS = stubs(check_effective_rank, check_rank_profile, check_collapse_curves)

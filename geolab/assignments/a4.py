@@ -11,7 +11,8 @@ import math
 
 import torch
 
-from geolab.assignments.checks import as_tensor, close, describe, fail, forbid, observe, run_check
+from geolab.assignments.checks import as_tensor, close, describe, fail, forbid, observe
+from geolab.assignments.properties import Properties
 from geolab.assignments.setups import REFERENCE, rule_config, sublayer
 from geolab.rules import RESIDUALS
 
@@ -39,9 +40,13 @@ def check_my_rule(cls, seed: int = 0):
         with forbid(BANNED, cls, label=f"MyRule(cfg)({describe(x=x)}, sublayer)"):
             return observe(cls, "rule_step", changes, x, seed, perturb)
 
+    checks = Properties()
+
+    @checks.add("MyRule: a geolab Rule, (B, S, D) -> (B, S, D)")
     def interface():
         as_tensor(step({})["out"], "MyRule(cfg)(x, sublayer)", tuple(x.shape))
 
+    @checks.add("MyRule: equals geolab's mgt_ddl at initialisation", 2.0)
     def at_init():
         for changes in ({}, {"beta0": 0.3, "alpha0": 0.4}, {"lam": 2.0, "eps": 0.1, "beta0": 1.2}):
             ref = RESIDUALS[REFERENCE](rule_config(**changes))
@@ -53,12 +58,14 @@ def check_my_rule(cls, seed: int = 0):
                 atol=1e-5,
             )
 
+    @checks.add("MyRule: records β in rule.gates, β = β₀ at init")
     def gates():
         beta = step({"beta0": 0.3})["beta"]
         if beta is None:
             fail("after a call, rule.gates has no 'beta': record it with self.keep(beta=...)")
         close(beta, torch.full_like(x, 0.3), "rule.gates['beta'] at init with beta0 = 0.3")
 
+    @checks.add("MyRule: β = λ·tanh(X W_β + b_β) + ε depends on X and stays in range")
     def data_dependent():
         beta = step({"lam": 1.5, "eps": 0.2}, perturb=seed + 1)["beta"]
         beta = as_tensor(beta, "rule.gates['beta']", tuple(x.shape))
@@ -67,6 +74,7 @@ def check_my_rule(cls, seed: int = 0):
         if beta.std() < 1e-3:
             fail("β is the same for every token and channel after random weights: it must read X")
 
+    @checks.add("MyRule: gradients reach x and every parameter")
     def gradients():
         build()
         with forbid(BANNED, cls, label=f"backward through MyRule(cfg)({describe(x=x)}, sublayer)"):
@@ -78,6 +86,7 @@ def check_my_rule(cls, seed: int = 0):
         if seen["no_grad"] or not seen["x_grad"]:
             fail(f"no gradient reaches {seen['no_grad'] or ['the input x']}")
 
+    @checks.add("MyRule: trains on copy with the geolab trainer", 2.0)
     def trains():
         with forbid(BANNED, cls, label="training MyRule on copy"):
             loss = observe(cls, "rule_trains", seed)
@@ -85,16 +94,7 @@ def check_my_rule(cls, seed: int = 0):
             fail(f"after 50 steps on copy the validation loss is {loss:.3f}; "
                  f"geolab's mgt_ddl gets below {0.75 * math.log(8):.2f}")  # fmt: skip
 
-    return [
-        run_check("MyRule: a geolab Rule, (B, S, D) -> (B, S, D)", interface),
-        run_check("MyRule: equals geolab's mgt_ddl at initialisation", at_init, 2.0),
-        run_check("MyRule: records β in rule.gates, β = β₀ at init", gates),
-        run_check(
-            "MyRule: β = λ·tanh(X W_β + b_β) + ε depends on X and stays in range", data_dependent
-        ),  # fmt: skip
-        run_check("MyRule: gradients reach x and every parameter", gradients),
-        run_check("MyRule: trains on copy with the geolab trainer", trains, 2.0),
-    ]
+    return checks.run()
 
 
 TASKS = {"MyRule": check_my_rule}

@@ -3,7 +3,7 @@
 import argparse
 
 from geolab.config import GeoConfig
-from geolab.rules.registry import FLAVORS
+from geolab.registry import FLAVORS
 
 
 def add_model_arguments(parser: argparse.ArgumentParser, layers: int) -> None:

@@ -1,8 +1,15 @@
-"""``geolab grade`` and ``geolab release`` (also ``python -m geolab.assignments grade|release``)."""
+"""``geolab grade`` and ``geolab release`` (also ``python -m geolab grade|release``)."""
 
 import argparse
 
 from geolab.assignments import catalog, grade, release, sandbox
+
+# the grader's resource limits: flag, default, what it bounds
+LIMITS = (
+    ("--timeout", 120.0, "seconds per submission before it is killed"),
+    ("--task-timeout", 30.0, "seconds per stub inside a submission"),
+    ("--memory-gb", 4.0, "address space per student process in GiB"),
+)
 
 
 def add_grade_cli(subparsers: argparse._SubParsersAction) -> None:
@@ -14,18 +21,8 @@ def add_grade_cli(subparsers: argparse._SubParsersAction) -> None:
     )
     p.add_argument("submissions", metavar="SUBMISSIONS_DIR", help="folder of submitted *.py")
     p.add_argument("--assignment", required=True, help="A1, A2, A3 or A4")
-    p.add_argument(
-        "--timeout",
-        type=float,
-        default=120.0,
-        help="seconds per submission before it is killed (default: %(default)s)",
-    )
-    p.add_argument(
-        "--task-timeout",
-        type=float,
-        default=30.0,
-        help="seconds per stub inside a submission (default: %(default)s)",
-    )
+    for flag, default, what in LIMITS:
+        p.add_argument(flag, type=float, default=default, help=f"{what} (default: %(default)s)")
     p.add_argument("--jobs", type=int, default=1, help="submissions graded in parallel")
     p.add_argument(
         "--out",
@@ -34,12 +31,6 @@ def add_grade_cli(subparsers: argparse._SubParsersAction) -> None:
         "total, maximum) and a _feedback/ folder, one file per student",
     )
     p.add_argument("--seed", type=int, help="seed of the checks' inputs (default: fresh)")
-    p.add_argument(
-        "--memory-gb",
-        type=float,
-        default=4.0,
-        help="address space per student process in GiB (default: %(default)s)",
-    )
     p.add_argument(
         "--sandbox",
         default="auto",

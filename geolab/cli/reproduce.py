@@ -22,7 +22,7 @@ from pathlib import Path
 from geolab.experiments import NAMES, get_protocol, plan, report
 from geolab.experiments.export import save_figures
 from geolab.experiments.runner import SCALE_NAMES, pick_seeds, run_protocol, scale_settings
-from geolab.rules.registry import FLAVORS
+from geolab.registry import FLAVORS
 
 
 def list_protocols() -> list[tuple[str, str]]:

@@ -15,7 +15,7 @@ mean − std > 0 over seeds, not reproduced when mean + std < 0, inconclusive ot
 from geolab.experiments import figures
 from geolab.experiments import verdicts as v
 from geolab.experiments.runs import rule_plan, text_task, train_rules
-from geolab.experiments.scales import PAPER, SMALL, SMALL_TRAIN, SMOKE, TINY, paper_train
+from geolab.experiments.scales import PAPER, SMALL, SMALL_TRAIN, paper_train, smoke
 from geolab.metrics import synergy
 
 NAME = "ablation"
@@ -23,14 +23,7 @@ TITLE = "MGT 2: ablation of the two gates at 48 layers and the synergy coefficie
 RULES = ["postln", "mgt_mhc", "mgt_ddl", "mgt", "preln", "deepnorm"]
 
 SCALES = {
-    "tiny": {
-        **TINY,
-        "n_layer": 3,
-        "rules": RULES,
-        "seeds": [42, 123],
-        "train": {"steps": 3, "batch_size": 4, "warmup": 1, "eval_batches": 1},
-        "reductions": SMOKE,
-    },
+    "tiny": smoke(3, n_layer=3, rules=RULES, seeds=[42, 123]),
     "small": {
         **SMALL,
         "n_layer": 48,

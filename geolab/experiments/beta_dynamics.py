@@ -22,7 +22,7 @@ import torch
 from geolab.experiments import figures
 from geolab.experiments import verdicts as v
 from geolab.experiments.runs import fit, model_config, text_task, train_config
-from geolab.experiments.scales import PAPER, SMALL, SMOKE, TINY, paper_train
+from geolab.experiments.scales import PAPER, SMALL, paper_train, smoke
 from geolab.experiments.snapshots import beta_snapshot, snapshot_steps, text_probe
 from geolab.model import GeoTransformer
 from geolab.rules import rule_class
@@ -32,14 +32,7 @@ TITLE = "MGT 3: β per layer over training in a 100-layer MGT (the sign phase tr
 SIZEABLE, CORRELATED = 0.1, 0.5
 
 SCALES = {
-    "tiny": {
-        **TINY,
-        "n_layer": 4,
-        "probe_batch": 4,
-        "seeds": [42],
-        "train": {"steps": 4, "batch_size": 4, "warmup": 1, "eval_batches": 1},
-        "reductions": SMOKE,
-    },
+    "tiny": smoke(4, n_layer=4, probe_batch=4, seeds=[42]),
     "small": {
         **SMALL,
         "n_layer": 100,

@@ -10,25 +10,24 @@ per baseline (``verdicts.sign_verdict`` on the per-seed difference baseline − 
 from geolab.experiments import figures
 from geolab.experiments import verdicts as v
 from geolab.experiments.runs import rule_plan, text_task, train_rules
-from geolab.experiments.scales import PAPER, SMOKE, TINY, paper_train
+from geolab.experiments.scales import PAPER, SMOKE, paper_train, smoke
 
 NAME = "language_model"
 TITLE = "MGT 5: WikiText-2 language modelling, MGT vs post-LN, pre-LN and DeepNorm"
 RULES = ["postln", "preln", "deepnorm", "mgt"]
 
 SCALES = {
-    "tiny": {
-        **TINY,
-        "n_layer": 2,
-        "rules": RULES,
-        "seeds": [42, 123],
-        "train": {"steps": 2, "batch_size": 2, "warmup": 1, "eval_batches": 1},
-        "reductions": {
+    "tiny": smoke(
+        2,
+        n_layer=2,
+        rules=RULES,
+        seeds=[42, 123],
+        reductions={
             **SMOKE,
             "corpus": "character-level tiny-shakespeare (shipped in data/, so the smoke test "
             "runs offline) instead of WikiText-2",
         },
-    },
+    ),
     "small": {
         "task": "wikitext2",
         "seq_len": 32,

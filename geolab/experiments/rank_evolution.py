@@ -19,7 +19,7 @@ import torch
 from geolab.experiments import figures
 from geolab.experiments import verdicts as v
 from geolab.experiments.runs import fit, model_config, text_task
-from geolab.experiments.scales import PAPER, SMALL, SMALL_TRAIN, SMOKE, TINY, paper_train
+from geolab.experiments.scales import PAPER, SMALL, SMALL_TRAIN, paper_train, smoke
 from geolab.experiments.snapshots import text_probe
 from geolab.model import GeoTransformer
 from geolab.probe import rank_profile
@@ -31,16 +31,9 @@ H1_MAX, MONOTONE_TOL, H2_MIN = 0.1, 0.02, 0.5
 TRAINED_KEYS = ("val_curve", "converged", "improvement", "seconds")
 
 SCALES = {
-    "tiny": {
-        **TINY,
-        "depths": [2, 4],
-        "rules": RULES,
-        "train_rules": ["postln", "mgt"],
-        "probe_batch": 4,
-        "seeds": [42],
-        "train": {"steps": 3, "batch_size": 4, "warmup": 1, "eval_batches": 1},
-        "reductions": SMOKE,
-    },
+    "tiny": smoke(
+        3, depths=[2, 4], rules=RULES, train_rules=["postln", "mgt"], probe_batch=4, seeds=[42]
+    ),
     "small": {
         **SMALL,
         "depths": [12, 24, 48, 100, 200],

@@ -12,6 +12,13 @@ SMALL_TRAIN = {"steps": 800, "batch_size": 16, "warmup": 40, "eval_batches": 8}
 PAPER = {"task": "wikitext2", "seq_len": 128, "d_model": 256, "n_head": 8}
 
 
+def smoke(steps: int, **own) -> dict:
+    """A protocol's ``tiny`` scale: the TINY sizes, ``steps`` AdamW steps of batch 4, SMOKE as
+    its reductions, then the protocol's ``own`` keys (depth, rules, seeds, ...) over those."""
+    train = {"steps": steps, "batch_size": 4, "warmup": 1, "eval_batches": 1}
+    return {**TINY, "train": train, "reductions": SMOKE, **own}
+
+
 def paper_train(steps: int, warmup: int = 500, eval_batches: int | None = 50) -> dict:
     """``train`` settings at paper scale: batch 64 × 128 tokens, device "auto", bf16."""
     return {

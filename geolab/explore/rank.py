@@ -156,11 +156,11 @@ def rank_view(
     lam: float = 1.0,
     alpha0: float = 0.1,
     gamma0: float = 0.5,
+    layer: int | None = None,
+    reference: bool = True,
     d_model: int = 128,
     seq_len: int = 32,
-    reference: bool = True,
     seed: int = 0,
-    layer: int | None = None,
 ) -> View:
     """04: effective rank and Dong's residual per layer for each rule at init, one seed.
 

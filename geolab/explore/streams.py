@@ -13,11 +13,8 @@ import torch
 from geolab import figures
 from geolab.explore.view import F64, View, check_int, check_range, num
 from geolab.metrics import composite_gain_curve
-from geolab.operators import (
-    cayley,
-    fixed_point_cayley,
-    sinkhorn,
-)
+from geolab.mixing import sinkhorn
+from geolab.operators import cayley, fixed_point_cayley
 from geolab.rules.streams import JPmHC
 
 STREAMS = 4

@@ -1,13 +1,14 @@
 """The residual rules (docs/design.md §3): sixteen rules behind one call, ``rule(x, sublayer)``.
 
-``base`` (the ``Rule`` interface), ``registry`` (``@register``, ``RESIDUALS``), and one module per
-family: ``classic`` (post-LN … no skip), ``delta`` (MGT and DDL), ``streams`` (hyper-connections)
-and ``geometric`` (E∆: Cayley, Householder, the hybrid); ``reference`` rebuilds the E∆ table's
+``base`` (the ``Rule`` interface) and one module per family, each registering its rules in
+``geolab.registry`` (``@register``, ``RESIDUALS``; below ``GeoConfig``, which asks it):
+``classic`` (post-LN … no skip), ``delta`` (MGT and DDL), ``streams`` (hyper-connections) and
+``geometric`` (E∆: Cayley, Householder, the hybrid); ``reference`` rebuilds the E∆ table's
 models as the public E∆ code builds them (``flavor="reference"``). Importing this package
 registers them.
 """
 
-from geolab.rules.registry import RESIDUALS, describe, register, rule_class, unregister
+from geolab.registry import RESIDUALS, describe, register, rule_class, unregister
 
 from geolab.rules.base import Rule  # isort: skip
 

@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING
 import torch
 from torch import nn
 
-from geolab.rules.registry import config_error
+from geolab.registry import config_error
 
 if TYPE_CHECKING:
     from geolab.config import GeoConfig

@@ -11,8 +11,8 @@ import torch
 from torch import nn
 
 from geolab.layers import make_norm
+from geolab.registry import register
 from geolab.rules.base import Rule
-from geolab.rules.registry import register
 
 if TYPE_CHECKING:
     from geolab.config import GeoConfig

@@ -22,8 +22,8 @@ import torch.nn.functional as F
 from torch import nn
 
 from geolab.layers import make_norm
+from geolab.registry import config_error, register
 from geolab.rules.base import Rule, float32_gates, logit, upcast
-from geolab.rules.registry import config_error, register
 
 if TYPE_CHECKING:
     from geolab.config import GeoConfig

@@ -48,8 +48,8 @@ from geolab.operators import (
     hybrid_operator,
     skew,
 )
+from geolab.registry import config_error, register
 from geolab.rules.base import Rule, check_divides, float32_gates, logit, upcast
-from geolab.rules.registry import config_error, register
 
 if TYPE_CHECKING:
     from geolab.config import GeoConfig

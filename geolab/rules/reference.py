@@ -24,15 +24,10 @@ import torch.nn.functional as F
 from torch import nn
 
 from geolab.layers import init_linear, make_norm
-from geolab.operators import (
-    delta_update,
-    fixed_point_cayley,
-    gate_regularizer,
-    hybrid_operator,
-    sinkhorn,
-)
+from geolab.mixing import sinkhorn
+from geolab.operators import delta_update, fixed_point_cayley, gate_regularizer, hybrid_operator
+from geolab.registry import config_error, register
 from geolab.rules.base import Rule, check_divides, float32_gates, logit, upcast
-from geolab.rules.registry import config_error, register
 from geolab.rules.streams import JPmHC
 
 if TYPE_CHECKING:

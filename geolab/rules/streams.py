@@ -27,9 +27,10 @@ import torch
 from torch import nn
 
 from geolab.layers import make_norm
-from geolab.operators import fixed_point_cayley, sinkhorn
+from geolab.mixing import sinkhorn
+from geolab.operators import fixed_point_cayley
+from geolab.registry import config_error, register
 from geolab.rules.base import Rule, check_divides, float32_gates, logit, upcast
-from geolab.rules.registry import config_error, register
 
 if TYPE_CHECKING:
     from geolab.config import GeoConfig

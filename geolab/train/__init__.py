@@ -59,7 +59,7 @@ metrics — "mse" (regression), "loss"/"ppl"/"acc" (tokens), "cos" (cosine align
 
 Modules: ``config`` (TrainConfig, the lr schedule), ``loop`` (train), ``evaluate``,
 ``checkpoint`` (run directories). The command line is ``geolab train`` (``geolab.cli.train``);
-``python -m geolab.train`` is the same, handy under ``torchrun``. Every ``torch.load`` uses
+under ``torchrun`` it is ``-m geolab train``. Every ``torch.load`` uses
 ``weights_only=True``.
 """
 

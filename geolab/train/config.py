@@ -9,7 +9,7 @@ import re
 from dataclasses import dataclass
 
 from geolab.config import finite_number
-from geolab.rules.registry import FLAVORS
+from geolab.registry import FLAVORS
 
 REFERENCE_EVAL_BATCHES = 100  # the public E∆ trainer's final estimate_loss(…, eval_iters=100)
 # AdamW moves each weight by about lr per step, so an lr above 10 only diverges (the protocols

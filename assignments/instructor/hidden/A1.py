@@ -8,7 +8,8 @@ matrix (seed 000 Eq. 1 applied per head and per token).
 import torch
 
 from geolab import operators as ref
-from geolab.assignments.checks import as_tensor, close, describe, fail, forbid, run_check
+from geolab.assignments.checks import as_tensor, close, describe, fail, forbid
+from geolab.assignments.properties import Properties
 
 BANNED = ["geolab.operators.delta_operator", "geolab.operators.householder"]
 
@@ -19,6 +20,9 @@ def check_delta_operator(fn, seed: int = 0):
     k = torch.randn(2, 3, 5, generator=g, dtype=torch.float64)
     beta = torch.rand(2, 3, generator=g, dtype=torch.float64) * 2
 
+    checks = Properties()
+
+    @checks.add("hidden · delta_operator: float32 in, float32 out")
     def keeps_dtype():
         with forbid(BANNED, fn, label=f"delta_operator({describe(k=k32)}, 0.5) in float32"):
             out = as_tensor(fn(k32, 0.5), "delta_operator", (3, 4, 4))
@@ -26,15 +30,13 @@ def check_delta_operator(fn, seed: int = 0):
             fail(f"float32 keys gave a {out.dtype} operator; keep the dtype of k")
         close(out, ref.delta_operator(k32, 0.5), "delta_operator on float32 keys", atol=1e-5)
 
+    @checks.add("hidden · delta_operator: two batch dimensions, a β per matrix")
     def two_batch_dims():
         with forbid(BANNED, fn, label=f"delta_operator({describe(k=k, beta=beta)})"):
             out = fn(k, beta)
         close(out, ref.delta_operator(k, beta), f"delta_operator({describe(k=k, beta=beta)})")
 
-    return [
-        run_check("hidden · delta_operator: float32 in, float32 out", keeps_dtype),
-        run_check("hidden · delta_operator: two batch dimensions, a β per matrix", two_batch_dims),
-    ]
+    return checks.run()
 
 
 TASKS = {"delta_operator": check_delta_operator}

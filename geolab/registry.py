@@ -9,8 +9,9 @@ Flavors: ``RESIDUALS`` holds geolab's own rules (``GeoConfig.flavor="geolab"``, 
 ``REFERENCE`` holds the E∆ table's models rebuilt as the public E∆ code builds them
 (``flavor="reference"``, ``@register("edelta", flavor="reference")``; docs/design.md §12).
 
-This module imports nothing from geolab: ``GeoConfig`` asks it (to validate ``residual`` and let
-the rule check the fields it reads) and the rules fill it, without an import circle.
+This module imports nothing from geolab, and sits below both ``GeoConfig`` and the rules:
+``GeoConfig`` asks it (to validate ``residual`` and let the rule check the fields it reads) and
+the rules (``geolab.rules``, which read configs) fill it, so no import runs upwards.
 """
 
 from torch import nn
