@@ -37,7 +37,9 @@ def save_figures(figures: dict, out: Path, stem: str, png: bool, log) -> dict:
         log(note)
     for name, fig in figures.items():
         html = out / f"{stem}-{name}.html"
-        fig.write_html(html, include_plotlyjs="directory", full_html=True)
+        # a fixed div id (plotly draws a random one) keeps a redrawn, unchanged figure's file
+        # byte-identical, so regenerating the results README touches only what changed
+        fig.write_html(html, include_plotlyjs="directory", full_html=True, div_id=html.stem)
         written.append(html.name)
         if chrome is not None:
             os.environ.setdefault("BROWSER_PATH", chrome)
