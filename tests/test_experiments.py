@@ -230,8 +230,7 @@ def test_edelta_learned_flag_is_mse_against_predict_zero():
     result = json.loads((RESULTS / "edelta_benchmarks-small.json").read_text())
     module = get_protocol("edelta_benchmarks")
     for key, run in result["per_seed"]["42"].items():
-        if "learned" not in run:
-            pytest.skip("the committed E∆ result predates the learned flag")
+        assert "learned" in run, f"{key}: the committed E∆ result predates the learned flag"
         assert run["learned"] == (run["val"]["mse"] * module.LEARNED_FACTOR <= run["predict_zero"])
         assert run["predict_zero"] > 0, key
     learned = sum(run["learned"] for row in result["per_seed"].values() for run in row.values())
@@ -332,10 +331,9 @@ def committed(name: str) -> dict:
     path = RESULTS / f"{name}-small.json"
     assert path.is_file(), f"{path} is missing: run `geolab reproduce {name} --scale small`"
     result = json.loads(path.read_text())
-    if "convergence" not in result:
-        pytest.skip(
-            f"{path.name} predates the convergence record: rerun scripts/reproduce_small.sh"
-        )
+    assert "convergence" in result, (
+        f"{path.name} predates the convergence record: rerun scripts/reproduce_small.sh"
+    )
     return result
 
 
