@@ -49,6 +49,7 @@ def data_env(shared_data, monkeypatch):
 def check_result(result: dict, name: str, scale: str) -> None:
     module = get_protocol(name)
     settings = module.SCALES[scale]
+    rule = getattr(module, "CONVERGENCE_RULE", convergence.RULE)
     assert result["protocol"] == name and result["scale"] == scale
     assert result["seeds"] == settings["seeds"]
     # --jobs (worker processes) is how a run was executed, not what it computed
@@ -71,9 +72,11 @@ def check_result(result: dict, name: str, scale: str) -> None:
     for path, run in trained.items():
         curve = run["val_curve"]
         assert len(curve["steps"]) == len(curve["values"]) >= 2, path
-        assert run["converged"] == convergence.judge(curve, settings["train"]["steps"])["converged"]
+        scale = run.get("predict_zero") if rule == convergence.SCALED_RULE else None
+        judged = convergence.judge(curve, settings["train"]["steps"], scale=scale)
+        assert run["converged"] == judged["converged"], path
     conv = result["convergence"]
-    assert conv["rule"] == convergence.RULE and conv["runs"] == len(trained)
+    assert conv["rule"] == rule and conv["runs"] == len(trained)
     assert conv["converged"] == sum(r["converged"] for r in trained.values())
     prov = result["provenance"]
     assert prov["versions"]["torch"] == torch.__version__
@@ -416,6 +419,10 @@ def test_edelta_claims_name_the_models_that_must_have_learned():
     # a failure claim rests on GPT having learned the task, never on the failing model
     assert needs["reference: mHC echo unstable"] == ("echo", ("preln",))
     assert needs["reference: JPmHC inversion"] == ("inversion", ("preln",))
+    # a claim that one model succeeds rests on that model too
+    assert needs["reference: E∆ echo norm deviation"] == ("echo", ("preln", "edelta"))
+    assert needs["reference: E∆ inversion"] == ("inversion", ("preln", "edelta"))
+    assert needs["reference: DDL inversion"] == ("inversion", ("preln", "ddl"))
     # an ordering rests on every model it compares
     assert set(needs["reference: E∆ echo best"][1]) == set(eb.MODELS)
     assert needs["reference: E∆ gyroscope beats GPT/DDL/mHC"] == (

@@ -12,6 +12,11 @@ no longer improves the validation loss by more than 2 %, relative. Taking minima
 but flat curve converge and a curve that is still falling not; a curve that rises in the last
 quarter (over-fitting) has converged (improvement ≤ 0). The rule needs evaluations on both sides
 of ¾ T; a run evaluated only at its end cannot be judged and counts as not converged.
+
+A protocol whose losses fall geometrically towards zero (the E∆ table's regressions: echo MSE
+goes 1e-3 → 1e-4 → 1e-5 long after the model has learned the task) measures the gain in the
+task's own unit instead: ``improvement = (ref − last) / scale`` with ``scale`` the predict-zero
+loss, mean(y²) (``SCALED_RULE``), and states that rule in its result file.
 """
 
 TOLERANCE = 0.02
@@ -22,6 +27,13 @@ RULE = (
     "for s ≤ ¾T| < 0.02, with v the validation loss (mse for regression) evaluated every "
     "eval_every steps and T the training steps"
 )
+SCALED_RULE = (
+    "converged when the last quarter of training improves the validation MSE by less than "
+    f"{TOLERANCE:.0%} of the task's predict-zero MSE: (min of v(s) for s ≤ ¾T − min of v(s) for "
+    "s > ¾T) / mean(y²) < 0.02, with v evaluated every eval_every steps, T the training steps and "
+    "y the validation targets (a loss that keeps halving near zero has stopped improving in the "
+    "task's unit)"
+)
 
 
 def val_curve(history: list[dict], metric: str) -> dict:
@@ -31,11 +43,12 @@ def val_curve(history: list[dict], metric: str) -> dict:
     return {"metric": metric, "steps": [r["step"] for r in rows], "values": [r[key] for r in rows]}
 
 
-def judge(curve: dict, total_steps: int) -> dict:
+def judge(curve: dict, total_steps: int, scale: float | None = None) -> dict:
     """{"converged", "improvement"} of a validation curve (see the module docstring).
 
-    ``improvement`` is None (and ``converged`` False) when there is no evaluation before or
-    after ¾ of ``total_steps``.
+    The gain of the last quarter is divided by ``scale`` when given (``SCALED_RULE``), else by
+    the best value before it (``RULE``). ``improvement`` is None (and ``converged`` False) when
+    there is no evaluation before or after ¾ of ``total_steps``.
     """
     cut = QUARTER * total_steps
     points = list(zip(curve["steps"], curve["values"], strict=True))
@@ -44,7 +57,8 @@ def judge(curve: dict, total_steps: int) -> dict:
     if not before or not after:
         return {"converged": False, "improvement": None}
     ref, last = min(before), min(after)
-    improvement = (ref - last) / abs(ref) if ref else 0.0
+    unit = abs(ref) if scale is None else scale
+    improvement = (ref - last) / unit if unit else 0.0
     return {"converged": improvement < TOLERANCE, "improvement": improvement}
 
 
@@ -66,12 +80,12 @@ def trained_runs(numbers, path: str = "") -> dict:
     return out
 
 
-def record(per_seed: dict) -> dict:
+def record(per_seed: dict, rule: str = RULE) -> dict:
     """The result file's convergence entry: the rule, how many trained runs converged, and the
     paths of those that did not."""
     runs = trained_runs(per_seed)
     return {
-        "rule": RULE,
+        "rule": rule,
         "tolerance": TOLERANCE,
         "runs": len(runs),
         "converged": sum(bool(r["converged"]) for r in runs.values()),

@@ -22,13 +22,20 @@ reproduced when the opposite holds with that margin, inconclusive in between.
 
 The published table compares models after the same fixed budget (2000 iterations), so its claims
 are gated on the models they compare having *learned* the claim's task (``judge``) — validation
-MSE at most ``1/LEARNED_FACTOR`` of the predict-zero MSE, mean(y²) over the validation targets —
-rather than on a plateau: on echo the MSE keeps falling geometrically towards the noise floor
-(1e-6) long after every model has learned. Each run's plateau flag (``convergence``) is still
-recorded.
+MSE at most ``1/LEARNED_FACTOR`` of the predict-zero MSE, mean(y²) over the validation targets.
+Whether a run has converged is judged in the same unit (``convergence.SCALED_RULE``): on echo the
+MSE keeps halving towards the noise floor (1e-6) long after every model has learned, so a gain
+relative to the current MSE never falls below 2 %; each run also keeps that relative gain
+("relative_improvement") and its best MSE on the way ("best_mse"), so a model that learned and
+then lost the task is told apart from one that never learned it.
+
+A scale may also train diagnostic ``VARIANTS`` beside the five (key FLAVOR/TASK/VARIANT; no claim
+reads them): the small scale trains the reference E∆ without its gate regulariser
+(``reg_weight = 0``), which separates "E∆ cannot learn the task at this size" from "its
+regulariser, whose gradient reaches the state, pulls it off the task".
 """
 
-from geolab.experiments import figures
+from geolab.experiments import convergence, figures
 from geolab.experiments import verdicts as v
 from geolab.experiments.runs import model_config, parallel_map, train_rule
 from geolab.experiments.scales import SMOKE
@@ -43,7 +50,18 @@ MODELS = {
     "jpmhc": (7, 512),
     "edelta": (6, 128),
 }
-LABELS = {"preln": "GPT", "ddl": "DDL", "mhc": "mHC", "jpmhc": "JPmHC", "edelta": "E∆"}
+# Diagnostic variants a scale may train beside the five models (settings["variants"]: flavor ->
+# keys): key -> (rule, GeoConfig changes). E∆ without its gate regulariser tells whether the
+# regulariser is what keeps the reference E∆ from the task (it is not part of any claim).
+VARIANTS = {"edelta_noreg": ("edelta", {"reg_weight": 0.0})}
+LABELS = {
+    "preln": "GPT",
+    "ddl": "DDL",
+    "mhc": "mHC",
+    "jpmhc": "JPmHC",
+    "edelta": "E∆",
+    "edelta_noreg": "E∆, λ_reg = 0",
+}
 FLAVORS = ("reference", "geolab")
 TASKS = ["echo", "gyroscope", "inversion", "near_pi", "near_pi_multi"]
 MARGIN = 1.2
@@ -52,6 +70,7 @@ LEARNED_RULE = (
     f"learned when the final validation MSE is at most 1/{LEARNED_FACTOR} of the predict-zero "
     "MSE (mean of y² over the validation targets)"
 )
+CONVERGENCE_RULE = convergence.SCALED_RULE
 PUBLISHED = {
     "mse": {
         "gyroscope": {
@@ -89,6 +108,7 @@ SCALES = {
             "near_pi_multi": {"steps": 8, "n_train": 16, "n_val": 4},
         },
         "seeds": [42],
+        "variants": {"reference": ["edelta_noreg"]},
         "train": {"steps": 2, "batch_size": 4, "warmup": 1},
         "reductions": SMOKE,
     },
@@ -105,14 +125,15 @@ SCALES = {
             "near_pi_multi": {"dim": 16, "steps": 64, "n_val": 100},
         },
         "seeds": [42, 123],
+        "variants": {"reference": ["edelta_noreg"]},
         "train": {"steps": 400, "batch_size": 16, "warmup": 20, "eval_batches": 8},
         "reductions": {
             "width": "D = 32 instead of 128 (JPmHC 128 instead of 512, keeping its 4× ratio); "
             "same layer counts; ≈ 0.1–0.2M parameters instead of ≈ 1.79M",
             "dimension": "echo, inversion and near-π vectors in R^16 instead of R^64 (gyroscope "
             "is 16 as published): a stream of width D carries at most D of the dim directions, "
-            "so at D = 32 no model could go below (1 − D/dim) × predict-zero (echo 1/128, "
-            "inversion 0.5) — the floor every D = 32 model sat at in the first small run",
+            "so on R^64 a D = 32 model could not go below (1 − D/dim) × predict-zero (echo "
+            "1/128 of it, inversion 0.5)",
             "training": "400 iterations of batch 16 (warm-up 20) instead of 2000 of batch 64 "
             "(warm-up 100); lr 1e-3 → 1e-4 cosine, weight decay 0.1, clip 1.0 as published",
             "sequences": "64-step trajectories (63 predicted steps) instead of 128/256 for echo, "
@@ -138,6 +159,22 @@ SCALES = {
 }
 
 
+def models_of(settings: dict, flavor: str) -> dict:
+    """key -> (rule, GeoConfig changes) of every model ``flavor`` trains: the five, then the
+    scale's ``VARIANTS`` for that flavor, each at its rule's layers and width."""
+    chosen = {m: (m, {}) for m in MODELS}
+    chosen |= {k: VARIANTS[k] for k in settings.get("variants", {}).get(flavor, [])}
+    return {
+        key: (rule, {"n_layer": settings["layers"][rule], "d_model": settings["width"][rule]} | ch)
+        for key, (rule, ch) in chosen.items()
+    }
+
+
+def columns(table: dict) -> list[str]:
+    """The model keys of a result table: the five models, then any variant it holds."""
+    return list(dict.fromkeys([*MODELS, *(key.split("/")[2] for key in table)]))
+
+
 def planned(settings: dict) -> list:
     """(label, GeoConfig) of every trained run (``plan.protocol_plan``)."""
     out = []
@@ -145,10 +182,9 @@ def planned(settings: dict) -> list:
         for name in settings["tasks"]:
             sizes = settings["task_sizes"][name]
             task = get_task(name, seed=settings["seeds"][0], flavor=flavor, **sizes)
-            for model in MODELS:
-                shape = {"n_layer": settings["layers"][model], "d_model": settings["width"][model]}
-                cfg = model_config(settings, task, model, flavor=flavor, **shape)
-                out.append((f"{flavor}/{name}/{model}", cfg))
+            for key, (rule, changes) in models_of(settings, flavor).items():
+                cfg = model_config(settings, task, rule, flavor=flavor, **changes)
+                out.append((f"{flavor}/{name}/{key}", cfg))
     return out
 
 
@@ -158,20 +194,15 @@ def train_flavor(flavor: str, seed: int, settings: dict, log) -> dict:
     for name in settings["tasks"]:
         task = get_task(name, seed=seed, flavor=flavor, **settings["task_sizes"][name])
         predict_zero = float(task.y["val"].double().pow(2).mean())
-        for model in MODELS:
-            run = train_rule(
-                task,
-                settings,
-                seed,
-                log,
-                model,
-                n_layer=settings["layers"][model],
-                d_model=settings["width"][model],
-                flavor=flavor,
-            )
+        for key, (rule, changes) in models_of(settings, flavor).items():
+            run = train_rule(task, settings, seed, log, rule, flavor=flavor, **changes)
             run["predict_zero"] = predict_zero
+            run["relative_improvement"] = run["improvement"]
+            steps = settings["train"]["steps"]
+            run.update(convergence.judge(run["val_curve"], steps, scale=predict_zero))
+            run["best_mse"] = min(run["val_curve"]["values"])
             run["learned"] = run["val"]["mse"] * LEARNED_FACTOR <= predict_zero
-            row[f"{flavor}/{name}/{model}"] = run
+            row[f"{flavor}/{name}/{key}"] = run
     return row
 
 
@@ -229,8 +260,9 @@ def _worst(verdicts: list[str]) -> str:
 def judge(settings: dict, table: dict, flavor: str = "reference") -> list[tuple]:
     """(task, models, hypothesis) of the published claims, judged on ``flavor``'s models; ids
     start with the flavor. ``models`` must all have learned the task for a verdict: for an
-    ordering, every model it compares; for a claim on one model's result (a failure included),
-    GPT — the task is learnable at this scale."""
+    ordering, every model it compares; for a claim that one model succeeds (its norms, its
+    inversion), that model and GPT; for a claim that one model fails, GPT — the task is
+    learnable at this scale."""
 
     tasks = settings["tasks"]
     hyps = {task: [] for task in tasks}
@@ -287,6 +319,7 @@ def judge(settings: dict, table: dict, flavor: str = "reference") -> list[tuple]
                 f"{LABELS[m]} {v.fmt(table[f'{flavor}/echo/{m}']['norm_dev']['mean'])}"
                 for m in MODELS
             )
+            needs["E∆ echo norm deviation"] = ("preln", "edelta")
             hyps["echo"].append(
                 v.Hypothesis(
                     id="E∆ echo norm deviation",
@@ -317,6 +350,7 @@ def judge(settings: dict, table: dict, flavor: str = "reference") -> list[tuple]
     if "inversion" in tasks:
         cos = {m: get("inversion", m, "cos") for m in MODELS}
         gamma = table[f"{flavor}/inversion/edelta"]["gamma"]["mean"]
+        needs["E∆ inversion"], needs["DDL inversion"] = ("preln", "edelta"), ("preln", "ddl")
         hyps["inversion"].append(
             v.Hypothesis(
                 id="E∆ inversion",
@@ -379,10 +413,37 @@ def findings(result: dict) -> list[str]:
     if missed:
         text += "; not: " + ", ".join(
             f"{key} (MSE {v.fmt(runs[key]['val']['mse'])}, predict-zero "
-            f"{v.fmt(runs[key]['predict_zero'])})"
+            f"{v.fmt(runs[key]['predict_zero'])}{_lost(runs[key])})"
             for key in missed
         )
-    return [text + "."]
+    out = [text + "."]
+    table = result["summary"]["table"]
+    for key in (k for k in table if k.split("/")[2] in VARIANTS):
+        flavor, task, variant = key.split("/")
+        rule = VARIANTS[variant][0]
+        mse = {m: v.fmt(table[f"{flavor}/{task}/{m}"]["mse"]["mean"]) for m in (variant, rule)}
+        out.append(
+            f"{flavor}/{task}: {LABELS[variant]} reaches MSE {mse[variant]} ({LABELS[rule]}: "
+            f"{mse[rule]}, GPT: {v.fmt(table[f'{flavor}/{task}/preln']['mse']['mean'])})."
+        )
+    relative = [r["relative_improvement"] for r in runs.values() if "relative_improvement" in r]
+    if relative:
+        still = sum(x is None or x >= convergence.TOLERANCE for x in relative)
+        out.append(
+            f"By the other protocols' rule (the last quarter gains less than "
+            f"{convergence.TOLERANCE:.0%} of the run's own best MSE before it), "
+            f"{len(relative) - still} of {len(relative)} runs converged."
+        )
+    return out
+
+
+def _lost(run: dict) -> str:
+    """ ", best B at step S": a run that learned its task on the way and lost it by the end."""
+    if "best_mse" not in run or run["best_mse"] * LEARNED_FACTOR > run["predict_zero"]:
+        return ""
+    curve = run["val_curve"]
+    step = curve["steps"][curve["values"].index(run["best_mse"])]
+    return f"; learned on the way: best {v.fmt(run['best_mse'])} at step {step}, then lost it"
 
 
 def flavors_of(table: dict) -> list[str]:

@@ -74,16 +74,20 @@ def verdict_markdown(results: dict) -> str:
 def edelta_markdown(result: dict) -> str:
     """The E∆ table, one row per flavor and task: published MSE (mean of 3 seeds, 2000
     iterations) vs geolab's per model, and GPT/E∆ — how much of E∆'s edge each flavor keeps."""
-    from geolab.experiments.edelta_benchmarks import LABELS, MODELS, flavors_of
+    from geolab.experiments.edelta_benchmarks import LABELS, columns, flavors_of
 
     table, published = result["summary"]["table"], result["summary"]["published"]["mse"]
-    head = "| flavor | task | " + " | ".join(LABELS[m] for m in MODELS) + " | GPT / E∆ |"
-    lines = [head, "| --- | --- |" + " --- |" * (len(MODELS) + 1)]
+    models = columns(table)
+    head = "| flavor | task | " + " | ".join(LABELS[m] for m in models) + " | GPT / E∆ |"
+    lines = [head, "| --- | --- |" + " --- |" * (len(models) + 1)]
     for flavor in flavors_of(table):
         tasks = dict.fromkeys(k.split("/")[1] for k in table if k.startswith(flavor + "/"))
         for task in tasks:
             cells = []
-            for m in MODELS:
+            for m in models:
+                if f"{flavor}/{task}/{m}" not in table:
+                    cells.append("—")
+                    continue
                 ours = table[f"{flavor}/{task}/{m}"]["mse"]["mean"]
                 paper = published.get(task, {}).get(m)
                 note = f" (paper {paper:.3g})" if paper is not None else ""

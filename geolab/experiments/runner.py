@@ -128,7 +128,9 @@ def run_protocol(
         "reductions": settings.get("reductions", {}),
         "per_seed": outcome.per_seed,
         "summary": outcome.summary,
-        "convergence": convergence.record(outcome.per_seed),
+        "convergence": convergence.record(
+            outcome.per_seed, getattr(module, "CONVERGENCE_RULE", convergence.RULE)
+        ),
         "hypotheses": [h.__dict__ for h in outcome.hypotheses],
         "provenance": {
             "versions": versions(),
