@@ -293,6 +293,12 @@ CASES = [
         a_file,
         "out='{tmp}/file' is not allowed: it is a file",
     ),
+    (
+        "reproduce-jobs-not-parallel",
+        ["reproduce", "rank_evolution", "--jobs", "2", "--out", "{tmp}/out"],
+        None,
+        "--jobs 2 is not allowed for rank_evolution",
+    ),
     pytest.param(
         "reproduce-out-sysfs",
         ["reproduce", "ablation", "--out", "/sys/geolab"],

@@ -105,6 +105,18 @@ def test_reproduce_tiny_writes_a_valid_result_and_figures(name, data_env, tmp_pa
     assert all(h["id"] in out for h in result["hypotheses"])
 
 
+def test_seeds_in_worker_processes_give_the_numbers_of_one_process(data_env):
+    settings = {**get_protocol("language_model").SCALES["tiny"], "rules": ["preln", "mgt"]}
+    with runner.deterministic():
+        alone = runs.train_seeds(settings, [42, 123], lambda m: None)
+        spread = runs.train_seeds({**settings, "jobs": 2}, [42, 123], lambda m: None)
+    for seed in ("42", "123"):
+        for rule in settings["rules"]:
+            drop = {"seconds"}  # wall time, the one field that may differ
+            ours = {k: v for k, v in spread[seed][rule].items() if k not in drop}
+            assert ours == {k: v for k, v in alone[seed][rule].items() if k not in drop}
+
+
 def test_reproduce_list_names_every_protocol(capsys):
     assert main(["reproduce", "--list"]) == 0
     out = capsys.readouterr().out

@@ -69,6 +69,11 @@ def run_reproduce_cli(args: argparse.Namespace) -> int:
             raise ValueError(f"--jobs {args.jobs} is not allowed; it must be >= 1")
         options["jobs"] = args.jobs
     module = get_protocol(args.name)
+    if options.get("jobs", 1) > 1 and not getattr(module, "PARALLEL", False):
+        raise ValueError(
+            f"--jobs {args.jobs} is not allowed for {args.name}: it trains one run at a time "
+            "(--jobs > 1 only for ablation, language_model, edelta_benchmarks)"
+        )
     if args.dry_run:
         settings = {**scale_settings(module, args.scale), **options}
         n_seeds = len(pick_seeds(settings, args.seeds))
@@ -113,7 +118,8 @@ def add_reproduce_cli(subparsers: argparse._SubParsersAction) -> None:
         "--jobs",
         type=int,
         default=None,
-        help="edelta_benchmarks: worker processes, one (flavor, seed) each (default 1)",
+        help="worker processes (default 1): one seed each for ablation and language_model, "
+        "one (flavor, seed) each for edelta_benchmarks",
     )
     p.add_argument(
         "--flavor",

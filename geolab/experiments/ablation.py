@@ -14,11 +14,12 @@ mean − std > 0 over seeds, not reproduced when mean + std < 0, inconclusive ot
 
 from geolab.experiments import figures
 from geolab.experiments import verdicts as v
-from geolab.experiments.runs import rule_plan, text_task, train_rules
+from geolab.experiments.runs import rule_plan, train_seeds
 from geolab.experiments.scales import PAPER, SMALL, SMALL_TRAIN, paper_train, smoke
 from geolab.metrics import synergy
 
 NAME = "ablation"
+PARALLEL = True  # --jobs N spreads its runs, one seed per worker process
 TITLE = "MGT 2: ablation of the two gates at 48 layers and the synergy coefficient 𝒮 (Eq. 9)"
 RULES = ["postln", "mgt_mhc", "mgt_ddl", "mgt", "preln", "deepnorm"]
 
@@ -56,10 +57,9 @@ planned = rule_plan
 
 
 def run(settings: dict, seeds: list[int], log) -> v.Outcome:
-    task = text_task(settings)
-    per_seed = {}
+    per_seed = train_seeds(settings, seeds, log)
     for seed in seeds:
-        row = train_rules(task, settings, seed, log)
+        row = per_seed[str(seed)]
         loss = {r: row[r]["val"]["loss"] for r in settings["rules"]}
         row["synergy_postln"] = synergy(
             loss["postln"], loss["mgt_mhc"], loss["mgt_ddl"], loss["mgt"]
@@ -69,7 +69,6 @@ def run(settings: dict, seeds: list[int], log) -> v.Outcome:
             f"  seed {seed}: 𝒮(post-LN) {row['synergy_postln']:.4g}, "
             f"𝒮(pre-LN) {row['synergy_preln']:.4g}"
         )
-        per_seed[str(seed)] = row
     rows = [per_seed[str(s)] for s in seeds]
     summary = {
         "val_loss": {r: v.mean_std([x[r]["val"]["loss"] for x in rows]) for r in settings["rules"]},

@@ -42,6 +42,7 @@ from geolab.experiments.scales import SMOKE
 from geolab.tasks import get_task
 
 NAME = "edelta_benchmarks"
+PARALLEL = True  # --jobs N spreads its runs, one (flavor, seed) per worker process
 TITLE = "E∆ table: five geometric/residual models on echo, gyroscope, inversion and near-π"
 MODELS = {
     "preln": (9, 128),

@@ -9,10 +9,11 @@ per baseline (``verdicts.sign_verdict`` on the per-seed difference baseline − 
 
 from geolab.experiments import figures
 from geolab.experiments import verdicts as v
-from geolab.experiments.runs import rule_plan, text_task, train_rules
+from geolab.experiments.runs import rule_plan, train_seeds
 from geolab.experiments.scales import PAPER, SMOKE, paper_train, smoke
 
 NAME = "language_model"
+PARALLEL = True  # --jobs N spreads its runs, one seed per worker process
 TITLE = "MGT 5: WikiText-2 language modelling, MGT vs post-LN, pre-LN and DeepNorm"
 RULES = ["postln", "preln", "deepnorm", "mgt"]
 
@@ -65,10 +66,7 @@ planned = rule_plan
 
 
 def run(settings: dict, seeds: list[int], log) -> v.Outcome:
-    task = text_task(settings)
-    per_seed = {}
-    for seed in seeds:
-        per_seed[str(seed)] = train_rules(task, settings, seed, log)
+    per_seed = train_seeds(settings, seeds, log)
     rows = [per_seed[str(s)] for s in seeds]
     rules = settings["rules"]
     summary = {

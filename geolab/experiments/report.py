@@ -179,11 +179,14 @@ rewrites this file from the JSON files and redraws the figures.
 
 "Small" is the smallest width and sequence length at which the protocol's models converge on a
 2-core CPU within an hour per protocol, not a fixed step count. A run has converged when the last
-quarter of its training improves the validation loss by less than 2 %, relative (the exact rule
-is in each result file). Verdicts are computed from the numbers by the rule written in each
-result file, never edited by hand — **reproduced**, **not reproduced at this scale** or
-**inconclusive** — and only from converged runs: a claim resting on a run that did not converge
-reads **inconclusive: not converged**. A claim that fails at this scale may still hold at the
+quarter of its training improves the validation loss by less than 2 %, relative — for the E∆
+table's regressions, whose MSE keeps halving near zero, less than 2 % of the task's
+predict-zero MSE (the exact rule is in each result file). Verdicts are computed from the numbers
+by the rule written in each result file, never edited by hand — **reproduced**, **not
+reproduced at this scale** or **inconclusive** — and only from converged runs: a claim resting
+on a run that did not converge reads **inconclusive: not converged** (the E∆ table's claims,
+which compare one fixed budget as published, rest on runs that *learned* their task instead).
+A claim that fails at this scale may still hold at the
 papers' sizes (`geolab reproduce NAME --scale paper --dry-run` prints what that costs).
 """
 

@@ -143,3 +143,16 @@ def train_rules(task, settings: dict, seed: int, log, rules=None, **changes) -> 
     """rule -> :func:`train_rule` numbers, for ``rules`` (default: the scale's) in order."""
     rules = settings["rules"] if rules is None else rules
     return {rule: train_rule(task, settings, seed, log, rule, **changes) for rule in rules}
+
+
+def seed_rules(seed: int, settings: dict, log) -> dict:
+    """:func:`train_rules` of the scale's rules on its text task, one seed (a job of
+    :func:`train_seeds`)."""
+    return train_rules(text_task(settings), settings, seed, log)
+
+
+def train_seeds(settings: dict, seeds: list[int], log) -> dict:
+    """str(seed) -> :func:`seed_rules` numbers, the seeds spread over ``settings["jobs"]``
+    worker processes (``parallel_map``)."""
+    rows = parallel_map(seed_rules, [(seed,) for seed in seeds], settings, log)
+    return {str(seed): row for seed, row in zip(seeds, rows, strict=True)}
