@@ -134,7 +134,7 @@ SCALES = {
             "dimension": "echo, inversion and near-π vectors in R^16 instead of R^64 (gyroscope "
             "is 16 as published): a stream of width D carries at most D of the dim directions, "
             "so on R^64 a D = 32 model could not go below (1 − D/dim) × predict-zero (echo "
-            "1/128 of it, inversion 0.5)",
+            "1/128, inversion 0.5)",
             "training": "400 iterations of batch 16 (warm-up 20) instead of 2000 of batch 64 "
             "(warm-up 100); lr 1e-3 → 1e-4 cosine, weight decay 0.1, clip 1.0 as published",
             "sequences": "64-step trajectories (63 predicted steps) instead of 128/256 for echo, "
