@@ -201,6 +201,36 @@ def test_a_curve_still_falling_has_not_converged_and_a_flat_one_has():
     assert convergence.eval_every(800) == 40 and convergence.eval_every(3) == 1
 
 
+def test_a_curve_judged_in_the_task_unit():
+    # MSE halving near zero: 40 % better relative to itself, 0.01 % of predict-zero 1/16
+    curve = {"metric": "mse", "steps": [50, 100], "values": [1e-5, 6e-6]}
+    assert convergence.judge(curve, 100)["converged"] is False
+    judged = convergence.judge(curve, 100, scale=1 / 16)
+    assert judged == {"converged": True, "improvement": pytest.approx(4e-6 * 16)}
+    # a model still learning the task is not converged in either unit
+    learning = {"metric": "mse", "steps": [50, 100], "values": [0.04, 0.03]}
+    assert convergence.judge(learning, 100, scale=1 / 16)["converged"] is False
+
+
+def test_edelta_findings_tell_a_lost_task_from_one_never_learned():
+    eb = get_protocol("edelta_benchmarks")
+    curve = {"metric": "mse", "steps": [100, 200, 300, 400], "values": [0.03, 1e-4, 0.05, 0.06]}
+    lost = {"val": {"mse": 0.06}, "predict_zero": 0.0625, "learned": False, "val_curve": curve}
+    never = {**lost, "val_curve": {**curve, "values": [0.06] * 4}}
+    result = {
+        "per_seed": {"42": {"reference/echo/edelta": lost, "reference/echo/mhc": never}},
+        "summary": {"table": {}},
+    }
+    for run in (lost, never):
+        run["best_mse"] = min(run["val_curve"]["values"])
+    text = eb.findings(result)[0]
+    assert "42/reference/echo/edelta (MSE 0.06, predict-zero 0.0625; learned on the way: best " in (
+        text
+    )
+    assert "0.0001 at step 200, then lost it)" in text
+    assert "42/reference/echo/mhc (MSE 0.06, predict-zero 0.0625)" in text
+
+
 def test_a_training_run_records_its_validation_curve(tmp_path):
     from geolab.tasks import get_task
 
