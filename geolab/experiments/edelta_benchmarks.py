@@ -196,11 +196,12 @@ def train_flavor(flavor: str, seed: int, settings: dict, log) -> dict:
         task = get_task(name, seed=seed, flavor=flavor, **settings["task_sizes"][name])
         predict_zero = float(task.y["val"].double().pow(2).mean())
         for key, (rule, changes) in models_of(settings, flavor).items():
-            run = train_rule(task, settings, seed, log, rule, flavor=flavor, **changes)
+            run = train_rule(
+                task, settings, seed, log, rule, scale=predict_zero, flavor=flavor, **changes
+            )
             run["predict_zero"] = predict_zero
-            run["relative_improvement"] = run["improvement"]
-            steps = settings["train"]["steps"]
-            run.update(convergence.judge(run["val_curve"], steps, scale=predict_zero))
+            relative = convergence.judge(run["val_curve"], settings["train"]["steps"])
+            run["relative_improvement"] = relative["improvement"]
             run["best_mse"] = min(run["val_curve"]["values"])
             run["learned"] = run["val"]["mse"] * LEARNED_FACTOR <= predict_zero
             row[f"{flavor}/{name}/{key}"] = run

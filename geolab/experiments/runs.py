@@ -46,12 +46,13 @@ def train_config(settings: dict, seed: int, **changes):
     return TrainConfig(seed=seed, **{**base, **merged})
 
 
-def fit(cfg, task, settings: dict, seed: int, log=None, model=None, callback=None):
+def fit(cfg, task, settings: dict, seed: int, log=None, model=None, callback=None, scale=None):
     """Train ``GeoTransformer(cfg)`` (or ``model``) on ``task`` with the scale's settings and seed.
 
     Returns (numbers, trained model). The numbers are JSON-ready: "val" (final validation
     metrics), "n_params", "curve" (training loss per step), "val_curve" ({"metric", "steps",
-    "values"}), "converged" and "improvement" (``convergence.judge``), "seconds".
+    "values"}), "converged" and "improvement" (``convergence.judge``, in units of ``scale`` when
+    given), "seconds".
     """
     tc = train_config(settings, seed, flavor=cfg.flavor)
     t0 = time.perf_counter()
@@ -62,7 +63,7 @@ def fit(cfg, task, settings: dict, seed: int, log=None, model=None, callback=Non
         "n_params": count_params(res.model),
         "curve": [row["loss"] for row in res.history],
         "val_curve": curve,
-        **convergence.judge(curve, tc.steps),
+        **convergence.judge(curve, tc.steps, scale),
         "seconds": time.perf_counter() - t0,
     }
     if log is not None:
@@ -72,9 +73,9 @@ def fit(cfg, task, settings: dict, seed: int, log=None, model=None, callback=Non
     return out, res.model
 
 
-def train_run(cfg, task, settings: dict, seed: int, log=None) -> dict:
+def train_run(cfg, task, settings: dict, seed: int, log=None, scale=None) -> dict:
     """The numbers of :func:`fit` (the trained model dropped)."""
-    return fit(cfg, task, settings, seed, log)[0]
+    return fit(cfg, task, settings, seed, log, scale=scale)[0]
 
 
 def _job(args):
@@ -123,17 +124,25 @@ def rule_plan(settings: dict) -> list:
 
 
 def train_rule(
-    task, settings: dict, seed: int, log, rule: str, budget: int | None = None, **changes
+    task,
+    settings: dict,
+    seed: int,
+    log,
+    rule: str,
+    budget: int | None = None,
+    scale: float | None = None,
+    **changes,
 ) -> dict:
     """:func:`train_run` of ``model_config(settings, task, rule, **changes)``.
 
     With ``budget`` the width is first matched to that many parameters
-    (``match_params(cfg, budget, vary="d_model")``) and recorded as "d_model".
+    (``match_params(cfg, budget, vary="d_model")``) and recorded as "d_model"; ``scale`` is the
+    unit convergence is judged in (``convergence.judge``).
     """
     cfg = model_config(settings, task, rule, **changes)
     if budget is not None:
         cfg = match_params(cfg, budget, vary="d_model")
-    out = train_run(cfg, task, settings, seed, log)
+    out = train_run(cfg, task, settings, seed, log, scale)
     if budget is not None:
         out["d_model"] = cfg.d_model
     return out
