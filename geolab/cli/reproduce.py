@@ -70,9 +70,10 @@ def run_reproduce_cli(args: argparse.Namespace) -> int:
         options["jobs"] = args.jobs
     module = get_protocol(args.name)
     if options.get("jobs", 1) > 1 and not getattr(module, "PARALLEL", False):
+        parallel = [n for n in NAMES if getattr(get_protocol(n), "PARALLEL", False)]
         raise ValueError(
             f"--jobs {args.jobs} is not allowed for {args.name}: it trains one run at a time "
-            "(--jobs > 1 only for ablation, language_model, edelta_benchmarks)"
+            f"(--jobs > 1 only for {', '.join(parallel)})"
         )
     if args.dry_run:
         settings = {**scale_settings(module, args.scale), **options}
