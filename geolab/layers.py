@@ -79,6 +79,22 @@ class MLP(nn.Module):
         return self.drop(self.proj(F.gelu(self.fc(x))))
 
 
+def rms_norm_linear(x: torch.Tensor, norm: nn.RMSNorm, lin: nn.Linear) -> torch.Tensor:
+    """``lin(norm(x))`` for an RMSNorm ``norm`` (Zhang & Sennrich 2019), as
+    ``r · x (W diag g)ᵀ + b`` with the per-token ``r = (mean x² + ε)^−½``.
+
+    The same map, with the norm's gain g folded into the projection W and the scale r applied to
+    the narrow output: the wide input is read by one reduction and one matrix product instead of
+    passing through the norm's elementwise operators and their gradients. HC/mHC read their
+    (…, nD) streams this way to produce 2n + n² mixing logits per token. (…, D) -> (…, out).
+    """
+    eps = torch.finfo(x.dtype).eps if norm.eps is None else norm.eps
+    weight = lin.weight if norm.weight is None else lin.weight * norm.weight
+    r = torch.rsqrt(x.square().mean(-1, keepdim=True) + eps)
+    z = F.linear(x, weight) * r
+    return z if lin.bias is None else z + lin.bias
+
+
 def init_linear(lin: nn.Linear, std: float) -> None:
     """GPT-2's init: weight ~ N(0, std²), bias 0."""
     nn.init.normal_(lin.weight, std=std)

@@ -6,6 +6,10 @@ on one stream, this one mixes n streams (``geolab.rules.streams``).
 
 import torch
 
+# Below this logit spread every entry of every iterate stays a normal float32: Sinkhorn scalings
+# keep entry ratios within exp(2·spread) (Sinkhorn 1967), and exp(−2·30) ≫ 1.2e-38.
+LINEAR_SPREAD = 30.0
+
 
 def sinkhorn(logits, iters=20, return_error=False):
     """Sinkhorn–Knopp projection towards the doubly stochastic matrices (mHC).
@@ -17,9 +21,10 @@ def sinkhorn(logits, iters=20, return_error=False):
     max |column sum − 1| of each matrix (the residual seed 003 criticises).
 
     Computed in float32 (float64 input stays float64), with autocast disabled, and returned in
-    that dtype. The normalisations run in the log domain — identical iterates in exact
-    arithmetic — so a column that underflows to zero in exp(logits − max) (logit spreads ≳ 100)
-    cannot produce 0/0; every finite input gives a finite M.
+    that dtype. Where every matrix's logit spread (max − min) is below ``LINEAR_SPREAD`` the
+    rounds divide by sums (``_SinkhornLinear``); otherwise they run in the log domain
+    (``_SinkhornLog``) — identical iterates in exact arithmetic — so a column that underflows to
+    zero in exp(logits − max) cannot produce 0/0; every finite input gives a finite M.
     """
     if not isinstance(logits, torch.Tensor) or logits.ndim < 2:
         got = (
@@ -36,14 +41,57 @@ def sinkhorn(logits, iters=20, return_error=False):
         raise ValueError(f"iters: must be an int >= 1, got {iters!r}")
     dtype = torch.promote_types(logits.dtype, torch.float32)
     with torch.autocast(device_type=logits.device.type, enabled=False):
-        M = _Sinkhorn.apply(logits.to(dtype), iters)
+        n = logits.shape[-1]
+        # Matrices along the last axis, (n, n, T): a sum over a matrix's rows or columns then
+        # adds n contiguous vectors instead of reducing T strided runs of n (≈ 3.5× at n = 4).
+        stacked = logits.to(dtype).reshape(-1, n, n).permute(1, 2, 0).contiguous()
+        spread = stacked.amax((0, 1)) - stacked.amin((0, 1))
+        linear = stacked.numel() > 0 and bool(spread.max() < LINEAR_SPREAD)
+        M = (_SinkhornLinear if linear else _SinkhornLog).apply(stacked, iters)
+        M = M.permute(2, 0, 1).contiguous().view(logits.shape)
     if not return_error:
         return M
     return M, (M.sum(-2) - 1).abs().amax(-1)
 
 
-class _Sinkhorn(torch.autograd.Function):
-    """`sinkhorn`'s log-domain iterations as one autograd node (exact gradient, few kernels).
+class _SinkhornLinear(torch.autograd.Function):
+    """`sinkhorn`'s rounds as divisions by sums, one autograd node (exact gradient), on
+    matrices stacked along the last axis: (n, n, T) -> (n, n, T).
+
+    Forward: M ← exp(f − max f), then `iters` × (M ← M / Σ_col M; M ← M / Σ_row M). Each
+    normalisation g = M / s (s = Σ M over the normalised axis) has the vector-Jacobian product
+        ∂M = (∂g − Σ ∂g ⊙ g) / s,
+    and exp has ∂f = ∂M₀ ⊙ M₀; the backward replays the stored iterates and sums in reverse.
+    Four kernels per normalisation where the log domain needs seven: the fast path for the
+    logit spreads training meets (``LINEAR_SPREAD``).
+    """
+
+    @staticmethod
+    def forward(ctx, logits, iters):
+        M = (logits - logits.amax((0, 1), keepdim=True)).exp()
+        saved = [M]
+        for _ in range(iters):
+            for dim in (0, 1):
+                s = M.sum(dim, keepdim=True)
+                M = M / s
+                saved += [s, M]
+        ctx.save_for_backward(*saved)
+        return M
+
+    @staticmethod
+    def backward(ctx, grad):
+        M0, *steps = ctx.saved_tensors
+        g = grad.contiguous()  # it arrives in the caller's (T, n, n) order
+        for i in range(len(steps) // 2 - 1, -1, -1):
+            s, out = steps[2 * i], steps[2 * i + 1]
+            dim = 0 if i % 2 == 0 else 1
+            g = (g - (g * out).sum(dim, keepdim=True)) / s
+        return g * M0, None
+
+
+class _SinkhornLog(torch.autograd.Function):
+    """`sinkhorn`'s log-domain iterations as one autograd node (exact gradient, few kernels), on
+    matrices stacked along the last axis: (n, n, T) -> (n, n, T).
 
     Forward: f ← f − max f, then `iters` × (f ← f − lse_col f; f ← f − lse_row f), M = exp f.
     Each normalisation g = f − lse(f) has the vector-Jacobian product
@@ -55,10 +103,10 @@ class _Sinkhorn(torch.autograd.Function):
 
     @staticmethod
     def forward(ctx, logits, iters):
-        f = logits - logits.amax((-2, -1), keepdim=True)
+        f = logits - logits.amax((0, 1), keepdim=True)
         outs = []
         for _ in range(iters):
-            for dim in (-2, -1):
+            for dim in (0, 1):
                 f = f - torch.logsumexp(f, dim, keepdim=True)
                 outs.append(f)
         M = f.exp()
@@ -68,8 +116,8 @@ class _Sinkhorn(torch.autograd.Function):
     @staticmethod
     def backward(ctx, grad):
         outs = ctx.saved_tensors
-        g = grad * outs[-1].exp()  # through M = exp f
+        g = grad.contiguous() * outs[-1].exp()  # through M = exp f (grad in the caller's order)
         for i in range(len(outs) - 1, -1, -1):
-            dim = -2 if i % 2 == 0 else -1
+            dim = 0 if i % 2 == 0 else 1
             g = torch.addcmul(g, outs[i].exp(), g.sum(dim, keepdim=True), value=-1)
         return g, None

@@ -244,28 +244,32 @@ def _cayley_coeffs(x, u, v, c):
     uax = uu * vx - uv * ux
     g = (uu * vv - uv * uv).clamp_min(0)  # ω² ≥ 0 exactly; see `_cayley_planes` on the clamp
 
-    # m ≤ 1: Q x = x − k1 (Ax − c A²x), k1 = 2c/(1+t²), t² = c·(c ω²). Here |c| ≤ max^(1/5)
-    # (`tame`), so no product overflows; huge β on tiny u, v is left to `_cayley_planes`.
-    cp = torch.where(ok & small, c, torch.zeros_like(c))
-    k1 = 2 * cp / (1 + cp * (cp * g))
-    a_poly = k1 * (cp * vax - vx)
-    b_poly = k1 * (ux - cp * uax)
-
-    # m > 1: Q x = x − sinθ B x + (1 − cosθ) B² x with B = A/ω, in r = 1/t for |t| > 1.
+    # Each form is computed only where some index takes it (at init every m ≪ 1, so the plane
+    # form's two dozen operators are skipped); entries no form selects stay exactly 0.
+    a = b = zero
+    poly = ok & small
+    if poly.any():
+        # m ≤ 1: Q x = x − k1 (Ax − c A²x), k1 = 2c/(1+t²), t² = c·(c ω²). Here
+        # |c| ≤ max^(1/5) (`tame`), so no product overflows; huge β on tiny u, v is left to
+        # `_cayley_planes`.
+        cp = torch.where(poly, c, torch.zeros_like(c))
+        k1 = 2 * cp / (1 + cp * (cp * g))
+        a = torch.where(poly, k1 * (cp * vax - vx), zero)
+        b = torch.where(poly, k1 * (ux - cp * uax), zero)
     plane = ok & ~small
-    w = torch.where(plane, g, one).sqrt()
-    cb = torch.where(plane, c, one)
-    with torch.no_grad():
-        big = cb.abs() * w > 1
-    t_lo = torch.where(big, zero, cb * w)
-    r = torch.where(big, 1 / cb, one) / w
-    sin_theta = torch.where(big, 2 * r / (1 + r * r), 2 * t_lo / (1 + t_lo * t_lo))
-    one_m_cos = torch.where(big, 2 / (1 + r * r), 2 * t_lo * t_lo / (1 + t_lo * t_lo))
-    s1, s2 = sin_theta / w, one_m_cos / (w * w)
-    a_plane = s2 * vax - s1 * vx
-    b_plane = s1 * ux - s2 * uax
-    a = torch.where(plane, a_plane, torch.where(small, a_poly, zero))
-    b = torch.where(plane, b_plane, torch.where(small, b_poly, zero))
+    if plane.any():
+        # m > 1: Q x = x − sinθ B x + (1 − cosθ) B² x with B = A/ω, in r = 1/t for |t| > 1.
+        w = torch.where(plane, g, one).sqrt()
+        cb = torch.where(plane, c, one)
+        with torch.no_grad():
+            big = cb.abs() * w > 1
+        t_lo = torch.where(big, zero, cb * w)
+        r = torch.where(big, 1 / cb, one) / w
+        sin_theta = torch.where(big, 2 * r / (1 + r * r), 2 * t_lo / (1 + t_lo * t_lo))
+        one_m_cos = torch.where(big, 2 / (1 + r * r), 2 * t_lo * t_lo / (1 + t_lo * t_lo))
+        s1, s2 = sin_theta / w, one_m_cos / (w * w)
+        a = torch.where(plane, s2 * vax - s1 * vx, a)
+        b = torch.where(plane, s1 * ux - s2 * uax, b)
     return a, b, ok
 
 

@@ -10,7 +10,8 @@ import torch
 import torch.nn.functional as F
 
 from geolab.config import GeoConfig
-from geolab.mixing import sinkhorn
+from geolab.layers import rms_norm_linear
+from geolab.mixing import LINEAR_SPREAD, _SinkhornLinear, _SinkhornLog, sinkhorn
 from geolab.operators import delta_update
 from geolab.rules import rule_class
 
@@ -124,17 +125,36 @@ def _unrolled_sinkhorn(logits, iters):
     return f.exp()
 
 
+@pytest.mark.parametrize("node", [_SinkhornLinear, _SinkhornLog])
 @pytest.mark.parametrize("n,iters", [(2, 1), (4, 20), (5, 7)])
-def test_sinkhorn_node_matches_unrolled_loop(n, iters):
+def test_sinkhorn_nodes_match_unrolled_loop(node, n, iters):
     g = torch.Generator().manual_seed(n)
     logits = (3 * torch.randn(6, n, n, generator=g, dtype=torch.float64)).requires_grad_()
     w = torch.randn(6, n, n, generator=g, dtype=torch.float64)
-    out, ref = sinkhorn(logits, iters=iters), _unrolled_sinkhorn(logits, iters)
+
+    def stacked(t):  # the nodes take matrices along the last axis, as sinkhorn passes them
+        return node.apply(t.permute(1, 2, 0), iters).permute(2, 0, 1)
+
+    out, ref = stacked(logits), _unrolled_sinkhorn(logits, iters)
     torch.testing.assert_close(out, ref, rtol=0, atol=1e-14)
     (g1,) = torch.autograd.grad((out * w).sum(), logits)
     (g2,) = torch.autograd.grad((ref * w).sum(), logits)
     torch.testing.assert_close(g1, g2, rtol=1e-10, atol=1e-13)
-    assert torch.autograd.gradcheck(lambda t: sinkhorn(t, iters=iters), (logits,))
+    assert torch.autograd.gradcheck(stacked, (logits,))
+
+
+@pytest.mark.parametrize("spread", [1.0, LINEAR_SPREAD * 0.99, LINEAR_SPREAD * 1.01, 200.0])
+def test_sinkhorn_in_float32_matches_float64_on_either_side_of_the_linear_spread(spread):
+    g = torch.Generator().manual_seed(3)
+    logits = torch.rand(64, 4, 4, generator=g, dtype=torch.float64)
+    logits = logits - logits.amin((-2, -1), keepdim=True)
+    logits = spread * logits / logits.amax((-2, -1), keepdim=True)  # each matrix spans the spread
+    x32 = logits.float().requires_grad_()
+    out = sinkhorn(x32, 20)
+    (grad,) = torch.autograd.grad(out.square().sum(), x32)
+    ref = _unrolled_sinkhorn(logits, 20)
+    assert torch.isfinite(out).all() and torch.isfinite(grad).all()
+    torch.testing.assert_close(out.double(), ref, rtol=0, atol=2e-6)
 
 
 def test_edelta_shortcut_reads_only_the_direction_of_k():
@@ -147,3 +167,20 @@ def test_edelta_shortcut_reads_only_the_direction_of_k():
     y = hybrid_apply(x, u, v, k, beta, gamma)
     torch.testing.assert_close(y, hybrid_apply(x, u, v, F.normalize(k, dim=-1), beta, gamma))
     torch.testing.assert_close(y, hybrid_apply(x, u, v, 1e3 * k, beta, gamma))
+
+
+@pytest.mark.parametrize("eps,bias", [(None, False), (1e-6, True)])
+def test_rms_norm_linear_is_the_norm_then_the_linear(eps, bias):
+    torch.manual_seed(4)
+    norm, lin = torch.nn.RMSNorm(12, eps=eps).double(), torch.nn.Linear(12, 5, bias=bias).double()
+    with torch.no_grad():
+        norm.weight.uniform_(0.5, 1.5)
+    x = (3 * torch.randn(B, S, 12, dtype=torch.float64)).requires_grad_()
+    out, ref = rms_norm_linear(x, norm, lin), lin(norm(x))
+    torch.testing.assert_close(out, ref, rtol=1e-12, atol=1e-12)
+    w = torch.randn_like(out)
+    params = [x, norm.weight, *lin.parameters()]
+    for g1, g2 in zip(  # noqa: B905 (both lists have one gradient per parameter)
+        torch.autograd.grad((out * w).sum(), params), torch.autograd.grad((ref * w).sum(), params)
+    ):
+        torch.testing.assert_close(g1, g2, rtol=1e-10, atol=1e-12)

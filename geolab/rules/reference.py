@@ -23,7 +23,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from geolab.layers import init_linear, make_norm
+from geolab.layers import init_linear, make_norm, rms_norm_linear
 from geolab.mixing import sinkhorn
 from geolab.operators import delta_update, fixed_point_cayley, gate_regularizer, hybrid_operator
 from geolab.registry import config_error, register
@@ -208,7 +208,7 @@ class RefMHC(_Reference):
     def forward(self, x, sublayer):
         n = self.n
         with float32_gates(x):
-            z = self.phi(self.norm_in(upcast(x)))
+            z = rms_norm_linear(upcast(x), self.norm_in, self.phi)
             h_pre = torch.sigmoid(self.alpha[0] * z[..., :n] + self.b_pre)
             h_post = 2 * torch.sigmoid(self.alpha[1] * z[..., n : 2 * n] + self.b_post)
             logits = self.alpha[2] * z[..., 2 * n :].unflatten(-1, (n, n)) + self.b_res

@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING
 import torch
 from torch import nn
 
-from geolab.layers import make_norm
+from geolab.layers import make_norm, rms_norm_linear
 from geolab.mixing import sinkhorn
 from geolab.operators import fixed_point_cayley
 from geolab.registry import config_error, register
@@ -66,7 +66,7 @@ class _Streams(Rule):
     def forward(self, x, sublayer):
         n = self.n
         with float32_gates(x):
-            z = self.phi(self.norm_in(upcast(x.flatten(-2))))
+            z = rms_norm_linear(upcast(x.flatten(-2)), self.norm_in, self.phi)
             a_pre, a_post, a_res = self.alpha
             h_pre = torch.sigmoid(a_pre * z[..., :n] + self.b_pre)
             h_post = 2 * torch.sigmoid(a_post * z[..., n : 2 * n] + self.b_post)
