@@ -7,7 +7,8 @@ median of interleaved repetitions, the minimum in the notes. Targets (issue 7): 
 D = 128, S = 32 and ≤ 400 ms at D = 256, S = 64. The time to build the model is reported beside
 it, without a target (a slider that changes a rule's init rebuilds the model; one that changes
 only the input does not). The notes also split the profile into the forward pass and the
-effective ranks of its 401 states.
+effective ranks of its 401 states, and time preln's linear maps alone: the matrix-product floor
+of a 200-layer forward on this machine.
 """
 
 import statistics
@@ -33,6 +34,23 @@ def _build(rule, n_layer, d, seq):
     return GeoTransformer(cfg).eval()
 
 
+def _matmuls_of(model, seq, d):
+    """The forward's linear maps alone (QKV, output, MLP in and out of every layer, on inputs of
+    their width): the GEMM floor under the profile, without attention, norms or residual adds."""
+    linears = [
+        m
+        for layer in model.layers
+        for m in (layer.attn.qkv, layer.attn.proj, layer.mlp.fc, layer.mlp.proj)
+    ]
+    inputs = {width: torch.randn(BATCH, seq, width) for width in (d, 4 * d)}
+
+    def run():
+        for lin in linears:
+            lin(inputs[lin.in_features])
+
+    return run
+
+
 def _rows(n_layer, d, seq, target_ms, rounds) -> list[dict]:
     x = torch.randn(BATCH, seq, d, generator=torch.Generator().manual_seed(0))
     models, build_ms = {}, {}
@@ -44,8 +62,10 @@ def _rows(n_layer, d, seq, target_ms, rounds) -> list[dict]:
     fns = {rule: (lambda m=m: rank_profile(m, x)) for rule, m in models.items()}
     fns.update({f"{rule} forward": (lambda m=m: m(x)) for rule, m in models.items()})
     fns["effective ranks"] = lambda: effective_rank(states)
+    fns["matrix products"] = _matmuls_of(models["preln"], seq, d)
     times = interleaved(fns, rounds=rounds)
     erank_ms = statistics.median(times["effective ranks"]) * 1e3
+    floor_ms = statistics.median(times["matrix products"]) * 1e3
     rows = []
     for rule in RULES:
         ms = [t * 1e3 for t in times[rule]]
@@ -61,7 +81,12 @@ def _rows(n_layer, d, seq, target_ms, rounds) -> list[dict]:
                 "met": value <= target_ms if target_ms else None,
                 "notes": f"min {min(ms):.0f} ms over {len(ms)} runs; forward alone "
                 f"{fwd_ms:.0f} ms, effective ranks of {len(states)} states {erank_ms:.0f} ms; "
-                f"model build {build_ms[rule]:.0f} ms",
+                f"model build {build_ms[rule]:.0f} ms"
+                + (
+                    f"; preln's {4 * n_layer} linear maps alone {floor_ms:.0f} ms"
+                    if rule == "preln"
+                    else ""
+                ),
             }
         )
     return rows

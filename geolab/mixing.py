@@ -6,8 +6,9 @@ on one stream, this one mixes n streams (``geolab.rules.streams``).
 
 import torch
 
-# Below this logit spread every entry of every iterate stays a normal float32: Sinkhorn scalings
-# keep entry ratios within exp(2·spread) (Sinkhorn 1967), and exp(−2·30) ≫ 1.2e-38.
+# Below this logit spread every entry of every iterate stays a normal float32: each iterate is
+# diag(r) M⁰ diag(c) with r and c each spread by at most exp(spread), so after every normalisation
+# each entry is ≥ exp(−2·spread)/n, and exp(−60)/n ≫ 1.2e-38.
 LINEAR_SPREAD = 30.0
 
 
@@ -21,8 +22,8 @@ def sinkhorn(logits, iters=20, return_error=False):
     max |column sum − 1| of each matrix (the residual seed 003 criticises).
 
     Computed in float32 (float64 input stays float64), with autocast disabled, and returned in
-    that dtype. Where every matrix's logit spread (max − min) is below ``LINEAR_SPREAD`` the
-    rounds divide by sums (``_SinkhornLinear``); otherwise they run in the log domain
+    that dtype. On a CPU, where every matrix's logit spread (max − min) is below ``LINEAR_SPREAD``,
+    the rounds divide by sums (``_SinkhornLinear``); otherwise they run in the log domain
     (``_SinkhornLog``) — identical iterates in exact arithmetic — so a column that underflows to
     zero in exp(logits − max) cannot produce 0/0; every finite input gives a finite M.
     """
@@ -45,8 +46,11 @@ def sinkhorn(logits, iters=20, return_error=False):
         # Matrices along the last axis, (n, n, T): a sum over a matrix's rows or columns then
         # adds n contiguous vectors instead of reducing T strided runs of n (≈ 3.5× at n = 4).
         stacked = logits.to(dtype).reshape(-1, n, n).permute(1, 2, 0).contiguous()
-        spread = stacked.amax((0, 1)) - stacked.amin((0, 1))
-        linear = stacked.numel() > 0 and bool(spread.max() < LINEAR_SPREAD)
+        # Reading the spread is a host sync: an accelerator keeps the log domain instead.
+        linear = stacked.device.type == "cpu" and stacked.numel() > 0
+        if linear:
+            spread = stacked.amax((0, 1)) - stacked.amin((0, 1))
+            linear = bool(spread.max() < LINEAR_SPREAD)
         M = (_SinkhornLinear if linear else _SinkhornLog).apply(stacked, iters)
         M = M.permute(2, 0, 1).contiguous().view(logits.shape)
     if not return_error:

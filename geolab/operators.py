@@ -248,7 +248,7 @@ def _cayley_coeffs(x, u, v, c):
     # form's two dozen operators are skipped); entries no form selects stay exactly 0.
     a = b = zero
     poly = ok & small
-    if poly.any():
+    if _some(poly):
         # m ≤ 1: Q x = x − k1 (Ax − c A²x), k1 = 2c/(1+t²), t² = c·(c ω²). Here
         # |c| ≤ max^(1/5) (`tame`), so no product overflows; huge β on tiny u, v is left to
         # `_cayley_planes`.
@@ -257,7 +257,7 @@ def _cayley_coeffs(x, u, v, c):
         a = torch.where(poly, k1 * (cp * vax - vx), zero)
         b = torch.where(poly, k1 * (ux - cp * uax), zero)
     plane = ok & ~small
-    if plane.any():
+    if _some(plane):
         # m > 1: Q x = x − sinθ B x + (1 − cosθ) B² x with B = A/ω, in r = 1/t for |t| > 1.
         w = torch.where(plane, g, one).sqrt()
         cb = torch.where(plane, c, one)
@@ -271,6 +271,12 @@ def _cayley_coeffs(x, u, v, c):
         a = torch.where(plane, s2 * vax - s1 * vx, a)
         b = torch.where(plane, s1 * ux - s2 * uax, b)
     return a, b, ok
+
+
+def _some(mask):
+    """Whether any entry of ``mask`` is set — asked on a CPU only: on an accelerator the answer
+    costs a host sync, which stalls more than computing a form no index takes."""
+    return mask.device.type != "cpu" or bool(mask.any())
 
 
 def _patch(y, ok, fn, *args):
