@@ -180,7 +180,7 @@ def test_rms_norm_linear_is_the_norm_then_the_linear(eps, bias):
     torch.testing.assert_close(out, ref, rtol=1e-12, atol=1e-12)
     w = torch.randn_like(out)
     params = [x, norm.weight, *lin.parameters()]
-    for g1, g2 in zip(  # noqa: B905 (both lists have one gradient per parameter)
-        torch.autograd.grad((out * w).sum(), params), torch.autograd.grad((ref * w).sum(), params)
-    ):
+    got = torch.autograd.grad((out * w).sum(), params)
+    want = torch.autograd.grad((ref * w).sum(), params)
+    for g1, g2 in zip(got, want, strict=True):
         torch.testing.assert_close(g1, g2, rtol=1e-10, atol=1e-12)
