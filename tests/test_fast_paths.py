@@ -12,7 +12,7 @@ import torch.nn.functional as F
 from geolab.config import GeoConfig
 from geolab.layers import rms_norm_linear
 from geolab.mixing import LINEAR_SPREAD, _SinkhornLinear, _SinkhornLog, sinkhorn
-from geolab.operators import delta_update
+from geolab.operators import cayley_apply, delta_update
 from geolab.rules import rule_class
 
 D, S, B = 16, 5, 3
@@ -155,6 +155,56 @@ def test_sinkhorn_in_float32_matches_float64_on_either_side_of_the_linear_spread
     ref = _unrolled_sinkhorn(logits, 20)
     assert torch.isfinite(out).all() and torch.isfinite(grad).all()
     torch.testing.assert_close(out.double(), ref, rtol=0, atol=2e-6)
+
+
+def _node_names(t):
+    """The class names of every autograd node behind ``t``."""
+    seen, stack = set(), [t.grad_fn]
+    while stack:
+        fn = stack.pop()
+        if fn is not None and fn not in seen:
+            seen.add(fn)
+            stack.extend(f for f, _ in fn.next_functions)
+    return {type(fn).__name__ for fn in seen}
+
+
+@pytest.mark.parametrize("compiling", [False, True])
+def test_sinkhorn_reads_the_spread_only_in_eager_mode(monkeypatch, compiling):
+    # Under torch.compile a read of the spread would break the graph: the log domain serves all.
+    monkeypatch.setattr(torch.compiler, "is_compiling", lambda: compiling)
+    logits = torch.randn(8, 4, 4, generator=torch.Generator().manual_seed(0), requires_grad=True)
+    names = _node_names(sinkhorn(logits))
+    assert ("_SinkhornLogBackward" in names) == compiling
+    assert ("_SinkhornLinearBackward" in names) == (not compiling)
+
+
+@pytest.mark.parametrize("beta", [(0.5, 0.5, 1e-9), (1e-3, 1e-3, 1e-3), (50.0, 50.0, 50.0)])
+def test_cayley_computes_every_form_when_it_cannot_ask_which_are_taken(monkeypatch, beta):
+    # Mixed polynomial/plane indices, all polynomial (eager mode then skips the plane form), and
+    # mostly plane. Without the cheap question every form is computed everywhere, and
+    # torch.where must keep the same values and gradients.
+    g = torch.Generator().manual_seed(5)
+    x, u, v = (torch.randn(3, D, generator=g, dtype=torch.float64) for _ in range(3))
+    u = (u * torch.tensor([[1e-7], [1.0], [1.0]], dtype=torch.float64)).requires_grad_()
+    beta = torch.tensor(beta, dtype=torch.float64)
+    eager = cayley_apply(x, u, v, beta)
+    (eager_grad,) = torch.autograd.grad(eager.square().sum(), u)
+    monkeypatch.setattr(torch.compiler, "is_compiling", lambda: True)
+    every = cayley_apply(x, u, v, beta)
+    (every_grad,) = torch.autograd.grad(every.square().sum(), u)
+    assert torch.equal(every, eager) and torch.equal(every_grad, eager_grad)
+
+
+@pytest.mark.parametrize("name", ["hc", "mhc"])
+def test_stream_merge_hands_the_last_layer_a_materialised_gradient(name):
+    # The sum's gradient is expanded along the streams (stride 0); H_res X's backward would take
+    # it one matrix at a time. The gradient the streams see must be an ordinary tensor.
+    h = torch.randn(B, S, 4, D).requires_grad_().clone()
+    merged = rule_class(GeoConfig(residual=name, vocab_size=8)).merge(h)
+    seen = []
+    h.register_hook(lambda grad: seen.append(grad.stride()))
+    merged.backward(torch.randn(B, S, D))
+    assert seen == [torch.empty(B, S, 4, D).stride()]
 
 
 def test_edelta_shortcut_reads_only_the_direction_of_k():

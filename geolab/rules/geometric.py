@@ -123,9 +123,13 @@ class _Geometric(Rule):
         if self.mode == "reflection":
             k = out
         else:
-            u, v, beta = out[..., :g], out[..., g : 2 * g], F.softplus(out[..., 2 * g])
+            # One split, not four slices: a slice's backward writes its gradient into a zeroed
+            # copy of the whole (…, 3g + 1) output and the copies are summed; a split's is one
+            # concatenation (same values).
+            u, v, b, *rest = out.split([g, g, 1, g][: 4 if self.mode == "hybrid" else 3], -1)
+            beta = F.softplus(b.squeeze(-1))
             if self.mode == "hybrid":
-                k = out[..., 2 * g + 1 :]
+                (k,) = rest
         # k stays unnormalised: every operator below uses only k̂ = k/‖k‖ and normalises it
         # itself (overflow-safe), so a normalisation here would be a second pass for nothing.
         if self.mode == "hybrid":

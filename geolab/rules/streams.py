@@ -61,6 +61,11 @@ class _Streams(Rule):
 
     @staticmethod
     def merge(h):
+        if h.requires_grad:
+            # The sum hands the streams its gradient expanded (stride 0 along n), and the last
+            # layer's H_res X product takes such a gradient one matrix at a time: ≈ 10 ms
+            # instead of 1 per step at 16 × 64 tokens (profiled). Materialised, it is one bmm.
+            h.register_hook(torch.Tensor.contiguous)
         return h.sum(-2)
 
     def forward(self, x, sublayer):
