@@ -265,6 +265,52 @@ def test_04_token_cloud_shrinks_to_a_point_for_pure_attention():
     assert early.std(axis=0).max() > 1e-2
 
 
+def _svd_plane(X):
+    """token_plane's definition, by the SVD: X scaled to mean squared token norm 1, times its
+    top two right singular vectors (float64)."""
+    X = X.double() * (X.shape[-2] / X.double().square().sum(dim=(-2, -1), keepdim=True)).sqrt()
+    vh = torch.linalg.svd(X, full_matrices=False).Vh
+    return (X @ vh[..., :2, :].mT).numpy()
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    layers=st.integers(1, 3),
+    seq=st.integers(1, 12),
+    width=st.integers(1, 12),
+    rank=st.integers(1, 12),
+    scale=st.sampled_from([1e-30, 1.0, 1e30]),
+    seed=st.integers(0, 2**16),
+)
+def test_04_token_plane_is_the_projection_on_the_top_right_singular_vectors(
+    layers, seq, width, rank, scale, seed
+):
+    # Either Gram side (seq ≤ width and seq > width), collapsed (rank 1) and extreme scales; the
+    # comparison is per column up to sign, which token_plane fixes by the mean point and the
+    # SVD does not. Columns whose singular value ties the next one are a free rotation: skipped.
+    g = torch.Generator().manual_seed(seed)
+    r = min(rank, seq, width)
+    states = scale * (torch.randn(layers, seq, r, generator=g) @ torch.randn(r, width, generator=g))
+    plane, ref = explore.token_plane(states), _svd_plane(states)
+    assert plane.shape == ref.shape == (layers, seq, min(2, seq, width))
+    assert np.isfinite(plane).all()
+    sigma = torch.linalg.svdvals(states.double()).numpy()
+    for layer in range(layers):
+        for col in range(plane.shape[-1]):
+            gap = sigma[layer, col] - (sigma[layer, col + 1] if col + 1 < len(sigma[layer]) else 0)
+            if gap < 1e-3 * sigma[layer, 0]:
+                continue
+            a, b = plane[layer, :, col], ref[layer, :, col]
+            err = min(np.abs(a - b).max(), np.abs(a + b).max())
+            assert err < 1e-6 * (1 + np.abs(b).max()), (layer, col, err)
+    assert (plane.mean(axis=-2) >= 0).all()
+
+
+def test_04_token_plane_of_an_all_zero_layer_is_the_origin():
+    plane = explore.token_plane(torch.zeros(2, 5, 8))
+    assert plane.shape == (2, 5, 2) and not plane.any()
+
+
 def test_04_mgt_memory_explains_the_fall_at_200_layers():
     n = explore.rank_view(["mgt"], 12, reference=False).numbers
     assert n["mgt_memory"] == pytest.approx(0.95**24)

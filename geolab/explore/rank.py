@@ -122,12 +122,21 @@ def token_plane(states: torch.Tensor) -> np.ndarray:
     right singular vectors (uncentred, so "all tokens equal" is one point at distance 1 from the
     origin, not a point at 0), signs fixed so the mean point has non-negative coordinates.
     Collapse shows as the cloud shrinking to a point (geolab's picture; the numbers behind it are
-    the effective rank and Dong's residual).
+    the effective rank and Dong's residual). An all-zero layer is one point at the origin.
+
+    Computed from the Gram matrix of the shorter side in float64, not an SVD of S×D (≈ 3× faster
+    for 200 layers of 32×128): X v_i = σ_i u_i, so the coordinates are the top eigenvectors of
+    X Xᵀ scaled by σ_i when S ≤ D, and X times the top eigenvectors of XᵀX otherwise.
     """
     X = states.double()
-    X = X * (X.shape[-2] / X.square().sum(dim=(-2, -1), keepdim=True)).sqrt()
-    _, _, vh = torch.linalg.svd(X, full_matrices=False)
-    points = X @ vh[..., :2, :].transpose(-1, -2)
+    energy = X.square().sum(dim=(-2, -1), keepdim=True)
+    X = X * torch.where(energy > 0, X.shape[-2] / energy, 0.0).sqrt()
+    if X.shape[-2] <= X.shape[-1]:
+        lam, U = torch.linalg.eigh(X @ X.mT)  # ascending: the top two are last
+        points = U[..., -2:] * lam[..., -2:].clamp_min(0).sqrt().unsqueeze(-2)
+    else:
+        points = X @ torch.linalg.eigh(X.mT @ X).eigenvectors[..., -2:]
+    points = points.flip(-1)
     sign = torch.where(points.mean(dim=-2, keepdim=True) < 0, -1.0, 1.0)
     return (points * sign).numpy()
 
