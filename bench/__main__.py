@@ -82,6 +82,29 @@ def _git_revision() -> str:
     return out.stdout.strip() + ("-dirty" if dirty.stdout.strip() else "")
 
 
+def _floors() -> dict:
+    """Two floors of this machine at the suite's thread count, best of 5: memory bandwidth (a·b on
+    64 MB float32 vectors, 3 × 64 MB moved) and a training-sized matrix product (1024×128 ·
+    128×512, the MLP's first layer at B·S = 1024). Elementwise work on tensors beyond the cache
+    runs at the first, the layers' products near the second."""
+    a, b = torch.randn(1 << 24), torch.randn(1 << 24)
+    x, w = torch.randn(1024, 128), torch.randn(128, 512)
+
+    def best(fn):
+        fn()
+        times = []
+        for _ in range(5):
+            start = time.perf_counter()
+            fn()
+            times.append(time.perf_counter() - start)
+        return min(times)
+
+    return {
+        "memory_gb_s": round(3 * a.numel() * 4 / best(lambda: a * b) / 1e9, 1),
+        "matmul_gflop_s": round(2 * 1024 * 128 * 512 / best(lambda: x @ w) / 1e9, 1),
+    }
+
+
 def machine_info() -> dict:
     """Where and with what the numbers were measured."""
     info = {
@@ -96,6 +119,7 @@ def machine_info() -> dict:
         "load_average": [round(x, 2) for x in os.getloadavg()],
         "cuda": torch.cuda.get_device_name(0) if torch.cuda.is_available() else None,
         "git": _git_revision(),
+        **_floors(),
     }
     return info
 
@@ -175,6 +199,9 @@ def markdown(results: dict) -> str:
         f"torch threads {m['torch_threads']}, git {m['git']}",
         f"- clock: {m['clock']} ({CLOCK_LINES[m['clock']]}); load average when written "
         f"{m['load_average']}",
+        f"- floors measured when written: memory bandwidth {m.get('memory_gb_s', '?')} GB/s "
+        f"(a·b on 64 MB), matrix product {m.get('matmul_gflop_s', '?')} GFLOP/s "
+        "(1024×128 · 128×512)",
         f"- targets met: {met} of {len(targets)}",
         "",
         "Speeds are medians of per-round ratios measured interleaved in one process (the machine "

@@ -47,6 +47,7 @@ def test_quick_run_schema(quick_run):
     for key in ("platform", "cpu", "python", "torch", "numpy", "torch_threads", "git", "clock"):
         assert machine[key] not in (None, ""), key
     assert machine["torch_threads"] == 1
+    assert machine["memory_gb_s"] > 0 and machine["matmul_gflop_s"] > 0
     for row in results["rows"]:
         assert tuple(row) == ROW_KEYS
         assert row["name"] != "error", row["notes"]
