@@ -1,5 +1,4 @@
-"""The device a model runs on: which one ("auto": cuda → mps → cpu), how it is named, and
-whether code may branch on a tensor's values there."""
+"""The device a model runs on: which one ("auto": cuda → mps → cpu) and how it is named."""
 
 import platform
 
@@ -28,10 +27,3 @@ def describe_device(device: torch.device) -> str:
     if device.type == "cuda":
         return f"cuda ({torch.cuda.get_device_name(device)})"
     return f"{device.type} ({platform.machine()}, {platform.processor() or 'unknown processor'})"
-
-
-def reads_back_cheaply(t: torch.Tensor) -> bool:
-    """Whether Python may branch on a value of ``t`` at no real cost: on a CPU, in eager mode.
-    On an accelerator the read is a host sync, and under torch.compile it breaks the graph;
-    there the callers compute what the branch would have skipped."""
-    return t.device.type == "cpu" and not torch.compiler.is_compiling()

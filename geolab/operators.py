@@ -12,8 +12,6 @@ import math
 
 import torch
 
-from geolab.device import reads_back_cheaply
-
 
 def _vec(name, t, d=None, ref=None):
     """Validate a (..., d) floating tensor; `d`/`ref` name the width it must match."""
@@ -276,9 +274,10 @@ def _cayley_coeffs(x, u, v, c):
 
 
 def _some(mask):
-    """Whether any entry of ``mask`` is set — asked only where the answer is cheap
-    (``reads_back_cheaply``); elsewhere computing a form no index takes costs less."""
-    return not reads_back_cheaply(mask) or bool(mask.any())
+    """Whether any entry of ``mask`` is set — asked on a CPU in eager mode only: on an
+    accelerator the answer costs a host sync and under torch.compile a graph break, both dearer
+    than computing a form no index takes."""
+    return mask.device.type != "cpu" or torch.compiler.is_compiling() or bool(mask.any())
 
 
 def _patch(y, ok, fn, *args):

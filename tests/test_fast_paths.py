@@ -168,14 +168,13 @@ def _node_names(t):
     return {type(fn).__name__ for fn in seen}
 
 
-@pytest.mark.parametrize("compiling", [False, True])
-def test_sinkhorn_reads_the_spread_only_in_eager_mode(monkeypatch, compiling):
-    # Under torch.compile a read of the spread would break the graph: the log domain serves all.
-    monkeypatch.setattr(torch.compiler, "is_compiling", lambda: compiling)
-    logits = torch.randn(8, 4, 4, generator=torch.Generator().manual_seed(0), requires_grad=True)
-    names = _node_names(sinkhorn(logits))
-    assert ("_SinkhornLogBackward" in names) == compiling
-    assert ("_SinkhornLinearBackward" in names) == (not compiling)
+@pytest.mark.parametrize("spread", [1.0, LINEAR_SPREAD * 1.01])
+def test_sinkhorn_takes_the_division_form_below_the_linear_spread_only(spread):
+    logits = torch.zeros(8, 4, 4)
+    logits[3, 0, 1] = spread  # one matrix spans the spread, the others nothing
+    names = _node_names(sinkhorn(logits.requires_grad_()))
+    assert ("_SinkhornLinearBackward" in names) == (spread < LINEAR_SPREAD)
+    assert ("_SinkhornLogBackward" in names) == (spread >= LINEAR_SPREAD)
 
 
 @pytest.mark.parametrize("beta", [(0.5, 0.5, 1e-9), (1e-3, 1e-3, 1e-3), (50.0, 50.0, 50.0)])
