@@ -26,7 +26,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from bench.timing import clock_name, set_clock
+from bench.timing import clock_name, seconds, set_clock
 from geolab.cli.bench import add_bench_arguments
 from geolab.outputs import check_dir
 
@@ -83,21 +83,16 @@ def _git_revision() -> str:
 
 
 def _floors() -> dict:
-    """Two floors of this machine at the suite's thread count, best of 5: memory bandwidth (a·b on
-    64 MB float32 vectors, 3 × 64 MB moved) and a training-sized matrix product (1024×128 ·
-    128×512, the MLP's first layer at B·S = 1024). Elementwise work on tensors beyond the cache
-    runs at the first, the layers' products near the second."""
+    """Two floors of this machine at the suite's thread count and clock, best of 5: memory
+    bandwidth (a·b on 64 MB float32 vectors, 3 × 64 MB moved) and a training-sized matrix product
+    (1024×128 · 128×512, the MLP's first layer at B·S = 1024). Elementwise work on tensors beyond
+    the cache runs at the first, the layers' products near the second."""
     a, b = torch.randn(1 << 24), torch.randn(1 << 24)
     x, w = torch.randn(1024, 128), torch.randn(128, 512)
 
     def best(fn):
         fn()
-        times = []
-        for _ in range(5):
-            start = time.perf_counter()
-            fn()
-            times.append(time.perf_counter() - start)
-        return min(times)
+        return min(seconds(fn) for _ in range(5))
 
     return {
         "memory_gb_s": round(3 * a.numel() * 4 / best(lambda: a * b) / 1e9, 1),

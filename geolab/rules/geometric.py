@@ -126,7 +126,8 @@ class _Geometric(Rule):
             # One split, not four slices: a slice's backward writes its gradient into a zeroed
             # copy of the whole (…, 3g + 1) output and the copies are summed; a split's is one
             # concatenation (same values).
-            u, v, b, *rest = out.split([g, g, 1, g][: 4 if self.mode == "hybrid" else 3], -1)
+            sizes = [g, g, 1, g] if self.mode == "hybrid" else [g, g, 1]
+            u, v, b, *rest = out.split(sizes, -1)
             beta = F.softplus(b.squeeze(-1))
             if self.mode == "hybrid":
                 (k,) = rest
