@@ -4,11 +4,14 @@
     geolab reproduce rank_evolution --scale tiny --out runs/results
     geolab reproduce edelta_benchmarks --scale small --seeds 1 --threads 1
     geolab reproduce --readme --out data/results   # README table + figures from the JSON files
+    geolab reproduce --readme --rejudge --out data/results   # judge the JSON files again first
     geolab reproduce ablation --scale paper --dry-run   # runs, sizes, estimated GPU-hours
     torchrun --standalone --nproc_per_node 8 -m geolab reproduce ablation --scale paper
 
 Each run writes OUT/NAME-SCALE.json (config, seeds, per-seed and mean ± std numbers, hypotheses
 with verdicts, reductions, provenance) and OUT/NAME-SCALE-FIG.html (+ .png with a Chrome).
+``--rejudge`` (with ``--readme``) judges every result file again by the current rules from its
+stored numbers (``geolab.experiments.runner.rejudge``: no training) and writes it back.
 ``--dry-run`` trains nothing: it prints every run of the protocol at that scale with its sizes
 and an estimate of GPU-hours (``geolab.experiments.plan`` states how). Under ``torchrun`` every
 training run is data-parallel over the GPUs (each batch split across them, so the global batch
@@ -16,12 +19,19 @@ must divide by their count) and rank 0 writes the files.
 """
 
 import argparse
+import json
 import os
 from pathlib import Path
 
 from geolab.experiments import NAMES, get_protocol, plan, report
 from geolab.experiments.export import save_figures
-from geolab.experiments.runner import SCALE_NAMES, pick_seeds, run_protocol, scale_settings
+from geolab.experiments.runner import (
+    SCALE_NAMES,
+    pick_seeds,
+    rejudge,
+    run_protocol,
+    scale_settings,
+)
 from geolab.registry import FLAVORS
 
 
@@ -39,13 +49,21 @@ def run_reproduce_cli(args: argparse.Namespace) -> int:
         results = report.load_results(args.out)
         if not results:
             raise ValueError(f"--out {args.out!r} holds no NAME-small.json results")
+        if args.data_dir is not None:
+            os.environ["GEOLAB_DATA"] = args.data_dir
         for name, result in results.items():
+            if args.rejudge:
+                path = Path(args.out) / f"{name}-small.json"
+                path.write_text(json.dumps(rejudge(result), indent=1, allow_nan=False) + "\n")
+                print(f"rejudged {path}")
             figs = report.result_figures(result)
             save_figures(figs, Path(args.out), f"{name}-small", not args.no_png, print)
         path = Path(args.out) / "README.md"
         path.write_text(report.readme_text(results))
         print(f"wrote {path} and redrew the figures of {len(results)} protocols")
         return 0
+    if args.rejudge:
+        raise ValueError("--rejudge is only allowed with --readme")
     if args.name is None:
         raise ValueError("name a protocol or pass --list")
     if args.threads is not None:
@@ -103,6 +121,12 @@ def add_reproduce_cli(subparsers: argparse._SubParsersAction) -> None:
         "--readme",
         action="store_true",
         help="rewrite OUT/README.md and redraw the figures from OUT's small results",
+    )
+    p.add_argument(
+        "--rejudge",
+        action="store_true",
+        help="with --readme: judge OUT's small results again by the current rules (no "
+        "training) and write them back first",
     )
     p.add_argument("--scale", choices=SCALE_NAMES, default="tiny", help="tiny | small | paper")
     p.add_argument("--seeds", type=int, default=None, help="use the first N seeds of the scale")

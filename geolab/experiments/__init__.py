@@ -1,4 +1,5 @@
-"""Experiment protocols (docs/design.md §8): the MGT protocol 1–5 and the E∆ benchmark table.
+"""Experiment protocols (docs/design.md §8): the MGT protocol 1–5, the E∆ benchmark table
+and the E∆ reflection experiment.
 
 ``PROTOCOLS`` maps a name to its module; each runs at scale "tiny" (seconds, CI), "small" (the
 committed CPU results under data/results/) or "paper" (the papers' sizes, for a GPU) through
@@ -14,6 +15,7 @@ NAMES = (
     "depth_scaling",
     "language_model",
     "edelta_benchmarks",
+    "reflection",
 )
 
 

@@ -8,14 +8,18 @@ synergy coefficient (Eq. 9, ``geolab.synergy``)
     𝒮 = (L_base − L_MGT) − (L_base − L_mHC) − (L_base − L_DDL),
 
 computed per seed with base = post-LN (the paper's) and base = pre-LN, then mean ± std.
-Hypothesis: 𝒮 > 0 ("orthogonal synergy"). Verdict (``verdicts.sign_verdict``): reproduced when
-mean − std > 0 over seeds, not reproduced when mean + std < 0, inconclusive otherwise.
+Hypothesis: 𝒮 > 0 ("orthogonal synergy"). Verdict: the 95 % t interval of 𝒮 over seeds
+(``stats.t_interval``) above 0 reproduces it, below 0 does not, covering 0 is inconclusive — and
+only on three seeds, converged runs that beat the bigram and sizes within 3 % (``verdicts.gate``;
+the four configurations differ in size by construction, so at the paper's identical
+hyper-parameters the claim reads "sizes differ").
 """
 
-from geolab.experiments import figures
+from geolab.experiments import baselines, figures
 from geolab.experiments import verdicts as v
-from geolab.experiments.runs import rule_plan, train_seeds
+from geolab.experiments.runs import baseline, judge_runs, rule_plan, text_task, train_seeds
 from geolab.experiments.scales import PAPER, SMALL, SMALL_TRAIN, paper_train, smoke
+from geolab.experiments.stats import fmt_interval, t_interval
 from geolab.metrics import synergy
 
 NAME = "ablation"
@@ -69,33 +73,50 @@ def run(settings: dict, seeds: list[int], log) -> v.Outcome:
             f"  seed {seed}: 𝒮(post-LN) {row['synergy_postln']:.4g}, "
             f"𝒮(pre-LN) {row['synergy_preln']:.4g}"
         )
+    summary, hyps = conclude(settings, seeds, per_seed)
+    return v.Outcome(per_seed, summary, hyps, make_figures(settings, per_seed, summary))
+
+
+def conclude(settings: dict, seeds: list[int], per_seed: dict) -> tuple[dict, list]:
+    """(summary, hypotheses) from the trained runs' numbers (each run re-judged: convergence,
+    ratio to the best trivial baseline, learned)."""
     rows = [per_seed[str(s)] for s in seeds]
+    rules = settings["rules"]
+    found = baseline(text_task(settings), settings, seeds[0])
+    judge_runs([x[r] for x in rows for r in rules], found, settings["train"]["steps"])
     summary = {
-        "val_loss": {r: v.mean_std([x[r]["val"]["loss"] for x in rows]) for r in settings["rules"]},
-        "n_params": {r: rows[0][r]["n_params"] for r in settings["rules"]},
+        "val_loss": {r: v.mean_std([x[r]["val"]["loss"] for x in rows]) for r in rules},
+        "n_params": {r: rows[0][r]["n_params"] for r in rules},
         "synergy_postln": v.mean_std([x["synergy_postln"] for x in rows]),
         "synergy_preln": v.mean_std([x["synergy_preln"] for x in rows]),
+        "interval_postln": t_interval([x["synergy_postln"] for x in rows]),
+        "interval_preln": t_interval([x["synergy_preln"] for x in rows]),
+        "baselines": {"rule": baselines.LEARNED_RULE, "tasks": {settings["task"]: found}},
     }
-    hyps = [
-        v.gate(
-            v.Hypothesis(
-                id=f"𝒮 > 0 ({base} base)",
-                claim="synergy 𝒮 > 0: MGT beats the sum of its two gates' gains (Eq. 9)"
-                + (" — the paper's base, post-LN" if base == "post-LN" else " — stronger base"),
-                measured=f"𝒮 = {v.fmt_ms(summary[key])} over {len(seeds)} seed(s); val loss "
-                + ", ".join(f"{r} {v.fmt_ms(summary['val_loss'][r])}" for r in settings["rules"]),
-                verdict=v.sign_verdict(summary[key]),
-                rule="reproduced if mean − std > 0; not reproduced if mean + std < 0; else "
-                "inconclusive (always with one seed)",
-            ),
-            [x[r] for x in rows for r in (rule, "mgt_mhc", "mgt_ddl", "mgt")],
+    hyps = []
+    for base, key, rule in (
+        ("post-LN", "synergy_postln", "postln"),
+        ("pre-LN", "synergy_preln", "preln"),
+    ):
+        interval = summary[key.replace("synergy", "interval")]
+        h = v.Hypothesis(
+            id=f"𝒮 > 0 ({base} base)",
+            claim="synergy 𝒮 > 0: MGT beats the sum of its two gates' gains (Eq. 9)"
+            + (" — the paper's base, post-LN" if base == "post-LN" else " — stronger base"),
+            measured=f"𝒮 = {v.fmt_ms(summary[key])} over {len(seeds)} seed(s); val loss "
+            + ", ".join(f"{r} {v.fmt_ms(summary['val_loss'][r])}" for r in rules),
+            verdict=v.interval_verdict(interval),
+            rule="95 % t interval of 𝒮 over seeds: reproduced if above 0, not reproduced if "
+            "below 0, else inconclusive",
+            interval=fmt_interval(interval),
         )
-        for base, key, rule in (
-            ("post-LN", "synergy_postln", "postln"),
-            ("pre-LN", "synergy_preln", "preln"),
+        compared = (rule, "mgt_mhc", "mgt_ddl", "mgt")
+        hyps.append(
+            v.gate(
+                h, {r: [x[r] for x in rows] for r in compared}, seeds=len(seeds), compared=compared
+            )
         )
-    ]
-    return v.Outcome(per_seed, summary, hyps, make_figures(settings, per_seed, summary))
+    return summary, hyps
 
 
 def findings(result: dict) -> list[str]:

@@ -19,9 +19,9 @@ fraction β < 0 in deep ones (erasure), sharpening as training goes on. Verdict 
 
 import torch
 
-from geolab.experiments import figures
+from geolab.experiments import baselines, figures
 from geolab.experiments import verdicts as v
-from geolab.experiments.runs import fit, model_config, text_task, train_config
+from geolab.experiments.runs import baseline, fit, judge_runs, model_config, text_task, train_config
 from geolab.experiments.scales import PAPER, SMALL, paper_train, smoke
 from geolab.experiments.snapshots import beta_snapshot, snapshot_steps, text_probe
 from geolab.model import GeoTransformer
@@ -111,10 +111,20 @@ def run(settings: dict, seeds: list[int], log) -> v.Outcome:
 
         numbers, _ = fit(cfg, task, settings, seed, log, model=model, callback=on_step)
         per_seed[str(seed)] = {"snapshots": snaps, **numbers}
-    summary, hyps = judge(per_seed, settings["n_layer"])
-    for h in hyps:
-        v.gate(h, per_seed.values())
+    summary, hyps = conclude(settings, seeds, per_seed)
     return v.Outcome(per_seed, summary, hyps, make_figures(settings, per_seed, summary))
+
+
+def conclude(settings: dict, seeds: list[int], per_seed: dict) -> tuple[dict, list]:
+    """(summary, hypotheses) from the trained runs' numbers (each run re-judged: convergence,
+    ratio to the best trivial baseline, learned); both claims read every run."""
+    found = baseline(text_task(settings), settings, seeds[0])
+    judge_runs(per_seed.values(), found, settings["train"]["steps"])
+    summary, hyps = judge(per_seed, settings["n_layer"])
+    summary["baselines"] = {"rule": baselines.LEARNED_RULE, "tasks": {settings["task"]: found}}
+    for h in hyps:
+        v.gate(h, {"mgt": list(per_seed.values())})
+    return summary, hyps
 
 
 def movement(per_seed: dict) -> dict:
@@ -226,7 +236,7 @@ def findings(result: dict) -> list[str]:
     and, when the sign transition does not appear, that as a finding."""
     summary = result["summary"]
     move = summary["movement"]
-    labels = [k for k in summary if k != "movement"]
+    labels = [k for k in summary if k not in ("movement", "baselines")]
     end = summary[labels[-1]]
     shift = move["shift_per_layer"]
     span = move["range_covered"]

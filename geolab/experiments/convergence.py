@@ -1,38 +1,43 @@
-"""Has a training run converged? geolab's rule, applied to its validation curve.
+"""Has a training run converged, is it still improving, or did it collapse? One rule, ``judge``.
 
 A trained run records its validation metric every ``eval_every`` steps (the task's loss: "loss"
-in nats for text, "mse" for regression). With T the number of training steps,
+in nats for text, "mse" for regression). With T the number of training steps, u(s) the curve in
+the unit the rule reads — the loss itself for text, log v(s) for a regression's MSE (an MSE that
+keeps halving near zero is still learning, however small it is) —
 
-    ref  = min { v(s) : s ≤ ¾ T }          the best value before the last quarter
-    last = min { v(s) : s > ¾ T }          the best value in the last quarter
-    improvement = (ref − last) / |ref|     relative gain of the last quarter of training
+    ref  = min { u(s) : s ≤ ¾ T }          the best value before the last quarter
+    last = min { u(s) : s > ¾ T }          the best value in the last quarter
 
-and the run has converged when ``improvement < TOLERANCE`` (2 %): the last quarter of training
-no longer improves the validation loss by more than 2 %, relative. Taking minima makes a noisy
-but flat curve converge and a curve that is still falling not; a curve that rises in the last
-quarter (over-fitting) has converged (improvement ≤ 0). The rule needs evaluations on both sides
-of ¾ T; a run evaluated only at its end cannot be judged and counts as not converged.
+the run is
 
-A protocol whose losses fall geometrically towards zero (the E∆ table's regressions: echo MSE
-goes 1e-3 → 1e-4 → 1e-5 long after the model has learned the task) measures the gain in the
-task's own unit instead: ``improvement = (ref − last) / scale`` with ``scale`` the predict-zero
-loss, mean(y²) (``SCALED_RULE``), and states that rule in its result file.
+* **collapsed** when the last quarter is worse than its best before by more than a margin:
+  last − ref > ln 2 for a regression (its best MSE of the last quarter is over twice the best
+  before), (last − ref) / |ref| > 5 % for text;
+* **not converged** when the last quarter still improves: (ref − last) / |ref| ≥ 2 % for text,
+  ref − last ≥ 0.02 in log-MSE for a regression (a 2 % relative gain);
+* **converged** otherwise.
+
+Taking minima makes a noisy but flat curve converge and a curve still falling not. The rule needs
+evaluations on both sides of ¾ T; a run evaluated only at its end cannot be judged and counts as
+not converged. ``RULE`` states this in every result file (``record``), with the function's name.
 """
+
+import math
 
 TOLERANCE = 0.02
 QUARTER = 0.75
+COLLAPSE_LOG_MSE = math.log(2.0)
+COLLAPSE_LOSS = 0.05
+CONVERGED, NOT_CONVERGED, COLLAPSED = "converged", "not converged", "collapsed"
+STATES = (CONVERGED, NOT_CONVERGED, COLLAPSED)
+FUNCTION = "geolab.experiments.convergence.judge"
 RULE = (
-    "converged when the last quarter of training improves the validation loss by less than "
-    f"{TOLERANCE:.0%}, relative: (min of v(s) for s ≤ ¾T − min of v(s) for s > ¾T) / |min of v(s) "
-    "for s ≤ ¾T| < 0.02, with v the validation loss (mse for regression) evaluated every "
-    "eval_every steps and T the training steps"
-)
-SCALED_RULE = (
-    "converged when the last quarter of training improves the validation MSE by less than "
-    f"{TOLERANCE:.0%} of the task's predict-zero MSE: (min of v(s) for s ≤ ¾T − min of v(s) for "
-    "s > ¾T) / mean(y²) < 0.02, with v evaluated every eval_every steps, T the training steps and "
-    "y the validation targets (a loss that keeps halving near zero has stopped improving in the "
-    "task's unit)"
+    f"{FUNCTION}: with ref / last the best validation value at s ≤ ¾T / s > ¾T (T the training "
+    "steps, v evaluated every eval_every steps), read as log v for a regression's MSE and as v "
+    "for a text loss: collapsed when last is worse than ref by more than ln 2 (MSE more than "
+    f"doubled) or {COLLAPSE_LOSS:.0%} (text loss); not converged when the last quarter still "
+    f"gains ≥ {TOLERANCE:.0%} (ref − last ≥ 0.02 in log-MSE, (ref − last)/|ref| ≥ 0.02 in "
+    "loss); converged otherwise"
 )
 
 
@@ -43,23 +48,31 @@ def val_curve(history: list[dict], metric: str) -> dict:
     return {"metric": metric, "steps": [r["step"] for r in rows], "values": [r[key] for r in rows]}
 
 
-def judge(curve: dict, total_steps: int, scale: float | None = None) -> dict:
-    """{"converged", "improvement"} of a validation curve (see the module docstring).
+def judge(curve: dict, total_steps: int) -> dict:
+    """{"state", "converged", "improvement"} of a validation curve (the module docstring).
 
-    The gain of the last quarter is divided by ``scale`` when given (``SCALED_RULE``), else by
-    the best value before it (``RULE``). ``improvement`` is None (and ``converged`` False) when
-    there is no evaluation before or after ¾ of ``total_steps``.
+    ``improvement`` is the last quarter's gain in the rule's unit (ref − last in log-MSE for
+    "mse", (ref − last)/|ref| otherwise; negative when it got worse); ``converged`` is
+    ``state == "converged"``. Without an evaluation before or after ¾ of ``total_steps`` the
+    state is "not converged" and ``improvement`` None.
     """
     cut = QUARTER * total_steps
+    log = curve["metric"] == "mse"
     points = list(zip(curve["steps"], curve["values"], strict=True))
     before = [v for s, v in points if s <= cut]
     after = [v for s, v in points if s > cut]
     if not before or not after:
-        return {"converged": False, "improvement": None}
+        return {"state": NOT_CONVERGED, "converged": False, "improvement": None}
     ref, last = min(before), min(after)
-    unit = abs(ref) if scale is None else scale
-    improvement = (ref - last) / unit if unit else 0.0
-    return {"converged": improvement < TOLERANCE, "improvement": improvement}
+    if log:
+        floor = 1e-30  # an exact zero MSE stays finite in log space
+        improvement = math.log(max(ref, floor)) - math.log(max(last, floor))
+        collapsed = -improvement > COLLAPSE_LOG_MSE
+    else:
+        improvement = (ref - last) / abs(ref) if ref else 0.0
+        collapsed = -improvement > COLLAPSE_LOSS
+    state = COLLAPSED if collapsed else NOT_CONVERGED if improvement >= TOLERANCE else CONVERGED
+    return {"state": state, "converged": state == CONVERGED, "improvement": improvement}
 
 
 def eval_every(total_steps: int, points: int = 20) -> int:
@@ -80,14 +93,30 @@ def trained_runs(numbers, path: str = "") -> dict:
     return out
 
 
-def record(per_seed: dict, rule: str = RULE) -> dict:
-    """The result file's convergence entry: the rule, how many trained runs converged, and the
-    paths of those that did not."""
+def rejudge(per_seed: dict, total_steps: int) -> None:
+    """Set every trained run's "state", "converged" and "improvement" from its stored curve."""
+    for run in trained_runs(per_seed).values():
+        run.update(judge(run["val_curve"], total_steps))
+
+
+def record(per_seed: dict) -> dict:
+    """The result file's convergence entry: the rule (naming ``judge``), how many trained runs
+    are in each state, and the paths of those that have not converged."""
     runs = trained_runs(per_seed)
     return {
-        "rule": rule,
+        "function": FUNCTION,
+        "rule": RULE,
         "tolerance": TOLERANCE,
         "runs": len(runs),
-        "converged": sum(bool(r["converged"]) for r in runs.values()),
-        "not_converged": [k for k, r in runs.items() if not r["converged"]],
+        "converged": sum(r["state"] == CONVERGED for r in runs.values()),
+        "collapsed": [k for k, r in runs.items() if r["state"] == COLLAPSED],
+        "not_converged": [k for k, r in runs.items() if r["state"] != CONVERGED],
     }
+
+
+def states_text(runs) -> str:
+    """ "k/n converged" plus the count of each other state, e.g. "2/4 converged, 1 collapsed"."""
+    runs = list(runs)
+    counts = {s: sum(r["state"] == s for r in runs) for s in STATES}
+    text = f"{counts[CONVERGED]}/{len(runs)} converged"
+    return text + "".join(f", {counts[s]} {s}" for s in (NOT_CONVERGED, COLLAPSED) if counts[s])

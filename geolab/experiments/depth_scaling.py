@@ -9,15 +9,17 @@ averaged loss, so every run reaches it) and, over seeds, the std of the final lo
 
 Claim (the review's expectation): at fixed parameters MGT reaches lower perplexity than the
 baselines and the gap grows with depth. Verdict (geolab's rule): reproduced if at the deepest L
-MGT's mean perplexity is below the best baseline's by more than the two stds together and the
-gap is larger than at the shallowest L; not reproduced if it is above the best baseline's by more
-than the stds; inconclusive otherwise.
+Welch's 95 % interval of ppl(best baseline) − ppl(MGT) over seeds lies above 0 and the gap is
+larger than at the shallowest L; not reproduced if the interval lies below 0; inconclusive
+otherwise — and only on three seeds, sizes within 3 % and converged runs that beat the bigram
+(``verdicts.gate``).
 """
 
-from geolab.experiments import figures
+from geolab.experiments import baselines, figures
 from geolab.experiments import verdicts as v
-from geolab.experiments.runs import model_config, text_task, train_rules
+from geolab.experiments.runs import baseline, judge_runs, model_config, text_task, train_rules
 from geolab.experiments.scales import SMALL_TRAIN, SMOKE, paper_train
+from geolab.experiments.stats import fmt_interval, sign_of, welch
 from geolab.model import match_params
 
 NAME = "depth_scaling"
@@ -117,13 +119,26 @@ def run(settings: dict, seeds: list[int], log) -> v.Outcome:
             )
             row.update({f"{rule}/L{depth}": r for rule, r in runs.items()})
         per_seed[str(seed)] = row
+    summary, hyps = conclude(settings, seeds, per_seed)
+    return v.Outcome(per_seed, summary, hyps, make_figures(settings, per_seed, summary))
+
+
+def conclude(settings: dict, seeds: list[int], per_seed: dict) -> tuple[dict, list]:
+    """(summary, hypotheses) from the trained runs' numbers (each run re-judged: convergence,
+    ratio to the best trivial baseline, learned; the common loss threshold and the steps to it)."""
     runs = [r for row in per_seed.values() for r in row.values()]
+    found = baseline(text_task(settings), settings, seeds[0])
+    judge_runs(runs, found, settings["train"]["steps"])
     threshold = max(smoothed(r["curve"])[-1] for r in runs)
     for r in runs:
         r["steps_to_threshold"] = next(
             i + 1 for i, loss in enumerate(smoothed(r["curve"])) if loss <= threshold
         )
-    summary = {"threshold_loss": threshold, "runs": {}}
+    summary = {
+        "threshold_loss": threshold,
+        "runs": {},
+        "baselines": {"rule": baselines.LEARNED_RULE, "tasks": {settings["task"]: found}},
+    }
     for key in per_seed[str(seeds[0])]:
         rows = [per_seed[str(s)][key] for s in seeds]
         summary["runs"][key] = {
@@ -133,24 +148,30 @@ def run(settings: dict, seeds: list[int], log) -> v.Outcome:
             "val_loss": v.mean_std([x["val"]["loss"] for x in rows]),
             "steps_to_threshold": v.mean_std([x["steps_to_threshold"] for x in rows]),
         }
-    hyps = [v.gate(judge(settings, summary), runs)]
-    return v.Outcome(per_seed, summary, hyps, make_figures(settings, per_seed, summary))
+    keys = list(per_seed[str(seeds[0])])
+    by_key = {k: [per_seed[str(s)][k] for s in seeds] for k in keys}
+    h = v.gate(judge(settings, summary, by_key), by_key, seeds=len(seeds), compared=keys)
+    return summary, [h]
 
 
-def judge(settings: dict, summary: dict) -> v.Hypothesis:
+def judge(settings: dict, summary: dict, by_key: dict) -> v.Hypothesis:
     runs, depths = summary["runs"], settings["depths"]
-    baselines = [r for r in settings["rules"] if r != "mgt"]
+    baselines_ = [r for r in settings["rules"] if r != "mgt"]
 
     def gap(depth):
-        best = min(baselines, key=lambda r: runs[f"{r}/L{depth}"]["val_ppl"]["mean"])
-        b, m = runs[f"{best}/L{depth}"]["val_ppl"], runs[f"mgt/L{depth}"]["val_ppl"]
-        return best, b["mean"] - m["mean"], b["std"] + m["std"]
+        """(best baseline, Welch interval of its ppl − MGT's, difference of the means)."""
+        best = min(baselines_, key=lambda r: runs[f"{r}/L{depth}"]["val_ppl"]["mean"])
+        ppl = {k: [x["val"]["ppl"] for x in by_key[f"{k}/L{depth}"]] for k in (best, "mgt")}
+        mean = (
+            runs[f"{best}/L{depth}"]["val_ppl"]["mean"] - runs[f"mgt/L{depth}"]["val_ppl"]["mean"]
+        )
+        return best, welch(ppl[best], ppl["mgt"]), mean
 
-    best, deep_gap, spread = gap(depths[-1])
-    _, shallow_gap, _ = gap(depths[0])
-    if deep_gap > spread and deep_gap > shallow_gap:
+    best, deep, deep_gap = gap(depths[-1])
+    _, shallow, shallow_gap = gap(depths[0])
+    if sign_of(deep) > 0 and deep_gap > shallow_gap:
         verdict = v.REPRODUCED
-    elif -deep_gap > spread:
+    elif sign_of(deep) < 0:
         verdict = v.NOT_REPRODUCED
     else:
         verdict = v.INCONCLUSIVE
@@ -167,9 +188,10 @@ def judge(settings: dict, summary: dict) -> v.Hypothesis:
         f"baseline ({best}) at L={depths[-1]}: {v.fmt(deep_gap)} "
         f"(L={depths[0]}: {v.fmt(shallow_gap)})",
         verdict=verdict,
-        rule="reproduced: MGT below the best baseline at the deepest L by more than the summed "
-        "stds and by more than at the shallowest L; not reproduced: above it by more than the "
-        "stds; else inconclusive",
+        rule="Welch's 95 % interval of ppl(best baseline) − ppl(MGT) at the deepest L: reproduced "
+        "if above 0 and the gap exceeds the shallowest L's; not reproduced if below 0; else "
+        "inconclusive",
+        interval=f"L={depths[-1]} {fmt_interval(deep)}; L={depths[0]} {fmt_interval(shallow)}",
     )
 
 

@@ -56,7 +56,10 @@ def run_plan(label: str, cfg, train: dict, seeds: int) -> dict:
 
 
 def protocol_plan(module, settings: dict, seeds: int) -> list[dict]:
-    """:func:`run_plan` of every run the protocol trains at ``settings``."""
+    """:func:`run_plan` of every run the protocol trains at ``settings`` (a protocol whose runs
+    are no ``GeoTransformer`` gives its own rows: ``module.plan_rows``)."""
+    if hasattr(module, "plan_rows"):
+        return module.plan_rows(settings, seeds)
     return [
         run_plan(label, cfg, settings["train"], seeds) for label, cfg in module.planned(settings)
     ]

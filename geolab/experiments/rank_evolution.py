@@ -14,11 +14,13 @@ post-LN final-layer rank is non-increasing in L (tolerance 0.02) and below 0.1 a
 stack; H2 when the trained MGT final-layer rank at the deepest stack is above 0.5.
 """
 
+import math
+
 import torch
 
-from geolab.experiments import figures
+from geolab.experiments import baselines, figures
 from geolab.experiments import verdicts as v
-from geolab.experiments.runs import fit, model_config, text_task
+from geolab.experiments.runs import baseline, fit, judge_runs, model_config, text_task
 from geolab.experiments.scales import PAPER, SMALL, SMALL_TRAIN, paper_train, smoke
 from geolab.experiments.snapshots import text_probe
 from geolab.model import GeoTransformer
@@ -28,7 +30,7 @@ NAME = "rank_evolution"
 TITLE = "MGT 1: effective rank per layer at initialisation and after training"
 RULES = ["postln", "preln", "deepnorm", "mgt_mhc", "mgt_ddl", "mgt"]
 H1_MAX, MONOTONE_TOL, H2_MIN = 0.1, 0.02, 0.5
-TRAINED_KEYS = ("val_curve", "converged", "improvement", "seconds")
+TRAINED_KEYS = ("val", "val_curve", "state", "converged", "improvement", "seconds")
 
 SCALES = {
     "tiny": smoke(
@@ -97,7 +99,7 @@ def measure(settings: dict, seed: int, task, probe: torch.Tensor, log) -> dict:
                 row["val_loss"] = numbers["val"]["loss"]
                 row.update({k: numbers[k] for k in TRAINED_KEYS})
             msg = " ".join(f"{k} {v.fmt(row[k][-1])}" for k in ("init", "trained") if k in row)
-            state = {True: " (converged)", False: " (NOT converged)"}.get(row.get("converged"), "")
+            state = f" ({row['state']})" if "state" in row else ""
             log(f"  seed {seed} L={depth} {rule}: final-layer rank {msg}{state}")
             out[f"{rule}/L{depth}"] = row
     return out
@@ -117,21 +119,29 @@ def run(settings: dict, seeds: list[int], log) -> v.Outcome:
     task = text_task(settings)
     probe = text_probe(task, settings["probe_batch"])
     per_seed = {str(s): measure(settings, s, task, probe, log) for s in seeds}
-    keys = per_seed[str(seeds[0])].keys()
+    summary, hyps = conclude(settings, seeds, per_seed)
+    return v.Outcome(per_seed, summary, hyps, make_figures(settings, per_seed, summary))
+
+
+def conclude(settings: dict, seeds: list[int], per_seed: dict) -> tuple[dict, list]:
+    """(summary, hypotheses) from the measured numbers (each trained run re-judged:
+    convergence, ratio to the best trivial baseline, learned)."""
+    found = baseline(text_task(settings), settings, seeds[0])
+    trained = [row for seed_rows in per_seed.values() for row in seed_rows.values()]
+    trained = [row for row in trained if "val_curve" in row]
+    for row in trained:
+        row.setdefault("val", {"loss": row["val_loss"], "ppl": math.exp(row["val_loss"])})
+    judge_runs(trained, found, settings["train"]["steps"])
     summary = {}
-    for key in keys:
+    for key in per_seed[str(seeds[0])]:
         rows = [per_seed[str(s)][key] for s in seeds]
         summary[key] = {
             phase: v.mean_std([r[phase][-1] for r in rows])
             for phase in ("init", "trained")
             if phase in rows[0]
         }
-    return v.Outcome(
-        per_seed,
-        summary,
-        hypotheses(settings, summary, per_seed),
-        make_figures(settings, per_seed, summary),
-    )
+    summary["baselines"] = {"rule": baselines.LEARNED_RULE, "tasks": {settings["task"]: found}}
+    return summary, hypotheses(settings, summary, per_seed)
 
 
 def hypotheses(settings: dict, summary: dict, per_seed: dict) -> list[v.Hypothesis]:
@@ -156,7 +166,10 @@ def hypotheses(settings: dict, summary: dict, per_seed: dict) -> list[v.Hypothes
         verdict=v.REPRODUCED if h1_ok else v.NOT_REPRODUCED,
         rule=f"non-increasing in L (tol {MONOTONE_TOL}) and < {H1_MAX} at L={deep}",
     )
-    v.gate(h1, runs("postln", [d for d in depths if d <= deep]) if phase == "trained" else [])
+    v.gate(
+        h1,
+        {"postln": runs("postln", [d for d in depths if d <= deep])} if phase == "trained" else {},
+    )
     mgt_phase = "trained" if "mgt" in settings["train_rules"] and deep in trained else "init"
     mgt = summary[f"mgt/L{deep}"][mgt_phase]["mean"]
     h2 = v.Hypothesis(
@@ -166,7 +179,7 @@ def hypotheses(settings: dict, summary: dict, per_seed: dict) -> list[v.Hypothes
         verdict=v.REPRODUCED if mgt > H2_MIN else v.NOT_REPRODUCED,
         rule=f"MGT final-layer rank > {H2_MIN} at L={deep}",
     )
-    v.gate(h2, runs("mgt", [deep]) if mgt_phase == "trained" else [])
+    v.gate(h2, {"mgt": runs("mgt", [deep])} if mgt_phase == "trained" else {})
     return [h1, h2]
 
 

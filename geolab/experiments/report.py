@@ -8,6 +8,7 @@ from collections import Counter
 from pathlib import Path
 
 from geolab.experiments import NAMES, get_protocol
+from geolab.experiments.convergence import trained_runs
 from geolab.experiments.runner import load_result
 
 
@@ -22,26 +23,27 @@ def load_results(directory: str | Path, scale: str = "small") -> dict:
     return out
 
 
-def converged_cell(h: dict) -> str:
-    """ "yes (k/n)" when every trained run the claim rests on converged, "no (k/n)" otherwise
-    ("yes (k/n learned)" for a claim gated on learned runs),
-    "untrained" for a claim on no trained run, "not recorded" for a result predating the rule."""
-    if not h.get("converged"):
-        return "not recorded"
-    k, n = map(int, h["converged"].split("/"))
-    if n == 0:
-        return "untrained"
-    flag = h.get("gated_on", "converged")
-    return f"{'yes' if k == n else 'no'} ({k}/{n}{'' if flag == 'converged' else ' ' + flag})"
+def evidence_cell(h: dict) -> str:
+    """The runs a claim reads: their convergence states and how many learned, e.g.
+    "4/4 converged; 2/4 learned"; "untrained" for a claim on no trained run."""
+    parts = [
+        h[k] + (" learned" if k == "learned" else "")
+        for k in ("convergence", "learned")
+        if h.get(k)
+    ]
+    return "; ".join(parts) or "untrained"
 
 
 def verdict_rows(results: dict) -> list[dict]:
-    """One row per hypothesis: protocol, id, claim, measured, converged, verdict, rule."""
+    """One row per hypothesis: protocol, id, claim, measured, baseline, interval, sizes,
+    evidence, verdict, rule."""
+    keys = ("id", "claim", "measured", "verdict", "rule")
     return [
         {
             "protocol": name,
-            **{k: h[k] for k in ("id", "claim", "measured", "verdict", "rule")},
-            "converged": converged_cell(h),
+            **{k: h[k] for k in keys},
+            **{k: h.get(k) or "—" for k in ("baseline", "interval", "sizes")},
+            "evidence": evidence_cell(h),
         }
         for name, result in results.items()
         for h in result["hypotheses"]
@@ -55,8 +57,9 @@ def _cell(text: str) -> str:
 def verdict_markdown(results: dict) -> str:
     """The verdict table as GitHub markdown."""
     lines = [
-        "| protocol | claim | paper says | geolab measured | converged | verdict |",
-        "| --- | --- | --- | --- | --- | --- |",
+        "| protocol | claim | paper says | geolab measured | ratio to the best trivial baseline "
+        "| 95 % interval | sizes (parameters) | runs | verdict |",
+        "| --- | --- | --- | --- | --- | --- | --- | --- | --- |",
     ]
     for row in verdict_rows(results):
         cells = (
@@ -64,7 +67,10 @@ def verdict_markdown(results: dict) -> str:
             row["id"],
             row["claim"],
             row["measured"],
-            row["converged"],
+            row["baseline"],
+            row["interval"],
+            row["sizes"],
+            row["evidence"],
             f"**{row['verdict']}**",
         )
         lines.append("| " + " | ".join(_cell(c) for c in cells) + " |")
@@ -102,18 +108,20 @@ def findings_markdown(results: dict) -> str:
     converged (and which did not), the verdict counts, and the protocol's own ``findings``."""
     lines = []
     for name, r in results.items():
-        conv = r.get("convergence")
-        if conv is None:
-            text = "convergence not recorded (the result predates the rule)"
-        else:
-            text = f"{conv['converged']} of {conv['runs']} trained runs converged"
-            missed = conv["not_converged"]
-            if missed:
-                text += " (not: " + ", ".join(missed[:8]) + (", …" if len(missed) > 8 else "") + ")"
+        conv = r["convergence"]
+        text = f"{conv['converged']} of {conv['runs']} trained runs converged"
+        missed = conv["not_converged"]
+        if missed:
+            text += " (not: " + ", ".join(missed[:8]) + (", …" if len(missed) > 8 else "") + ")"
+        if conv.get("collapsed"):
+            text += f"; {len(conv['collapsed'])} collapsed"
+        learned = [x for x in trained_runs(r["per_seed"]).values() if "learned" in x]
+        if learned:
+            text += f"; {sum(x['learned'] for x in learned)} of {len(learned)} learned"
         counts = Counter(h["verdict"] for h in r["hypotheses"])
         text += "; verdicts: " + ", ".join(f"{n} {v}" for v, n in counts.items()) + "."
         extra = getattr(get_protocol(name), "findings", None)
-        if extra is not None and conv is not None:
+        if extra is not None:
             text += " " + " ".join(extra(r))
         lines.append(f"- **{name}**: {text}")
     return "\n".join(lines)
@@ -164,30 +172,43 @@ README_HEAD = """# Small-scale results
 
 Every protocol of docs/design.md §8 run at `--scale small` on a 2-core CPU (one torch thread per
 run, two protocols at a time, deterministic kernels), committed with its provenance: for each
-protocol `NAME-small.json` holds the config, seeds, every trained run's validation curve and
-`converged` flag, the convergence rule, per-seed and mean ± std numbers, the hypotheses with
-their verdicts and verdict rules, every reduction from the papers' sizes, package versions, git
+protocol `NAME-small.json` holds the config, seeds, every trained run's validation curve,
+convergence state, ratio to its task's best trivial baseline and learned flag, the trivial
+baselines themselves, per-seed and mean ± std numbers, the hypotheses with their verdicts,
+95 % intervals and verdict rules, every reduction from the papers' sizes, package versions, git
 revision (and whether the tree was dirty), device and wall time. `NAME-small-FIG.html` are its
 figures (they load `plotly.min.js` from this folder, so they open offline) with a `.png` beside
 each, and `NAME-small-learning-curves` shows the validation curves. Regenerate everything with
 
-    scripts/reproduce_small.sh          # all six, in the background, from a clean checkout
+    scripts/reproduce_small.sh          # all protocols, in the background, from a clean checkout
 
 or one protocol with `geolab reproduce NAME --scale small --threads 1 --out data/results` (text
-corpora from `--data-dir` or `$GEOLAB_DATA`); `geolab reproduce --readme --out data/results`
-rewrites this file from the JSON files and redraws the figures.
+corpora from `--data-dir` or `$GEOLAB_DATA`); `geolab reproduce --readme --rejudge --out
+data/results` judges the JSON files again by the current rules (no training), rewrites this
+file from them and redraws the figures.
 
-"Small" is the smallest width and sequence length at which the protocol's models converge on a
-2-core CPU within an hour per protocol, not a fixed step count. A run has converged when the last
-quarter of its training improves the validation loss by less than 2 %, relative — for the E∆
-table's regressions, whose MSE keeps halving near zero, less than 2 % of the task's
-predict-zero MSE (the exact rule is in each result file). Verdicts are computed from the numbers
-by the rule written in each result file, never edited by hand — **reproduced**, **not
-reproduced at this scale** or **inconclusive** — and only from converged runs: a claim resting
-on a run that did not converge reads **inconclusive: not converged** (the E∆ table's claims,
-which compare one fixed budget as published, rest on runs that *learned* their task instead).
-A claim that fails at this scale may still hold at the
-papers' sizes (`geolab reproduce NAME --scale paper --dry-run` prints what that costs).
+**The rules** (the exact text is in each result file):
+
+- *Trivial baselines* (`geolab.experiments.baselines`), scored on the validation batches each
+  run is scored on: predict-zero, copy-the-input and the best task-aware predictor that learns
+  nothing (gyroscope: the plane known, the mean rotation applied; echo: the running mean of the
+  inputs; near-π: the rotation by π in the task's planes); unigram and Witten–Bell bigram
+  perplexity from the training split for text. A run has **learned** when its MSE is at most
+  ½ of the best baseline's (perplexity at most 0.9 × for text).
+- *Convergence* (one function, `geolab.experiments.convergence.judge`): **collapsed** when the
+  last quarter's best validation value is worse than the best before it by more than ln 2 in
+  log-MSE (5 % in text loss); **not converged** when the last quarter still gains ≥ 2 % (in
+  log-MSE for the regressions, in loss for text); **converged** otherwise.
+- *Claims*: a comparison over seeds rests on ≥ 3 seeds and a 95 % interval (Welch's t for two
+  models, Student's t for one quantity), and the compared models' parameter counts agree within
+  3 %. Otherwise, or when a run it reads collapsed, did not converge or did not learn, the
+  verdict reads **inconclusive: REASONS** — the rule's own verdict is kept in the file
+  (`rule_verdict`). The E∆ table's claims compare one fixed budget, as published, and are gated
+  on learning, not convergence.
+
+Verdicts are computed from the numbers, never edited by hand — **reproduced**, **not
+reproduced at this scale** or **inconclusive**. A claim that fails at this scale may still hold
+at the papers' sizes (`geolab reproduce NAME --scale paper --dry-run` prints what that costs).
 """
 
 

@@ -128,9 +128,7 @@ def run_protocol(
         "reductions": settings.get("reductions", {}),
         "per_seed": outcome.per_seed,
         "summary": outcome.summary,
-        "convergence": convergence.record(
-            outcome.per_seed, getattr(module, "CONVERGENCE_RULE", convergence.RULE)
-        ),
+        "convergence": convergence.record(outcome.per_seed),
         "hypotheses": [h.__dict__ for h in outcome.hypotheses],
         "provenance": {
             "versions": versions(),
@@ -155,6 +153,21 @@ def run_protocol(
         path.write_text(json.dumps(result, indent=1, allow_nan=False) + "\n")
         log(f"wrote {path} ({wall:.1f} s)")
     return result, outcome.figures
+
+
+def rejudge(result: dict) -> dict:
+    """``result`` judged again by the current rules, from its stored numbers alone (no
+    training): each protocol's ``conclude`` recomputes the runs' convergence states, the trivial
+    baselines on the regenerated validation splits, the learned flags, the summary and the
+    hypotheses; the training numbers, config and provenance are kept as they are."""
+    from geolab.experiments import get_protocol
+
+    module = get_protocol(result["protocol"])
+    summary, hyps = module.conclude(result["config"], result["seeds"], result["per_seed"])
+    result["summary"] = summary
+    result["hypotheses"] = [h.__dict__ for h in hyps]
+    result["convergence"] = convergence.record(result["per_seed"])
+    return result
 
 
 def load_result(path: str | Path) -> dict:

@@ -2,8 +2,9 @@
 
 A scale's settings dict gives ``n_layer``, ``d_model``, ``n_head``, ``grad_checkpoint``, the
 ``train`` dict of ``TrainConfig`` fields and the ``rules``; these helpers turn it into configs and
-JSON-ready numbers. Every trained run records its validation curve and whether it converged
-(``geolab.experiments.convergence``).
+JSON-ready numbers. Every trained run records its validation curve and its convergence state
+(``geolab.experiments.convergence``); ``judge_runs`` adds its ratio to the task's best trivial
+baseline and whether it learned (``geolab.experiments.baselines``).
 """
 
 import multiprocessing
@@ -14,11 +15,12 @@ import torch
 
 from geolab.config import GeoConfig
 from geolab.data import bundled_dir
-from geolab.experiments import convergence
+from geolab.experiments import baselines, convergence
 from geolab.experiments.verdicts import fmt
 from geolab.model import count_params, match_params
 from geolab.tasks import get_task
 from geolab.train import TrainConfig, train
+from geolab.train.loop import validation_batches
 
 
 def data_dir(settings: dict):
@@ -46,13 +48,12 @@ def train_config(settings: dict, seed: int, **changes):
     return TrainConfig(seed=seed, **{**base, **merged})
 
 
-def fit(cfg, task, settings: dict, seed: int, log=None, model=None, callback=None, scale=None):
+def fit(cfg, task, settings: dict, seed: int, log=None, model=None, callback=None):
     """Train ``GeoTransformer(cfg)`` (or ``model``) on ``task`` with the scale's settings and seed.
 
     Returns (numbers, trained model). The numbers are JSON-ready: "val" (final validation
     metrics), "n_params", "curve" (training loss per step), "val_curve" ({"metric", "steps",
-    "values"}), "converged" and "improvement" (``convergence.judge``, in units of ``scale`` when
-    given), "seconds".
+    "values"}), "state", "converged" and "improvement" (``convergence.judge``), "seconds".
     """
     tc = train_config(settings, seed, flavor=cfg.flavor)
     t0 = time.perf_counter()
@@ -63,19 +64,34 @@ def fit(cfg, task, settings: dict, seed: int, log=None, model=None, callback=Non
         "n_params": count_params(res.model),
         "curve": [row["loss"] for row in res.history],
         "val_curve": curve,
-        **convergence.judge(curve, tc.steps, scale),
+        **convergence.judge(curve, tc.steps),
         "seconds": time.perf_counter() - t0,
     }
     if log is not None:
         vals = " ".join(f"{k} {fmt(v)}" for k, v in out["val"].items())
-        state = "converged" if out["converged"] else "NOT converged"
-        log(f"  seed {seed} {cfg.residual} L={cfg.n_layer} D={cfg.d_model}: {vals} ({state})")
+        log(
+            f"  seed {seed} {cfg.residual} L={cfg.n_layer} D={cfg.d_model}: {vals} ({out['state']})"
+        )
     return out, res.model
 
 
-def train_run(cfg, task, settings: dict, seed: int, log=None, scale=None) -> dict:
+def train_run(cfg, task, settings: dict, seed: int, log=None) -> dict:
     """The numbers of :func:`fit` (the trained model dropped)."""
-    return fit(cfg, task, settings, seed, log, scale=scale)[0]
+    return fit(cfg, task, settings, seed, log)[0]
+
+
+def baseline(task, settings: dict, seed: int, flavor: str = "geolab") -> dict:
+    """The task's trivial baselines (``baselines.of_task``) on the validation batches a run of
+    ``seed`` and ``flavor`` with the scale's settings is scored on."""
+    return baselines.of_task(task, validation_batches(train_config(settings, seed, flavor=flavor)))
+
+
+def judge_runs(runs, found: dict, steps: int) -> None:
+    """Re-judge trained runs from their stored numbers: convergence state from the curve of a
+    ``steps``-step training, ratio to the baseline ``found`` and the learned flag."""
+    for run in runs:
+        run.update(convergence.judge(run["val_curve"], steps))
+        baselines.judge_run(run, found)
 
 
 def _job(args):
@@ -130,19 +146,17 @@ def train_rule(
     log,
     rule: str,
     budget: int | None = None,
-    scale: float | None = None,
     **changes,
 ) -> dict:
     """:func:`train_run` of ``model_config(settings, task, rule, **changes)``.
 
     With ``budget`` the width is first matched to that many parameters
-    (``match_params(cfg, budget, vary="d_model")``) and recorded as "d_model"; ``scale`` is the
-    unit convergence is judged in (``convergence.judge``).
+    (``match_params(cfg, budget, vary="d_model")``) and recorded as "d_model".
     """
     cfg = model_config(settings, task, rule, **changes)
     if budget is not None:
         cfg = match_params(cfg, budget, vary="d_model")
-    out = train_run(cfg, task, settings, seed, log, scale)
+    out = train_run(cfg, task, settings, seed, log)
     if budget is not None:
         out["d_model"] = cfg.d_model
     return out

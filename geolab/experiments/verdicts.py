@@ -1,57 +1,118 @@
 """Verdicts: hypotheses, the outcome of a protocol and the rules that turn numbers into verdicts.
 
 Verdicts are computed from the measured numbers by rules written next to each hypothesis, never
-edited by hand: "reproduced", "not reproduced at this scale" or "inconclusive" — and only from
-converged runs (``gate``): a hypothesis resting on a run that has not converged
-(``geolab.experiments.convergence``) gets "inconclusive: not converged". A fixed-budget comparison
-(the E∆ table: every model trained for the same number of steps, as published) is gated on each
-run's "learned" flag instead and reads "inconclusive: not learned".
+edited by hand: "reproduced", "not reproduced at this scale" or "inconclusive". A rule's verdict
+stands only when the claim's evidence is sound (``gate``); otherwise the verdict reads
+"inconclusive: REASONS", every reason that applies:
+
+* "fewer than 3 seeds" — a comparison over seeds needs the papers' three (``stats.MIN_SEEDS``);
+* "sizes differ" — the compared models' parameter counts differ by more than ``SIZE_TOLERANCE``;
+* "collapsed", "not converged" — a run the claim reads is in that state
+  (``geolab.experiments.convergence.judge``);
+* "not learned" — a run the claim needs did not beat its task's best trivial baseline by the
+  stated margin (``geolab.experiments.baselines``).
+
+A fixed-budget comparison (the E∆ table: every model trained for the same number of steps, as
+published) is gated on learning, not on convergence; its runs' convergence states are still shown.
 """
 
 import math
 from dataclasses import dataclass, field
 
+from geolab.experiments import convergence
+from geolab.experiments.stats import MIN_SEEDS, sign_of
+
 REPRODUCED = "reproduced"
 NOT_REPRODUCED = "not reproduced at this scale"
 INCONCLUSIVE = "inconclusive"
-NOT_CONVERGED = "inconclusive: not converged"
-NOT_LEARNED = "inconclusive: not learned"
-MISSING = {"converged": NOT_CONVERGED, "learned": NOT_LEARNED}  # gate flag -> its verdict
+SIZE_TOLERANCE = 0.03
+FEW_SEEDS = f"fewer than {MIN_SEEDS} seeds"
+SIZES_DIFFER = "sizes differ"
+NOT_LEARNED = "not learned"
+REASONS = (FEW_SEEDS, SIZES_DIFFER, convergence.COLLAPSED, convergence.NOT_CONVERGED, NOT_LEARNED)
 
 
 @dataclass
 class Hypothesis:
     """One claim next to what geolab measured: ``claim`` (the paper's words or number),
-    ``measured`` (ours, as text), ``verdict`` (one of the four above) and ``rule`` (how the
-    verdict follows from the numbers). ``gate`` fills ``converged`` ("k/n" trained runs the
-    claim rests on that converged, or were learned when ``gated_on`` is "learned") and
-    ``rule_verdict`` (what the rule alone says)."""
+    ``measured`` (ours, as text), ``verdict`` and ``rule`` (how the verdict follows from the
+    numbers), ``interval`` (the 95 % interval the rule reads, as text). ``gate`` fills the rest:
+    ``reasons`` (why the rule's verdict does not stand), ``rule_verdict`` (what the rule alone
+    says), ``convergence`` and ``learned`` (the states of the runs read), ``baseline`` (each
+    model's ratio to its task's best trivial baseline), ``sizes`` (parameter counts compared)
+    and ``gated_on``."""
 
     id: str
     claim: str
     measured: str
     verdict: str
     rule: str
-    converged: str = ""
+    interval: str = ""
+    reasons: list = field(default_factory=list)
     rule_verdict: str = ""
-    gated_on: str = "converged"
+    convergence: str = ""
+    learned: str = ""
+    baseline: str = ""
+    sizes: str = ""
+    gated_on: list = field(default_factory=list)
 
 
-def gate(h: Hypothesis, runs, flag: str = "converged") -> Hypothesis:
-    """``h`` with its verdict drawn only from converged runs.
+def inconclusive(reasons: list[str]) -> str:
+    """ "inconclusive: r1; r2" — the verdict of a claim whose evidence fails ``reasons``."""
+    return f"{INCONCLUSIVE}: " + "; ".join(reasons)
 
-    runs: the trained runs (dicts with a "converged" flag) the claim rests on. If any has not
-    converged the verdict becomes NOT_CONVERGED; the rule's own verdict is kept in
-    ``rule_verdict``. A claim on no trained run (e.g. a measurement at initialisation) keeps it.
-    ``flag="learned"`` gates on the runs' "learned" flag instead (NOT_LEARNED), recorded in
-    ``gated_on``.
+
+def size_spread(counts) -> float:
+    """max/min − 1 of parameter counts: how far apart the compared models' sizes are."""
+    counts = list(counts)
+    return max(counts) / min(counts) - 1
+
+
+def gate(
+    h: Hypothesis,
+    runs: dict,
+    on: tuple = ("converged", "learned"),
+    seeds: int | None = None,
+    compared=None,
+    must_learn=None,
+) -> Hypothesis:
+    """``h`` with its verdict standing only on sound evidence (module docstring).
+
+    runs: label -> the trained runs (dicts with "state", and "learned", "baseline_ratio",
+    "n_params" where known) the claim reads, one per seed. ``on`` names the run checks that gate
+    ("converged": no collapsed or unconverged run; "learned": every run of ``must_learn``, default
+    every label, learned). ``seeds``: the seed count of a comparison over seeds (None: the claim
+    is no such comparison). ``compared``: the labels whose sizes must agree within
+    ``SIZE_TOLERANCE`` (None: no size check). Reasons the rule put in ``h.reasons`` are kept
+    first. The rule's verdict is kept in ``rule_verdict``.
     """
-    flags = [bool(r[flag]) for r in runs]
-    h.converged = f"{sum(flags)}/{len(flags)}"
-    h.gated_on = flag
+    every = [r for group in runs.values() for r in group]
+    reasons = list(h.reasons)  # a rule may name its own (e.g. a width the claim needs)
+    if seeds is not None and seeds < MIN_SEEDS:
+        reasons.append(FEW_SEEDS)
+    if compared:
+        counts = {k: runs[k][0]["n_params"] for k in compared}
+        spread = size_spread(counts.values())
+        h.sizes = ", ".join(f"{k} {n:,}" for k, n in counts.items()) + f" (spread {spread:.1%})"
+        if spread > SIZE_TOLERANCE:
+            reasons.append(SIZES_DIFFER)
+    if every:
+        h.convergence = convergence.states_text(every)
+    if "converged" in on:
+        states = {r["state"] for r in every}
+        reasons += [s for s in (convergence.COLLAPSED, convergence.NOT_CONVERGED) if s in states]
+    learners = [r for k in (must_learn or runs) for r in runs[k]]
+    if learners and all("learned" in r for r in learners):
+        h.learned = f"{sum(r['learned'] for r in learners)}/{len(learners)}"
+        if "learned" in on and not all(r["learned"] for r in learners):
+            reasons.append(NOT_LEARNED)
+    ratios = {k: [r["baseline_ratio"] for r in g if "baseline_ratio" in r] for k, g in runs.items()}
+    h.baseline = ", ".join(f"{k} {fmt(sum(v) / len(v))}" for k, v in ratios.items() if v)
+    h.gated_on = list(on)
     h.rule_verdict = h.verdict
-    if not all(flags):
-        h.verdict = MISSING[flag]
+    h.reasons = reasons
+    if reasons:
+        h.verdict = inconclusive(reasons)
     return h
 
 
@@ -76,19 +137,31 @@ def mean_std(values) -> dict:
     return {"mean": mean, "std": math.sqrt(var), "n": n}
 
 
-def sign_verdict(stats: dict) -> str:
-    """Verdict for a claim "quantity > 0" from its mean ± std over seeds.
+def interval_verdict(interval: dict | None) -> str:
+    """Verdict for a claim "quantity > 0" from its 95 % interval (``stats``): reproduced if the
+    interval lies above 0, not reproduced if below, inconclusive if it covers 0 or is None."""
+    return {1: REPRODUCED, -1: NOT_REPRODUCED, 0: INCONCLUSIVE}[sign_of(interval)]
 
-    reproduced if mean − std > 0, not reproduced if mean + std < 0, inconclusive otherwise —
-    including every single-seed measurement, which has no spread to judge against (geolab's rule).
-    """
-    if stats["n"] < 2:
+
+def threshold_verdict(interval: dict | None, low=None, high=None) -> str:
+    """Verdict for "mean ≥ low" (or "mean ≤ high") from its 95 % interval: reproduced when the
+    whole interval meets it, not reproduced when the whole interval misses it, inconclusive
+    otherwise or for None."""
+    if interval is None:
         return INCONCLUSIVE
-    if stats["mean"] - stats["std"] > 0:
-        return REPRODUCED
-    if stats["mean"] + stats["std"] < 0:
-        return NOT_REPRODUCED
-    return INCONCLUSIVE
+    if low is not None:
+        ok, bad = interval["low"] >= low, interval["high"] < low
+    else:
+        ok, bad = interval["high"] <= high, interval["low"] > high
+    return REPRODUCED if ok else NOT_REPRODUCED if bad else INCONCLUSIVE
+
+
+def worst(verdicts: list[str]) -> str:
+    """The weakest of rule verdicts: not reproduced, else inconclusive, else reproduced."""
+    for verdict in (NOT_REPRODUCED, INCONCLUSIVE):
+        if verdict in verdicts:
+            return verdict
+    return REPRODUCED
 
 
 def fmt(x: float) -> str:

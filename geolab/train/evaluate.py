@@ -27,6 +27,23 @@ def autocast(device: torch.device, bf16: bool):
     return torch.autocast(device.type, dtype=torch.bfloat16, enabled=bf16 and device.type == "cuda")
 
 
+def batch_indices(
+    task: Task,
+    split: str,
+    batch_size: int,
+    max_batches: int | None = None,
+    random_batches: int | None = None,
+    seed: int = 0,
+) -> list[torch.Tensor]:
+    """The sample indices of each batch ``evaluate`` reads: the first ``max_batches`` batches of
+    a deterministic pass, or ``random_batches`` batches drawn with replacement (seeded)."""
+    if random_batches is None:
+        return list(task.eval_index(split).split(batch_size)[:max_batches])
+    gen = torch.Generator().manual_seed(seed)
+    n = task.n_samples(split)
+    return [torch.randint(n, (batch_size,), generator=gen) for _ in range(random_batches)]
+
+
 @torch.no_grad()
 def evaluate(
     model: nn.Module,
@@ -44,13 +61,7 @@ def evaluate(
     was_training = model.training
     model.eval()
     sums = dict.fromkeys(("loss", "n", "acc", "cos", "norm_dev", "nd_n", "gamma", "g_n"), 0.0)
-    if random_batches is None:
-        batches = task.eval_index(split).split(batch_size)[:max_batches]
-    else:
-        gen = torch.Generator().manual_seed(seed)
-        n = task.n_samples(split)
-        batches = [torch.randint(n, (batch_size,), generator=gen) for _ in range(random_batches)]
-    for idx in batches:
+    for idx in batch_indices(task, split, batch_size, max_batches, random_batches, seed):
         x, y, mask = (None if t is None else t.to(device) for t in task.batch(split, idx))
         with autocast(device, bf16):
             out = model(x)

@@ -346,20 +346,17 @@ def _run(model_cfg, task, tc, callback, model, plan: Plan) -> TrainResult:
     return TrainResult(raw, metrics, history, out, (tc.steps - start) / max(train_s, 1e-9))
 
 
-def validate(model: nn.Module, task: Task, tc: TrainConfig) -> dict:
-    """The validation metrics ``tc`` asks for: a deterministic pass (geolab) or the reference's
-    mean over random batches."""
+def validation_batches(tc: TrainConfig) -> dict:
+    """The batch arguments of ``evaluate`` (and ``batch_indices``) for ``tc``'s validation: a
+    deterministic pass (geolab) or the reference's mean over random batches seeded by its seed."""
     if tc.flavor == "reference":
-        return evaluate(
-            model,
-            task,
-            "val",
-            tc.batch_size,
-            bf16=tc.bf16,
-            random_batches=tc.eval_batches,
-            seed=tc.seed,
-        )
-    return evaluate(model, task, "val", tc.batch_size, tc.eval_batches, tc.bf16)
+        return {"batch_size": tc.batch_size, "random_batches": tc.eval_batches, "seed": tc.seed}
+    return {"batch_size": tc.batch_size, "max_batches": tc.eval_batches}
+
+
+def validate(model: nn.Module, task: Task, tc: TrainConfig) -> dict:
+    """The validation metrics ``tc`` asks for (``validation_batches``)."""
+    return evaluate(model, task, "val", bf16=tc.bf16, **validation_batches(tc))
 
 
 def summary(metrics: dict) -> str:
