@@ -50,6 +50,10 @@ DIFFERENCES = (
      "warm-up from lr/w, one full validation pass"),
     ("gyroscope / echo draws", "one numpy stream; plane i uniform, then j > i", "a torch stream "
      "per split; plane a uniform pair"),
+    ("data seeding", "each data set drawn once with seed 42; only the training seed varies",
+     "the data drawn from the training seed (the reference flavor too, until a rerun)"),
+    ("batch streams", "training and evaluation batches from one global torch stream",
+     "the training and validation batches from separate generators"),
 )  # fmt: skip
 HIDDEN_RATIO = 4  # the reference's parameter networks: D → D/4 → out, GELU
 SINKHORN_ITERS = 20
