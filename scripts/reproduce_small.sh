@@ -26,7 +26,7 @@ if [ -n "$data" ]; then export GEOLAB_DATA="$data" HF_HUB_OFFLINE=1 HF_DATASETS_
 
 # Two lanes of about equal projected length (≈ 2 h 15 min each on an idle 2-core CPU).
 lane_a="edelta_benchmarks language_model"
-lane_b="rank_evolution beta_dynamics ablation depth_scaling"
+lane_b="rank_evolution beta_dynamics ablation depth_scaling reflection"
 
 run_lane() {
   for name in "$@"; do

@@ -74,7 +74,7 @@ def check_result(result: dict, name: str, scale: str) -> None:
             )
         if "learned" in h["gated_on"] and h["learned"]:
             k, n = map(int, h["learned"].split("/"))
-            assert (k < n) == (verdicts.NOT_LEARNED in h["reasons"])
+            assert (k < n) == any("learned" in r for r in h["reasons"])
     for path, run in trained.items():
         curve = run["val_curve"]
         assert len(curve["steps"]) == len(curve["values"]) >= 2, path
@@ -616,7 +616,7 @@ def test_edelta_claims_name_the_models_that_must_have_learned():
     table = {f"reference/{t}/{m}": dict(cell) for t in eb.TASKS for m in eb.MODELS}
     table["reference/inversion/edelta"]["gamma"] = {"mean": 0.5}
     val = {"mse": 1e-3, "norm_dev": 0.01, "cos": 0.9}
-    rows = [{key: {"val": val} for key in table}] * 3
+    rows = [{key: {"val": val, "learned": True} for key in table}] * 3
     claims = eb.judge(eb.SCALES["small"], table, "reference", rows)
     needs = {h.id: (task, models) for task, (models, _), h in claims}
     compared = {h.id: sizes for _, (_, sizes), h in claims}
@@ -640,6 +640,11 @@ def test_edelta_claims_name_the_models_that_must_have_learned():
         "ddl",
         "mhc",
     )
+    # gyroscope claims name it when no model learned the rotation
+    unlearned = [{k: {**r, "learned": "/gyroscope/" not in k} for k, r in rows[0].items()}] * 3
+    claims_ = eb.judge(eb.SCALES["small"], table, "reference", unlearned)
+    gyro = [h for task, _, h in claims_ if task == "gyroscope"]
+    assert gyro and all(h.reasons == ["no model learned the rotation"] for h in gyro)
     # the reference mHC is judged only at the width where the public code's mHC learns
     mhc = next(h for _, _, h in claims if h.id == "reference: mHC echo unstable")
     assert mhc.reasons and "D = 32" in mhc.reasons[0] and "D = 128" in mhc.reasons[0]

@@ -394,6 +394,9 @@ def judge(settings: dict, table: dict, flavor: str, rows: list[dict]) -> list[tu
                 ("preln", "ddl", "mhc"),
             )
         )
+        if not any(x[f"{flavor}/gyroscope/{m}"]["learned"] for x in rows for m in MODELS):
+            for h in hyps["gyroscope"]:  # the paper-scale command is in docs/design.md §8
+                h.reasons = ["no model learned the rotation"]
     if "inversion" in tasks:
         cos = {m: get("inversion", m, "cos") for m in MODELS}
         gamma = table[f"{flavor}/inversion/edelta"]["gamma"]["mean"]

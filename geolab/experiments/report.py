@@ -79,13 +79,16 @@ def verdict_markdown(results: dict) -> str:
 
 def edelta_markdown(result: dict) -> str:
     """The E∆ table, one row per flavor and task: published MSE (mean of 3 seeds, 2000
-    iterations) vs geolab's per model, and GPT/E∆ — how much of E∆'s edge each flavor keeps."""
+    iterations) vs geolab's per model, GPT/E∆ — how much of E∆'s edge each flavor keeps — and
+    the task's best trivial baseline on the first seed's validation batches."""
     from geolab.experiments.edelta_benchmarks import LABELS, columns, flavors_of
 
     table, published = result["summary"]["table"], result["summary"]["published"]["mse"]
     models = columns(table)
+    found = result["summary"].get("baselines", {}).get("tasks", {})
     head = "| flavor | task | " + " | ".join(LABELS[m] for m in models) + " | GPT / E∆ |"
-    lines = [head, "| --- | --- |" + " --- |" * (len(models) + 1)]
+    head += " best trivial baseline |"
+    lines = [head, "| --- | --- |" + " --- |" * (len(models) + 2)]
     for flavor in flavors_of(table):
         tasks = dict.fromkeys(k.split("/")[1] for k in table if k.startswith(flavor + "/"))
         for task in tasks:
@@ -99,7 +102,11 @@ def edelta_markdown(result: dict) -> str:
                 note = f" (paper {paper:.3g})" if paper is not None else ""
                 cells.append(f"{ours:.3g}{note}")
             ratio = result["summary"]["advantage"][flavor][task]
-            lines.append(f"| {flavor} | {task} | " + " | ".join(cells) + f" | {ratio:.3g} |")
+            base = found.get(f"{result['seeds'][0]}/{flavor}/{task}")
+            best = f"{base['best']} {base['value']:.3g}" if base else "—"
+            lines.append(
+                f"| {flavor} | {task} | " + " | ".join(cells) + f" | {ratio:.3g} | {best} |"
+            )
     return "\n".join(lines)
 
 

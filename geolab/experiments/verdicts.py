@@ -104,7 +104,8 @@ def gate(
     learners = [r for k in (must_learn or runs) for r in runs[k]]
     if learners and all("learned" in r for r in learners):
         h.learned = f"{sum(r['learned'] for r in learners)}/{len(learners)}"
-        if "learned" in on and not all(r["learned"] for r in learners):
+        named = any("learned" in r for r in reasons)  # the rule already says who did not learn
+        if "learned" in on and not all(r["learned"] for r in learners) and not named:
             reasons.append(NOT_LEARNED)
     ratios = {k: [r["baseline_ratio"] for r in g if "baseline_ratio" in r] for k, g in runs.items()}
     h.baseline = ", ".join(f"{k} {fmt(sum(v) / len(v))}" for k, v in ratios.items() if v)
