@@ -2,7 +2,7 @@
 # Rerun every protocol at --scale small, in the background, from a clean checkout:
 #   scripts/reproduce_small.sh            # returns at once; follow results/logs/*.log
 # Two protocols at a time, one torch thread each (the committed results were made on a 2-core
-# CPU); each writes data/results/NAME-small.json and its figures, and when all six are done
+# CPU); each writes data/results/NAME-small.json and its figures, and when all are done
 # data/results/README.md is regenerated from the JSON files. The checkout must be clean
 # (`git status --porcelain` empty) so every result records `dirty: false` with its commit.
 # Text corpora: $GEOLAB_DATA, else ../shared/data beside the checkout, else the Hugging Face hub.
