@@ -12,7 +12,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.geolab-installed
 
-.PHONY: setup tour test lint notebooks-ipynb screenshots
+.PHONY: setup tour test lint notebooks-ipynb notebooks-html screenshots
 
 setup: $(STAMP)
 
@@ -31,6 +31,9 @@ test: setup
 
 notebooks-ipynb: setup
 	OMP_NUM_THREADS=1 $(PY) scripts/make_ipynb.py build/ipynb
+
+notebooks-html: notebooks-ipynb
+	$(PY) scripts/make_html.py build/ipynb build/html
 
 screenshots: setup
 	$(PY) scripts/screenshots.py docs
