@@ -8,9 +8,9 @@ app = marimo.App(width="medium", app_title="04 · Rank collapse in deep stacks")
 def _():
     import marimo as mo
 
-    from geolab import explore
+    from geolab import explore, glossary_markdown
 
-    return explore, mo
+    return explore, glossary_markdown, mo
 
 
 @app.cell(hide_code=True)
@@ -20,7 +20,7 @@ def _(mo):
 
     **What you will see.** Stack 12 to 200 transformer layers, feed one sequence of 32 random
     tokens, and measure after every layer how many directions the 32 token vectors still span:
-    the *effective rank* (seed 000, Eq. 8)
+    the *effective rank* (Su & You 2026, arXiv:2601.01014, Eq. 8)
 
     $$\mathrm{erank}(X) = \frac{\exp\big(H(\hat\sigma)\big)}{\min(S, D)}, \qquad
     \hat\sigma_i = \frac{\sigma_i}{\sum_j \sigma_j},$$
@@ -89,6 +89,18 @@ def _(explore, mo):
     reference = mo.ui.checkbox(value=True, label="pure attention reference")
     mo.vstack([depth, mo.hstack([rules, reference], justify="start")])
     return depth, reference, rules
+
+
+@app.cell(hide_code=True)
+def _(explore, glossary_markdown, mo):
+    mo.accordion(
+        {
+            "What the rule names mean, and their papers": mo.md(
+                glossary_markdown(explore.rank_rules())
+            )
+        }
+    )
+    return
 
 
 @app.cell(hide_code=True)

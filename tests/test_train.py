@@ -106,7 +106,8 @@ def _inversion_run(n_layer: int, steps: int):
 
 
 def test_inversion_with_edelta_leaves_the_midpoint_towards_reflection():
-    """E∆ claim (seed 003 §4): on y = −x the gate γ leaves ½ towards the Householder branch.
+    """E∆ claim (Shahmansoori 2026, experiments): on y = −x the gate γ leaves ½ towards the
+    Householder branch.
 
     A 60-step, one-layer run (E∆ task width 64, protocol lr 1e-3): γ ≈ 0.47, cos ≈ 0.79.
     """
