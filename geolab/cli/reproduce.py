@@ -39,8 +39,10 @@ def run_reproduce_cli(args: argparse.Namespace) -> int:
         results = report.load_results(args.out)
         if not results:
             raise ValueError(f"--out {args.out!r} holds no NAME-small.json results")
-        for name, result in results.items():
+        for i, (name, result) in enumerate(results.items(), 1):
             figs = report.result_figures(result)
+            kind = "HTML" if args.no_png else "HTML and PNG"
+            print(f"[{i}/{len(results)}] {name}: {len(figs)} figures ({kind})", flush=True)
             save_figures(figs, Path(args.out), f"{name}-small", not args.no_png, print)
         path = Path(args.out) / "README.md"
         path.write_text(report.readme_text(results))

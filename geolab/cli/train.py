@@ -2,6 +2,7 @@
 
 import argparse
 import os
+import signal
 import sys
 
 from geolab.cli.args import add_model_arguments, geo_config
@@ -9,7 +10,7 @@ from geolab.cli.errors import run
 from geolab.model import param_count
 from geolab.rules import RESIDUALS
 from geolab.tasks import get_task
-from geolab.train import TrainConfig, TrainingDiverged, train
+from geolab.train import TrainConfig, TrainingDiverged, TrainingInterrupted, train
 from geolab.train.loop import prepare, summary
 
 
@@ -80,7 +81,19 @@ def run_train_cli(args: argparse.Namespace) -> int:
     except TrainingDiverged as err:
         print(f"geolab train: diverged: {err}", file=sys.stderr)
         return 1
-    if lead:
+    except TrainingInterrupted as stop:
+        if lead:
+            print(
+                f"geolab train: {signal.Signals(stop.signum).name} at step {stop.step} of "
+                f"{tc.steps}: saved {str(stop.checkpoint)!r}; continue with the same command "
+                "and --resume",
+                file=sys.stderr,
+            )
+        return 128 + stop.signum
+    if lead and result.trained_steps == 0:
+        print(f"done: {out} had already finished its {tc.steps} steps; nothing to train")
+        print(f"last evaluation: {summary(result.metrics)}")
+    elif lead:
         print(f"done: {summary(result.metrics)}  ({result.steps_per_s:.3g} steps/s)")
     return 0
 

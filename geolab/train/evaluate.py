@@ -37,8 +37,10 @@ def evaluate(
     bf16: bool = True,
     random_batches: int | None = None,
     seed: int = 0,
+    progress: bool = False,
 ) -> dict:
-    """Metrics of ``model`` on a pass over ``split`` (see the module docstring)."""
+    """Metrics of ``model`` on a pass over ``split`` (see the module docstring); ``progress``
+    shows a tqdm bar over the batches, removed when done."""
     check_int("batch_size", batch_size, low=1)
     device = next(model.parameters()).device
     was_training = model.training
@@ -50,6 +52,10 @@ def evaluate(
         gen = torch.Generator().manual_seed(seed)
         n = task.n_samples(split)
         batches = [torch.randint(n, (batch_size,), generator=gen) for _ in range(random_batches)]
+    if progress:
+        from tqdm.auto import tqdm
+
+        batches = tqdm(batches, desc=f"evaluating {split}", unit="batch", leave=False)
     for idx in batches:
         x, y, mask = (None if t is None else t.to(device) for t in task.batch(split, idx))
         with autocast(device, bf16):
