@@ -126,7 +126,7 @@ CASES = [
         "rank-huge-seq",
         ["rank", "--seq-len", "100000000"],
         None,
-        "seq_len=100000000) at batch 4",
+        "seq_len=100000000) at batch 1",
         marks=HUGE,
     ),
     (

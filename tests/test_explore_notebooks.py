@@ -18,8 +18,7 @@ from conftest import NOTEBOOK_ENV, assert_marimo_check_clean, load_app, shown, u
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from geolab import explore
-from geolab.model import GeoTransformer
+from geolab import explore, stack
 
 REPO = Path(__file__).resolve().parents[1]
 NOTEBOOKS = {
@@ -210,31 +209,16 @@ def test_04_pure_attention_collapses_and_residual_rules_do_not():
     assert min(n["final_rank"]["postln"], n["final_rank"]["preln"]) > 5 * pure
 
 
-@pytest.mark.parametrize(
-    "rule, fields",
-    [("mgt", {"beta0": -0.3, "lam": 0.8, "alpha0": 0.25}), ("edelta", {"gamma0": 0.2})],
-)
-def test_04_slider_constants_on_a_kept_model_equal_a_fresh_build(rule, fields):
-    explore.build_model(explore.rank_config(rule, 2, 32, 8), seed=3)
-    cfg = explore.rank_config(rule, 2, 32, 8, **fields)
-    kept = explore.build_model(cfg, seed=3)
-    with torch.random.fork_rng():
-        torch.manual_seed(3)
-        fresh = GeoTransformer(cfg).eval()
-    for (name, a), (_, b) in zip(
-        kept.state_dict().items(), fresh.state_dict().items(), strict=True
-    ):
-        assert torch.equal(a, b), name
-    x = explore.rank_tokens(8, 0)
-    np.testing.assert_array_equal(
-        explore.layer_profile(kept, x)[0], explore.layer_profile(fresh, x)[0]
-    )
-
-
-def test_04_leaves_no_hooks_behind():
-    explore.rank_view(["mgt"], 12, reference=False)
-    for model, _ in explore.rank._MODELS.values():
-        assert all(not m._forward_hooks for m in model.modules())
+def test_04_curves_are_the_module_models_states():
+    """rank_view's curves (the stacked model) equal the effective ranks of the module model
+    holding the same weights, probed layer by layer."""
+    view = explore.rank_view(["mgt", "edelta"], 6, beta0=0.3, gamma0=0.7, d_model=32, seq_len=8)
+    for name in ("mgt", "edelta", explore.REFERENCE):
+        fields = explore.rule_fields(name, 0.3, 1.0, 0.1, 0.7)
+        cfg = explore.rank_config(name, 6, 32, 8, **fields)
+        model = stack.as_module(cfg, 0)
+        ranks, _ = explore.layer_profile(model, explore.rank_tokens(8, 0))
+        np.testing.assert_allclose(view.numbers["ranks"][name], ranks, rtol=1e-5)
 
 
 def test_04_beta0_outside_lambda_leaves_mgt_out_and_keeps_every_other_curve():

@@ -3,7 +3,7 @@
 One module and one function per notebook: ``delta.delta_view`` (01), ``mgt.mgt_view`` (02),
 ``cayley.cayley_view`` (03), ``rank.rank_view`` (04), ``streams.streams_view`` (05); ``view``
 holds the ``View`` they return. Each is pure in its arguments (seeded, no global state except a
-small cache of built models) and returns a ``View``: raw ``numbers`` (what tests
+small cache of drawn weights, ``geolab.stack``) and returns a ``View``: raw ``numbers`` (what tests
 check), a ``readout`` of (LaTeX label, formatted value) rows (what the learner reads) and plotly
 ``figures`` from ``geolab.figures``. The marimo notebooks, the Jupyter widgets
 (``geolab.widgets``), the tests and the latency benchmark all call these same functions, so a test
@@ -20,7 +20,6 @@ from geolab.explore.mgt import MGT_WIDTH, mgt_view
 from geolab.explore.rank import (
     RANK_DEPTHS,
     REFERENCE,
-    build_model,
     layer_profile,
     layer_states,
     rank_config,
@@ -46,7 +45,6 @@ __all__ = [
     "FAMILIES",
     "REFERENCE",
     "View",
-    "build_model",
     "cayley_view",
     "delta_mode",
     "delta_view",

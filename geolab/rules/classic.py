@@ -74,8 +74,15 @@ class LayerScale(_Normed):
 
     def __init__(self, cfg: GeoConfig):
         super().__init__(cfg)
-        s0 = cfg.layerscale_init or cait_layerscale_init(cfg.n_layer)
-        self.s = nn.Parameter(torch.full((cfg.d_model,), float(s0)))
+        self.s = nn.Parameter(torch.empty(cfg.d_model))
+        self.reset_init(cfg)
+
+    def reset_init(self, cfg):
+        """s = s₀·1, s₀ from ``layerscale_init`` or CaiT's depth rule (a depth change re-applies
+        it: the views serve shallower stacks from one built deeper)."""
+        super().reset_init(cfg)
+        with torch.no_grad():
+            self.s.fill_(float(cfg.layerscale_init or cait_layerscale_init(cfg.n_layer)))
 
     def forward(self, x, sublayer):
         self.keep(s=self.s)
@@ -92,6 +99,11 @@ class DeepNorm(_Normed):
 
     def __init__(self, cfg: GeoConfig):
         super().__init__(cfg)
+        self.reset_init(cfg)
+
+    def reset_init(self, cfg):
+        """a = (2N)^¼ from the depth N (re-applied on a depth change, as LayerScale's s₀)."""
+        super().reset_init(cfg)
         self.alpha = (2 * cfg.n_layer) ** 0.25
 
     @staticmethod
