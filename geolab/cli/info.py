@@ -11,6 +11,7 @@ from geolab.device import describe_device, pick_device
 from geolab.memory import check_fits
 from geolab.metrics import effective_rank, rank_collapse_residual
 from geolab.rules import RESIDUALS, describe
+from geolab.threads import use_threads
 
 
 def cmd_info(args) -> int:
@@ -32,6 +33,7 @@ def cmd_rank(args) -> int:
 
     if args.batch < 1:
         raise ValueError(f"--batch {args.batch} is not allowed; it must be >= 1")
+    use_threads()  # the views' thread count (geolab.threads, GEOLAB_THREADS)
     if args.flavor == "reference":
         raise ValueError(
             "--flavor reference is not allowed for rank: the reference models read vectors, and "

@@ -143,6 +143,7 @@ def rank_view(
     d_model: int = 128,
     seq_len: int = 32,
     seed: int = 0,
+    progress=None,
 ) -> View:
     """04: effective rank and Dong's residual per layer for each rule at init, one seed.
 
@@ -152,6 +153,8 @@ def rank_view(
     values (e.g. β₀ outside (−λ, λ) for MGT) is left out of the plot and named with the
     config's message in ``numbers["rejected"]`` and the readout; the other curves stay.
     ``layer`` (default: the last) picks the layer of the token clouds (``token_plane``).
+    ``progress`` (optional) wraps the list of curves as they are computed, e.g. a progress bar
+    (notebook 04 passes marimo's: a first load draws weights and takes seconds).
     """
     n_layer = check_int("n_layer", n_layer, 1, 400)
     layer = n_layer if layer is None else check_int("layer", layer, 1, n_layer)
@@ -161,7 +164,7 @@ def rank_view(
         raise ValueError(f"rules: {unknown} not allowed; choose from {', '.join(allowed)}")
     names = list(dict.fromkeys(rules)) + ([REFERENCE] if reference else [])
     ranks, residuals, clouds, rejected = {}, {}, {}, {}
-    for name in names:
+    for name in names if progress is None else progress(names):
         fields = rule_fields(name, beta0, lam, alpha0, gamma0)
         try:
             ranks[name], residuals[name], cloud = rule_profile(
