@@ -24,7 +24,7 @@ REPO = Path(__file__).resolve().parents[1]
 NOTEBOOKS = {
     p.stem: p
     for p in sorted((REPO / "notebooks").glob("0*.py"))
-    if p.stem[:2] in {"00", "01", "02", "03", "04", "05"}
+    if p.stem[:2] in {"00", "01", "02", "03", "04", "05", "08"}
 }
 
 
@@ -32,7 +32,7 @@ def load_notebook(name: str):
     return load_app(NOTEBOOKS[name])
 
 
-def test_the_six_notebooks_of_spec_9_exist():
+def test_the_explorer_notebooks_exist():
     assert list(NOTEBOOKS) == [
         "00_tour",
         "01_delta_operator",
@@ -40,6 +40,7 @@ def test_the_six_notebooks_of_spec_9_exist():
         "03_cayley_householder",
         "04_rank_collapse",
         "05_streams",
+        "08_gradients",
     ]
 
 
@@ -54,6 +55,8 @@ def test_notebook_runs_headless_with_defaults(name):
     assert "view" in defs or name == "00_tour"
     if name == "04_rank_collapse":
         assert len(defs["view"].numbers["ranks"]["preln"]) == 24
+    if name == "08_gradients":
+        assert defs["view"].numbers["singular_values"]["preln"].shape[0] == 25
 
 
 def test_notebook_runs_as_a_script():
@@ -346,3 +349,23 @@ def test_05_fewer_iterations_leave_a_larger_column_error():
 def test_bad_slider_values_raise_naming_the_field(call, field):
     with pytest.raises(ValueError, match=field):
         call()
+
+
+# --- 08
+
+
+@pytest.mark.parametrize(
+    ("answer", "verdict"),
+    [
+        ("far below 1: the gradient vanishes", "Right."),
+        ("about 1: attention mixes, it does not shrink", "No."),
+    ],
+)
+def test_08_reveal_shows_the_vanishing_jacobian_only_after_an_answer(answer, verdict):
+    app = load_notebook("08_gradients")
+    hidden = shown(app.run()[0])
+    assert "Pick an answer" in hidden and "per layer on average" not in hidden
+    text = shown(app.run(defs={"guess": ui(answer)})[0])
+    hi = explore.gradient_view((), 24).numbers["input_output"][explore.REFERENCE][0]
+    assert verdict in text and "per layer on average" in text and f"{hi:.2g}" in text
+    assert hi < 0.01

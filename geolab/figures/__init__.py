@@ -22,6 +22,7 @@ from geolab.figures.depth import (
     token_cloud_figure,
 )
 from geolab.figures.gates import bars_figure, beta_histogram_figure
+from geolab.figures.gradients import grad_norm_figure, jacobian_figure
 from geolab.figures.operators import (
     determinant_figure,
     eigen_distance_figure,
@@ -42,6 +43,8 @@ __all__ = [
     "composite_gain_figure",
     "determinant_figure",
     "eigen_distance_figure",
+    "grad_norm_figure",
+    "jacobian_figure",
     "note",
     "heatmaps_figure",
     "rank_figure",
