@@ -308,5 +308,61 @@ def _(compare, depth, explore, gates, mo):
     return
 
 
+@app.cell(hide_code=True)
+def _(mo):
+    mo.md(r"""
+    ## After training: the same curves, trained
+
+    Everything above is at initialisation. Does training keep the rank or lose it? The
+    committed `rank_evolution` run (`data/results/`, notebook 07) measured the rank per layer of
+    the same rules before and after training them on text. Its models are smaller than this
+    notebook's (width 32, 32 characters of tiny-shakespeare instead of 128 and random tokens),
+    so its dotted init curves are its own, measured on the very models that were then trained.
+    """)
+    return
+
+
+@app.cell
+def _(explore, mo):
+    from geolab.experiments.runner import load_result
+
+    _path = mo.notebook_dir().parent / "data" / "results" / "rank_evolution-small.json"
+    mo.stop(not _path.is_file(), mo.md(f"*No committed rank_evolution result at `{_path}`.*"))
+    evolution = load_result(_path)
+    trained_depth = mo.ui.dropdown(
+        options={str(d): d for d in explore.trained_depths(evolution)},
+        value=str(max(explore.trained_depths(evolution))),
+        label="trained depth L",
+    )
+    mo.vstack([trained_depth])
+    return evolution, trained_depth
+
+
+@app.cell
+def _(evolution, explore, mo, trained_depth):
+    bridge = explore.rank_bridge_view(evolution, trained_depth.value)
+    _moved = ", ".join(
+        f"`{rule}` {a:.2f} → {b:.2f}" for rule, (a, b) in bridge.numbers["final"].items()
+    )
+    mo.vstack(
+        [
+            bridge.figures["bridge"],
+            mo.md(
+                f"After layer {trained_depth.value}, init → trained: {_moved}."
+                + (
+                    " Every trained rule ends **below** its rank at init: at this scale"
+                    " training removes directions that initialisation kept."
+                    if bridge.numbers["all_lower"]
+                    else " Training does not lower every rule's rank here."
+                )
+                + " Notebook 07's rank_evolution verdicts (H1, H2) are judged on these"
+                " trained curves."
+            ),
+            mo.md(bridge.markdown()),
+        ]
+    )
+    return
+
+
 if __name__ == "__main__":
     app.run()

@@ -55,6 +55,7 @@ def test_notebook_runs_headless_with_defaults(name):
     assert "view" in defs or name == "00_tour"
     if name == "04_rank_collapse":
         assert len(defs["view"].numbers["ranks"]["preln"]) == 24
+        assert set(defs["bridge"].numbers["final"]) == {"postln", "preln", "deepnorm", "mgt"}
     if name == "08_gradients":
         assert defs["view"].numbers["singular_values"]["preln"].shape[0] == 25
 

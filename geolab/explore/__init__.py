@@ -44,6 +44,7 @@ from geolab.explore.streams import (
     spectral_gain_curve,
     streams_view,
 )
+from geolab.explore.trained import rank_bridge_view, trained_depths
 from geolab.explore.view import View, notebook_cache
 
 __all__ = [
@@ -64,6 +65,7 @@ __all__ = [
     "mixers",
     "notebook_cache",
     "output_jacobians",
+    "rank_bridge_view",
     "rank_config",
     "rank_rules",
     "rank_tokens",
@@ -74,4 +76,5 @@ __all__ = [
     "spectral_gain_curve",
     "streams_view",
     "token_plane",
+    "trained_depths",
 ]

@@ -33,6 +33,7 @@ from geolab.figures.operators import (
     vectors_figure,
 )
 from geolab.figures.style import HEIGHT, PALETTE, as_numpy
+from geolab.figures.trained import rank_bridge_figure
 
 __all__ = [
     "HEIGHT",
@@ -47,6 +48,7 @@ __all__ = [
     "jacobian_figure",
     "note",
     "heatmaps_figure",
+    "rank_bridge_figure",
     "rank_figure",
     "spectrum_figure",
     "sweep_figure",

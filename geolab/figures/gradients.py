@@ -7,20 +7,7 @@ from collections.abc import Mapping
 import numpy as np
 import plotly.graph_objects as go
 
-from geolab.figures.style import PALETTE, as_numpy, base_layout, figure, floats
-
-
-def _line(name: str, x, y, i: int, dash: str = "solid", **extra) -> dict:
-    return {
-        "type": "scatter",
-        "x": np.asarray(x),
-        "y": floats(y),
-        "mode": "lines",
-        "name": name,
-        "legendgroup": name,
-        "line": {"color": PALETTE[i % len(PALETTE)], "dash": dash},
-        **extra,
-    }
+from geolab.figures.style import as_numpy, base_layout, figure, floats, line_trace
 
 
 def _log_axis(title: str) -> dict:
@@ -35,7 +22,7 @@ def grad_norm_figure(
     data = []
     for i, (name, values) in enumerate(norms.items()):
         y = floats(values)
-        data.append(_line(name, np.arange(1, len(y) + 1), np.where(y > 0, y, np.nan), i))
+        data.append(line_trace(name, np.arange(1, len(y) + 1), np.where(y > 0, y, np.nan), i))
     layout = base_layout(title, "layer l", "‖∂ℒ/∂θ_l‖", yaxis=_log_axis("‖∂ℒ/∂θ_l‖"))
     return figure(data, layout)
 
@@ -53,7 +40,7 @@ def jacobian_figure(
         for col, dash, label in ((0, "solid", "σ_max"), (-1, "dot", "σ_min")):
             y = s[:, col]
             data.append(
-                _line(
+                line_trace(
                     name,
                     layers,
                     np.where(y > 0, y, np.nan),
