@@ -65,7 +65,11 @@ def cells_of(path: Path) -> list[tuple[str, str]]:
 
 def tutorial(name: str) -> nbformat.NotebookNode:
     explorer = EXPLORERS[name]
-    extra = "; notebook 04 also compares every rule at once" if name == "04_rank_collapse" else ""
+    extra = (
+        "; notebook 04 also compares every rule at once and draws the committed trained runs"
+        if name == "04_rank_collapse"
+        else ""
+    )
     nb = nbformat.v4.new_notebook()
     nb.metadata["kernelspec"] = {
         "name": "python3",

@@ -82,8 +82,8 @@ def add_info_cli(sub) -> None:
         "rank",
         help="effective rank per layer of a randomly initialised token stack (notebook 04's "
         "numbers)",
-        description="Effective rank (seed 000 Eq. 8) and Dong's residual after every residual "
-        "step of a token model at init, fed seeded random tokens (vocabulary "
+        description="Effective rank (Su & You 2026, Eq. 8) and Dong's residual after every "
+        "residual step of a token model at init, fed seeded random tokens (vocabulary "
         "256), exactly as notebook 04: the same rule, depth, width, sequence length and seed "
         "give 04's numbers at each layer's last step (batch 1; --batch B averages B sequences, "
         "the first being 04's). Pure attention is --residual noskip --no-mlp.",
