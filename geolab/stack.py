@@ -84,7 +84,11 @@ def draw_sublayers(cfg: GeoConfig, seed: int, depth: int) -> Sublayers:
     rows = cfg.seq_len + 1 if cfg.flavor == "reference" else cfg.seq_len
 
     def layers(shape, part):
-        return torch.stack([_normal(shape, _seed(seed, layer, part)) for layer in range(depth)])
+        out = torch.empty(depth, *shape)
+        for layer in range(depth):  # into the stack, no per-layer tensors to copy
+            gen = torch.Generator().manual_seed(_seed(seed, layer, part))
+            torch.randn(shape, generator=gen, out=out[layer]).mul_(STD)
+        return out
 
     return Sublayers(
         embed=_normal((cfg.vocab_size, cfg.d_model), _seed(seed, -1, 0)),
@@ -102,19 +106,21 @@ def build_rules(cfg: GeoConfig, seed: int, depth: int) -> list[Rule]:
     rule_cls = rule_class(cfg)
     cfg = cfg.replace(n_layer=depth)
     rules = []
-    with torch.random.fork_rng():
+    # The CPU generator alone: torch.manual_seed also queues a CUDA seed with a stack trace
+    # (≈ 0.3 ms a call here), 400 times for 200 layers.
+    with torch.random.fork_rng(devices=[]):
         for layer in range(depth):
             for step in range(2 if cfg.mlp else 1):
-                torch.manual_seed(_seed(seed, layer, 4 + step))
+                torch.default_generator.manual_seed(_seed(seed, layer, 4 + step))
                 rules.append(rule_cls(cfg).eval())
     return rules
 
 
-def _kept(cache: OrderedDict, key, needed: int, depth: int, draw):
-    """The cached value for ``key`` if it holds ``needed`` layers, else ``draw(depth)``, kept
-    least recently used first out within the parameter budget."""
+def _kept(cache: OrderedDict, key, fits, depth: int, draw):
+    """The cached value for ``key`` if ``fits(value)``, else ``draw(depth)``, kept least
+    recently used first out within the parameter budget."""
     value, size = cache.pop(key, (None, 0))
-    if value is None or _depth(value) < needed:
+    if value is None or not fits(value):
         value = draw(depth)
         size = _numel(value)
     cache[key] = value, size
@@ -125,10 +131,6 @@ def _kept(cache: OrderedDict, key, needed: int, depth: int, draw):
     ):
         cache.popitem(last=False)
     return value
-
-
-def _depth(value) -> int:
-    return value.depth if isinstance(value, Sublayers) else len(value)
 
 
 def _numel(value) -> int:
@@ -158,10 +160,21 @@ def stack_weights(cfg: GeoConfig, seed: int, draw_depth: int = DRAW_DEPTH):
     depth = max(draw_depth, cfg.n_layer)
     rule_cls = rule_class(cfg)
     width = rule_cls.sublayer_width(cfg)
-    sub_key = (width, cfg.d_model, cfg.vocab_size, cfg.seq_len, cfg.mlp, cfg.flavor, seed)
-    sub = _kept(_SUBLAYERS, sub_key, cfg.n_layer, depth, partial(draw_sublayers, cfg, seed))
+    # Attention-only stacks (pure attention) read the same attention weights as the others.
+    sub_key = (width, cfg.d_model, cfg.vocab_size, cfg.seq_len, cfg.flavor, seed)
+
+    def deep_enough(sub):
+        return sub.depth >= cfg.n_layer and (sub.fc is not None or not cfg.mlp)
+
+    sub = _kept(_SUBLAYERS, sub_key, deep_enough, depth, partial(draw_sublayers, cfg, seed))
     fixed = _fixed(cfg)
-    rules = _kept(_RULES, (fixed, seed), cfg.n_layer, depth, partial(build_rules, fixed, seed))
+    rules = _kept(
+        _RULES,
+        (fixed, seed),
+        lambda rules: len(rules) >= cfg.n_steps,
+        depth,
+        partial(build_rules, fixed, seed),
+    )
     if rules[0].cfg != cfg:  # a slider or the depth moved: constants only, no draw
         for rule in rules:
             rule.reset_init(cfg)
@@ -192,7 +205,7 @@ def _sublayer_weights(sub: Sublayers, cfg: GeoConfig) -> Sublayers:
     return copy
 
 
-@torch.inference_mode()
+@torch.no_grad()  # not inference mode: kept weights drawn inside must stay resettable outside
 def stack_states(
     cfg: GeoConfig,
     seed: int,

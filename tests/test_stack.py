@@ -62,7 +62,21 @@ def test_slider_constants_on_kept_weights_equal_a_fresh_draw(rule, fields):
     moved = stack.stack_states(cfg, 3, tokens)
     stack.clear()
     assert torch.equal(moved, stack.stack_states(cfg, 3, tokens, draw_depth=4))
+    stack.stack_states(explore.rank_config(rule, 4, 32, 8), 3, tokens)  # the sliders back
+    # as_module moves them again, outside the forward's no_grad: the kept weights allow it.
     torch.testing.assert_close(moved, _module_states(cfg, 3, tokens)[2::2])
+
+
+def test_pure_attention_reads_the_attention_weights_of_the_full_stack():
+    stack.clear()
+    full = explore.rank_config("preln", 3, 32, 8)
+    pure = explore.rank_config(explore.REFERENCE, 3, 32, 8)
+    stack.stack_states(full, 0, explore.rank_tokens(8, 0))
+    shared = stack.stack_weights(full, 0)[0]
+    assert stack.stack_weights(pure, 0)[0] is shared
+    stack.clear()
+    alone = stack.stack_weights(pure, 0)[0]
+    assert alone.fc is None and torch.equal(alone.qkv, shared.qkv)
 
 
 def test_vector_models_are_refused():

@@ -112,10 +112,11 @@ def token_plane(states: torch.Tensor) -> np.ndarray:
 @functools.lru_cache(maxsize=256)
 def rule_profile(
     rule: str, n_layer: int, d_model: int, seq_len: int, seed: int, fields: tuple
-) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Effective rank, Dong's residual (``layer_profile``) and the 2-D token cloud
-    (``token_plane``) after every layer of one 04 curve, cached by everything that can change
-    them (the arrays are read-only: every caller shares them).
+) -> tuple[np.ndarray, np.ndarray, torch.Tensor]:
+    """Effective rank and Dong's residual (``layer_profile``) after every layer of one 04
+    curve, and the states themselves ((n_layer, S, D), for ``token_plane`` at the layer shown),
+    cached by everything that can change them (the arrays are read-only: every caller shares
+    them).
 
     The states come from the views' stacked model (``geolab.stack``): weights drawn once per
     (rule, width, sequence length, seed) at 200 layers, any depth a prefix, slider constants
@@ -125,10 +126,9 @@ def rule_profile(
     states = stack_states(cfg, seed, rank_tokens(seq_len, seed))[:, 0]
     ranks = effective_rank(states).numpy()
     residual = rank_collapse_residual(states).numpy()
-    clouds = token_plane(states)
-    for array in (ranks, residual, clouds):
+    for array in (ranks, residual):
         array.setflags(write=False)
-    return ranks, residual, clouds
+    return ranks, residual, states
 
 
 def rank_view(
@@ -167,13 +167,13 @@ def rank_view(
     for name in names if progress is None else progress(names):
         fields = rule_fields(name, beta0, lam, alpha0, gamma0)
         try:
-            ranks[name], residuals[name], cloud = rule_profile(
+            ranks[name], residuals[name], states = rule_profile(
                 name, n_layer, d_model, seq_len, seed, tuple(sorted(fields.items()))
             )
         except ValueError as err:
             rejected[name] = str(err)
             continue
-        clouds[name] = cloud[layer - 1]
+        clouds[name] = token_plane(states[layer - 1 : layer])[0]  # the layer shown only
     floor = 1 / min(seq_len, d_model)
     final = {name: float(r[-1]) for name, r in ranks.items()}
     numbers = {
