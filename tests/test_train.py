@@ -256,7 +256,8 @@ def test_cli_trains_and_writes_its_files(tmp_path, capsys):
     [
         (["--task", "nope"], "unknown task 'nope'"),
         (["--task", "echo", "--residual", "bogus"], "--residual 'bogus' is not allowed"),
-        (["--task", "echo", "--steps", "0"], "TrainConfig.steps=0"),
+        (["--task", "echo", "--steps", "0"], "--steps 0 is not allowed"),
+        (["--task", "echo", "--layers", "0"], "--layers 0 is not allowed"),
         (["--task", "wikitext2", "--data-dir", "/nonexistent"], "GEOLAB_DATA"),
         (["--task", "wikitext2", "--n-train", "5"], "no option(s) ['n_train']"),
     ],
