@@ -3,27 +3,32 @@
 Each row times the exact call a notebook cell makes when a slider moves (the view function:
 operators or model forward, metrics, and every plotly figure of that notebook), with the value
 changed on every call so no cache answers. Times are on the suite's clock (process CPU time on a
-CPU), median over interleaved rounds, minimum in the notes. Targets: ≤ 50 ms for 01 and 03
-(issue 4); for 04 at 200 layers, D = 128, S = 32 with three rules (postln, preln, mgt) and the
-pure-attention reference (issue 12): β₀ slider ≤ 150 ms, a new depth ≤ 1 s, compare all ≤ 3 s.
+CPU). Targets: ≤ 50 ms for 01 and 03 (issue 4).
 
-Notebook 04 is measured three ways: a β₀ move (only ``mgt`` reads β₀, so only its curve is
-recomputed; the other two come from the per-rule cache, as in the notebook), all three curves
-recomputed on kept models, a depth move (all models built) and the "compare all rules" button
-(every rule built and probed, cold). The notes split the time into forward passes,
-effective ranks and the figure.
+Notebook 04 (200 layers, D = 128, S = 32; postln, preln, mgt and the pure-attention reference)
+and ``rank_profile`` run on the views' stacked model (``geolab.stack``), and each is reported as
+a ratio to a matrix-product floor timed in the same interleaved rounds (issue 23): the same
+forward's ``F.linear`` calls, recorded with a ``TorchFunctionMode`` and replayed on
+preallocated inputs. Targets: rank_profile of preln, mgt, edelta ≤ 2.5× its floor; a new depth
+(weights kept) ≤ 2.5× the 4 curves' floor; a β₀ move ≤ 2× the mgt curve's floor; the cold first
+load ≤ 4× the 4 curves' floor. Medians of per-round ratios; the notes give the medians of both
+sides and the spread of the ratios.
 """
 
 import itertools
 import statistics
-import time
 
 import torch
+import torch.nn.functional as F
+from torch.overrides import TorchFunctionMode
 
-from bench.timing import interleaved, seconds
-from geolab import explore, figures
+from bench.timing import interleaved, median_ratio, seconds, spread
+from geolab import explore, stack
+from geolab.metrics import effective_rank
 
-RULES = ("postln", "preln", "mgt")
+RULES = ("postln", "preln", "mgt")  # 04's default curves, with the pure-attention reference
+PROFILE_RULES = ("preln", "mgt", "edelta")
+TARGETS = {"profile": 2.5, "depth": 2.5, "beta0": 2.0, "first": 4.0}  # issue 23
 
 
 def _row(name, ms: list[float], target_ms, notes="") -> dict:
@@ -66,84 +71,179 @@ def _small_views(rounds: int, min_time: float) -> list[dict]:
     ]
 
 
-def _rank_rows(
-    n_layer: int, d: int, seq: int, target_ms, depth_target_ms, compare_target_ms, rounds: int
-) -> list[dict]:
-    label = f"{n_layer} layers, D={d}, S={seq}, {'/'.join(RULES)}"
-    start = time.process_time()
-    built = explore.rank_view(RULES, n_layer, d_model=d, seq_len=seq, reference=True)
-    build_ms = (time.process_time() - start) * 1e3
-    compare_ms = _compare_all_ms(n_layer, d, seq)
-    beta0 = _sweep([0.5 - 0.001 * i for i in range(1, 400)])
+class _Linears(TorchFunctionMode):
+    """Records every ``F.linear`` call of the code run inside it: (input shape, weight, bias)."""
 
-    def all_rules():
-        explore.rule_profile.cache_clear()
-        return explore.rank_view(RULES, n_layer, d_model=d, seq_len=seq, reference=False)
+    def __init__(self):
+        super().__init__()
+        self.calls = []
 
-    x = explore.rank_tokens(seq, 0)
-    models = {r: explore.build_model(explore.rank_config(r, n_layer, d, seq), 0) for r in RULES}
-    fns = {
-        "beta0": lambda: explore.rank_view(
-            RULES, n_layer, beta0=beta0(), d_model=d, seq_len=seq, reference=False
-        ),
-        "all": all_rules,
+    def __torch_function__(self, func, types, args=(), kwargs=None):
+        kwargs = kwargs or {}
+        if func is F.linear:
+            bias = args[2] if len(args) > 2 else kwargs.get("bias")
+            self.calls.append((tuple(args[0].shape), args[1], bias))
+        return func(*args, **kwargs)
+
+
+def _floor(*fns):
+    """The matrix-product floor of ``fns``: their ``F.linear`` calls (every linear map of the
+    forward: QKV, output, MLP, the rules' own) replayed on preallocated inputs of the same
+    shapes, without attention, norms, gates or residual adds. Returns the replay callable."""
+    rec = _Linears()
+    with rec:
+        for fn in fns:
+            fn()
+    inputs = {shape: torch.randn(shape) for shape, _, _ in rec.calls}
+    calls = [(inputs[shape], w, b) for shape, w, b in rec.calls]
+
+    @torch.inference_mode()
+    def replay():
+        for x, w, b in calls:
+            F.linear(x, w, b)
+
+    return replay
+
+
+def _ratio_row(name, num: list[float], den: list[float], target, notes="") -> dict:
+    value = median_ratio(num, den)
+    return {
+        "group": "live",
+        "name": name,
+        "value": value,
+        "unit": "× floor",
+        "target": f"≤ {target}×" if target else None,
+        "met": value <= target if target else None,
+        "notes": f"{statistics.median(num) * 1e3:.0f} ms vs floor "
+        f"{statistics.median(den) * 1e3:.0f} ms (medians), ratios {spread(_ratios(num, den))}"
+        + (f"; {notes}" if notes else ""),
     }
-    fns.update({f"fwd {r}": (lambda m=m: _forward(m, x)) for r, m in models.items()})
-    fns["profile mgt"] = lambda: explore.layer_profile(models["mgt"], x)
-    times = interleaved(fns, rounds=rounds)
-    ms = {k: [t * 1e3 for t in v] for k, v in times.items()}
-    fwd = {r: statistics.median(ms[f"fwd {r}"]) for r in RULES}
-    numbers = built.numbers
-    fig_ms = 1e3 * seconds(lambda: figures.rank_figure(numbers["ranks"], numbers["residuals"]))
-    split = (
-        "forward " + ", ".join(f"{r} {v:.0f}" for r, v in fwd.items()) + " ms; "
-        f"mgt forward + probe + effective ranks {statistics.median(ms['profile mgt']):.0f} ms; "
-        f"figure {fig_ms:.1f} ms"
+
+
+def _ratios(num, den):
+    return [a / b for a, b in zip(num, den, strict=True)]
+
+
+def _profile(cfg, x):
+    """``rank_profile`` on the views' stacked model: the merged state after every residual step
+    and its effective rank (what ``geolab rank`` prints)."""
+    return effective_rank(stack.stack_states(cfg, 0, x, every_step=True)).mean(dim=-1)
+
+
+def _rank_rows(n_layer: int, d: int, seq: int, targets: dict, rounds: int) -> list[dict]:
+    """Issue 23's targets, each a ratio to a matrix-product floor timed in the same rounds."""
+    label = f"{n_layer} layers, D={d}, S={seq}"
+    x = explore.rank_tokens(seq, 0)
+    curves = (*RULES, explore.REFERENCE)
+    # 04 first load, cold: weights drawn, every curve probed, the figures.
+    stack.clear()
+    explore.rule_profile.cache_clear()
+    first_ms = 1e3 * seconds(lambda: explore.rank_view(RULES, n_layer, d_model=d, seq_len=seq))
+    cfgs = {r: explore.rank_config(r, n_layer, d, seq) for r in curves}
+    floors = {r: _floor(lambda c=c: stack.stack_states(c, 0, x)) for r, c in cfgs.items()}
+    profile_cfgs = {r: explore.rank_config(r, n_layer, d, seq) for r in PROFILE_RULES}
+    profile_floors = {r: _floor(lambda c=c: _profile(c, x)) for r, c in profile_cfgs.items()}
+    beta0 = _sweep([0.5 - 0.001 * i for i in range(1, 400)])
+    shallow = max(2, n_layer // 4)
+
+    def new_depth(depth):
+        def run():
+            explore.rule_profile.cache_clear()
+            return explore.rank_view(RULES, depth, d_model=d, seq_len=seq)
+
+        return run
+
+    shallow_floors = [
+        _floor(lambda c=c: stack.stack_states(c.replace(n_layer=shallow), 0, x))
+        for c in cfgs.values()
+    ]
+    # The β₀ slider in its own rounds: the depth rows below clear the per-curve cache, which
+    # the slider relies on (only mgt reads β₀; the other curves are cached, as in 04).
+    explore.rank_view(RULES, n_layer, d_model=d, seq_len=seq)
+    slider = interleaved(
+        {
+            "beta0": lambda: explore.rank_view(
+                RULES, n_layer, beta0=beta0(), d_model=d, seq_len=seq
+            ),
+            "mgt floor": floors["mgt"],
+        },
+        rounds=2 * rounds,
     )
-    return [
-        _row(
-            f"04 rank collapse: β₀ slider (mgt recomputed) — {label}", ms["beta0"], target_ms, split
+    fns = {
+        "new depth": new_depth(n_layer),
+        "new shallow depth": new_depth(shallow),
+        "4 floors": lambda: [f() for f in floors.values()],
+        "4 shallow floors": lambda: [f() for f in shallow_floors],
+    }
+    for r, c in profile_cfgs.items():
+        fns[f"profile {r}"] = lambda c=c: _profile(c, x)
+        fns[f"profile floor {r}"] = profile_floors[r]
+    times = interleaved(fns, rounds=rounds)
+    four = times["4 floors"]
+    rows = [
+        _ratio_row(
+            f"rank_profile {r} on the stacked model / its matrix-product floor — {label}",
+            times[f"profile {r}"],
+            times[f"profile floor {r}"],
+            targets.get("profile"),
+            "forward of every residual step, merged, and the effective rank of each state",
+        )
+        for r in PROFILE_RULES
+    ]
+    rows += [
+        _ratio_row(
+            f"04 new depth {n_layer} (weights kept, 4 curves probed + figures) / the 4 curves' "
+            f"floor — {'/'.join(curves)}, {label}",
+            times["new depth"],
+            four,
+            targets.get("depth"),
         ),
-        _row(
-            f"04 rank collapse: all three curves recomputed — {label}", ms["all"], target_ms, split
+        _ratio_row(
+            f"04 new depth {shallow} (a prefix of the kept {n_layer} layers) / the 4 curves' "
+            f"floor at {shallow} layers",
+            times["new shallow depth"],
+            times["4 shallow floors"],
+            targets.get("depth"),
         ),
-        _row(
-            f"04 rank collapse: depth slider to a new depth (three models + pure attention "
-            f"built) — {label}",
-            [build_ms],
-            depth_target_ms,
-            "one cold call: model construction and init dominate",
+        _ratio_row(
+            f"04 β₀ slider (mgt recomputed, 4 curves' figures) / the mgt curve's floor — {label}",
+            slider["beta0"],
+            slider["mgt floor"],
+            targets.get("beta0"),
         ),
-        _row(
-            f"04 rank collapse: compare all {len(explore.rank_rules())} rules (models built) — "
-            f"{n_layer} layers, D={d}, S={seq}",
-            [compare_ms],
-            compare_target_ms,
-            "one cold call, as the notebook's button runs it (one rule per progress step)",
+        _ratio_row(
+            f"04 first load, cold (weights drawn, 4 curves probed + figures) / the 4 curves' "
+            f"floor — {label}",
+            [first_ms / 1e3],
+            [statistics.median(four)],
+            targets.get("first"),
+            "one cold call against the floor's median in the rounds after it",
         ),
     ]
+    rows.append(
+        _row(
+            f"04 rank collapse: compare all {len(explore.rank_rules())} rules (cold) — {label}",
+            [_compare_all_ms(n_layer, d, seq)],
+            None,
+            "one cold call, as the notebook's button runs it (one rule per progress step)",
+        )
+    )
+    return rows
 
 
 def _compare_all_ms(n_layer: int, d: int, seq: int) -> float:
-    """The notebook's "compare all rules" loop on a cold cache, process CPU time in ms."""
+    """The notebook's "compare all rules" loop on a cold cache, on the suite's clock, in ms."""
     explore.rule_profile.cache_clear()
-    explore.rank.clear_models()
-    start = time.process_time()
-    for name in explore.rank_rules():
-        explore.rank_view([name], n_layer, d_model=d, seq_len=seq, reference=False)
-    return (time.process_time() - start) * 1e3
-
-
-@torch.inference_mode()
-def _forward(model, x):
-    return model(x)
+    stack.clear()
+    return 1e3 * seconds(
+        lambda: [
+            explore.rank_view([name], n_layer, d_model=d, seq_len=seq, reference=False)
+            for name in explore.rank_rules()
+        ]
+    )
 
 
 def run(quick: bool) -> list[dict]:
     if quick:
-        return _small_views(rounds=2, min_time=0.0) + _rank_rows(
-            4, 32, 8, None, None, None, rounds=2
-        )
-    return _small_views(rounds=7, min_time=0.2) + _rank_rows(
-        200, 128, 32, 150, 1000, 3000, rounds=3
-    )
+        return _small_views(rounds=2, min_time=0.0) + _rank_rows(4, 32, 8, {}, rounds=2)
+    return _small_views(rounds=7, min_time=0.2) + _rank_rows(200, 128, 32, TARGETS, rounds=5)

@@ -28,7 +28,7 @@ from geolab.operators import (
     skew,
 )
 from geolab.probe import rank_profile, record
-from geolab.rules import RESIDUALS, Rule, register
+from geolab.rules import RESIDUALS, Rule, glossary, glossary_markdown, register
 
 __version__ = "0.1.0"
 
@@ -48,6 +48,8 @@ __all__ = [
     "delta_update",
     "effective_rank",
     "gate_regularizer",
+    "glossary",
+    "glossary_markdown",
     "householder",
     "hybrid_operator",
     "match_params",

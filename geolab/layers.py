@@ -54,14 +54,11 @@ class CausalSelfAttention(nn.Module):
         init_linear(self.proj, proj_std)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        *lead, seq, dim = x.shape
-        q, k, v = self.qkv(x).reshape(-1, seq, 3, self.n_head, dim // self.n_head).unbind(2)
-        q, k, v = (t.transpose(1, 2) for t in (q, k, v))
-        if self.use_rope:
-            q, k = rope(q), rope(k)
+        qkv, proj = self.qkv, self.proj
         drop = self.dropout if self.training else 0.0
-        y = F.scaled_dot_product_attention(q, k, v, is_causal=True, dropout_p=drop)
-        return self.proj(y.transpose(1, 2).reshape(*lead, seq, dim))
+        return attention(
+            x, qkv.weight, qkv.bias, proj.weight, proj.bias, self.n_head, self.use_rope, drop
+        )
 
 
 class MLP(nn.Module):
@@ -76,7 +73,36 @@ class MLP(nn.Module):
         init_linear(self.proj, proj_std)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return self.drop(self.proj(F.gelu(self.fc(x))))
+        fc, proj = self.fc, self.proj
+        return self.drop(mlp(x, fc.weight, fc.bias, proj.weight, proj.bias))
+
+
+def _project(y, weight, bias, scale):
+    """``y Wᵀ + b``, or ``scale · y Wᵀ + b``: a stack whose projections were drawn for another
+    depth takes GPT-2's 1/√(steps) factor here, a scalar per layer, not in a copy of W."""
+    if scale is None:
+        return F.linear(y, weight, bias)
+    out = F.linear(y, weight) * scale
+    return out if bias is None else out + bias
+
+
+def attention(x, qkv_w, qkv_b, proj_w, proj_b, n_head, use_rope=False, dropout=0.0, scale=None):
+    """Causal multi-head self-attention as a function of its weights (``CausalSelfAttention``
+    and the views' stacked model both call it): softmax(QKᵀ/√hd + causal mask) V W_oᵀ (+ b_o),
+    W_o's output times ``scale`` if given. x (…, S, D), qkv_w (3D, D), proj_w (D, D)."""
+    *lead, seq, dim = x.shape
+    q, k, v = F.linear(x, qkv_w, qkv_b).reshape(-1, seq, 3, n_head, dim // n_head).unbind(2)
+    q, k, v = (t.transpose(1, 2) for t in (q, k, v))
+    if use_rope:
+        q, k = rope(q), rope(k)
+    y = F.scaled_dot_product_attention(q, k, v, is_causal=True, dropout_p=dropout)
+    return _project(y.transpose(1, 2).reshape(*lead, seq, dim), proj_w, proj_b, scale)
+
+
+def mlp(x, fc_w, fc_b, proj_w, proj_b, scale=None):
+    """The GELU MLP as a function of its weights: W₂ GELU(W₁ x + b₁) + b₂, W₂'s output times
+    ``scale`` if given. x (…, D), fc_w (4D, D), proj_w (D, 4D)."""
+    return _project(F.gelu(F.linear(x, fc_w, fc_b)), proj_w, proj_b, scale)
 
 
 def rms_norm_linear(x: torch.Tensor, norm: nn.RMSNorm, lin: nn.Linear) -> torch.Tensor:

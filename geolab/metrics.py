@@ -82,7 +82,7 @@ def _check_reduce(reduce: str, fn: str) -> None:
 
 
 def effective_rank(X) -> torch.Tensor:
-    """Normalised effective rank of each S×D matrix — seed 000 Eq. 8 (docs/design.md §5).
+    """Normalised effective rank of each S×D matrix — Su & You 2026, Eq. 8 (docs/design.md §5).
 
         Rank_eff(X) = exp(H(σ̂)) / min(S, D),   H(σ̂) = −Σ_i σ̂_i log σ̂_i,   σ̂ = σ / Σ_j σ_j
 
@@ -173,9 +173,10 @@ def norm_deviation(x_in, x_out, reduce: str = "mean") -> torch.Tensor:
         dev_i = | ‖x_out,i‖ − ‖x_in,i‖ | / ‖x_in,i‖      (Euclidean norms over the last dim)
 
     reduce="mean" returns the mean of dev_i over all vectors i (a 0-dim tensor); reduce="none"
-    returns dev per vector. This is the E∆ "norm deviation" of seed 003 §4 / docs/design.md §8
-    (0.001 for E∆-MHC-Geo on echo): pass the inputs and the model's outputs over the 100 evaluated
-    steps, e.g. x_in, x_out of shape (B, 100, d); an exactly norm-preserving map gives 0.
+    returns dev per vector. This is the E∆ "norm deviation" of Shahmansoori 2026, experiments /
+    docs/design.md §8 (0.001 for E∆-MHC-Geo on echo): pass the inputs and the model's outputs over
+    the 100 evaluated steps, e.g. x_in, x_out of shape (B, 100, d); an exactly norm-preserving map
+    gives 0.
 
     Geolab's choice for ‖x_in,i‖ = 0: dev_i = 0 if ‖x_out,i‖ = 0 too (norm kept), else +inf (an
     unbounded relative change) — never NaN. Each pair is divided by its common largest |entry|
@@ -205,7 +206,8 @@ def cosine_alignment(pred, target, reduce: str = "mean") -> torch.Tensor:
         cos_i = ⟨p_i, t_i⟩ / (‖p_i‖ ‖t_i‖)
 
     reduce="mean" returns the mean over all vectors i (0-dim tensor), reduce="none" returns cos
-    per vector. This is the E∆ inversion-task alignment of seed 003 §4 (target y = −x; E∆ 0.96).
+    per vector. This is the E∆ inversion-task alignment of Shahmansoori 2026, experiments (target y
+    = −x; E∆ 0.96).
 
     Geolab's choices: a pair with a zero vector gives 0 (no direction, no alignment), never NaN;
     each vector is divided by its largest |entry| first (cos is scale-invariant); rounding outside
@@ -224,7 +226,8 @@ def cosine_alignment(pred, target, reduce: str = "mean") -> torch.Tensor:
 
 
 def synergy(L_base, L_mhc, L_ddl, L_mgt):
-    """Synergy coefficient of the MGT ablation — seed 000 Eq. 9 (docs/design.md §5, §8 protocol 2).
+    """Synergy coefficient of the MGT ablation — Su & You 2026, Eq. 9 (docs/design.md §5, §8
+    protocol 2).
 
         𝒮 = (L_base − L_MGT) − (L_base − L_mHC) − (L_base − L_DDL)
 
@@ -379,8 +382,8 @@ def _stats(b: torch.Tensor, bins: int, lo: float, hi: float) -> dict:
 
 
 def beta_stats(beta, bins: int = 20, range=None) -> dict:
-    """Summary of a set of β gates (docs/design.md §5; seed 000 §5 experiment 3, the β sign "phase
-    transition": E[β] > 0 in early layers, a sizeable fraction β < 0 in deep ones).
+    """Summary of a set of β gates (docs/design.md §5; Su & You 2026, experiment 3, the β sign
+    "phase transition": E[β] > 0 in early layers, a sizeable fraction β < 0 in deep ones).
 
     beta: tensor of any shape (e.g. one layer's (B, S) or (B, S, D) gates), flattened; finite.
     bins: number of equal-width histogram bins (int >= 1).

@@ -15,11 +15,11 @@ LINEAR_SPREAD = 30.0
 def sinkhorn(logits, iters=20, return_error=False):
     """Sinkhorn–Knopp projection towards the doubly stochastic matrices (mHC).
 
-    Source: docs/design.md §2.5 (mHC residual mixing; seed 003 §1 on its approximation error).
+    Source: docs/design.md §2.5 (mHC residual mixing; Shahmansoori 2026 on its approximation error).
     M⁰ = exp(logits − max), then `iters` rounds of column normalisation followed by row
     normalisation, so rows sum to 1 exactly (to rounding) and columns only approximately.
     logits: (..., n, n) -> M (..., n, n); with return_error=True returns (M, err), err (...) the
-    max |column sum − 1| of each matrix (the residual seed 003 criticises).
+    max |column sum − 1| of each matrix (the residual Shahmansoori 2026 criticises).
 
     Computed in float32 (float64 input stays float64), with autocast disabled, and returned in
     that dtype. On a CPU, where every matrix's logit spread (max − min) is below

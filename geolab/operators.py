@@ -4,8 +4,9 @@ Every function broadcasts over arbitrary leading dimensions. `beta`, `gamma` (an
 write value `v` of `delta_update`) may be Python numbers or tensors broadcastable to the leading
 shape `(...)`. Shapes below use `d` for the operator width.
 
-Sources: seed 000 = review of "Geometric and Dynamic Scaling in Deep Transformers" (MGT / DDL),
-seed 003 = overview of the E∆-MHC-Geo transformer. Where a choice is geolab's own it says so.
+Sources: Su & You 2026 = "Geometric and Dynamic Scaling in Deep Transformers", arXiv:2601.01014
+(MGT, with DDL's operator); Shahmansoori 2026 = "The E∆-MHC-Geo Transformer", arXiv:2605.06729
+(full references: docs/design.md, References). Where a choice is geolab's own it says so.
 """
 
 import math
@@ -83,8 +84,8 @@ def _dot(a, b):
 def delta_operator(k, beta):
     """Delta operator of Deep Delta Learning, `A(k, β) = I − β k kᵀ / ‖k‖²`.
 
-    Source: seed 000 Eq. 1, Appendix A.1–A.3 (docs/design.md §2.1). Eigenvalues: 1 on k⊥ (d−1 times)
-    and 1−β along k; det A = 1−β; β=1 projects onto k⊥, β=2 is the Householder reflection.
+    Source: Su & You 2026, Eq. 1, Appendix A.1–A.3 (docs/design.md §2.1). Eigenvalues: 1 on k⊥ (d−1
+    times) and 1−β along k; det A = 1−β; β=1 projects onto k⊥, β=2 is the Householder reflection.
 
     k: (..., d); beta: number or (...) tensor -> (..., d, d).
     k = 0 (geolab's choice): the direction is undefined, so nothing is erased and the result is
@@ -100,8 +101,9 @@ def delta_operator(k, beta):
 def householder(k):
     """Householder reflection `H₂(k) = I − 2 k̂ k̂ᵀ`, k̂ = k/‖k‖.
 
-    Source: seed 000 Appendix A.1, seed 003 §2.2 (docs/design.md §2.4). k: (..., d) -> (..., d, d).
-    k = 0 gives the identity (same choice as `delta_operator`; it is not a reflection there).
+    Source: Su & You 2026, Appendix A.1, Shahmansoori 2026 (docs/design.md §2.4). k: (..., d) ->
+    (..., d, d). k = 0 gives the identity (same choice as `delta_operator`; it is not a reflection
+    there).
     """
     return delta_operator(k, 2.0)
 
@@ -109,7 +111,7 @@ def householder(k):
 def householder_apply(x, k):
     """`H₂(k) x = x − 2 k̂ (k̂ᵀx)` in O(d), without forming the matrix.
 
-    Source: seed 003 §2.2 (docs/design.md §2.4). x: (..., d), k: (..., d) -> (..., d). k = 0
+    Source: Shahmansoori 2026 (docs/design.md §2.4). x: (..., d), k: (..., d) -> (..., d). k = 0
     gives x.
     """
     _vec("x", x)
@@ -122,7 +124,7 @@ def householder_apply(x, k):
 def delta_update(x, k, beta, v):
     """Vector delta residual update `x' = x + β (v − k̂ᵀx) k̂` (= A(k,β) x + β v k̂).
 
-    Source: seed 000 Eq. 2 with d_v = 1, Appendix A.5–A.6, Eq. 16 (docs/design.md §2.2).
+    Source: Su & You 2026, Eq. 2 with d_v = 1, Appendix A.5–A.6, Eq. 16 (docs/design.md §2.2).
     x: (..., d); k: (..., d); beta, v: numbers or (...) tensors -> (..., d).
     k is normalised here (k̂ = k/‖k‖); k = 0 leaves x unchanged.
     """
@@ -138,8 +140,9 @@ def delta_update(x, k, beta, v):
 def delta_update_matrix(X, k, beta, v):
     """Matrix delta residual update `X' = X + β k̂ (vᵀ − k̂ᵀX)` (= A(k,β) X + β k̂ vᵀ).
 
-    Source: seed 000 Eq. 2, 13–15 (docs/design.md §2.2). X: (..., d, dv); k: (..., d); v: (..., dv);
-    beta: number or (...) tensor -> (..., d, dv). k is normalised here; k = 0 leaves X unchanged.
+    Source: Su & You 2026, Eq. 2, 13–15 (docs/design.md §2.2). X: (..., d, dv); k: (..., d); v:
+    (..., dv); beta: number or (...) tensor -> (..., d, dv). k is normalised here; k = 0 leaves X
+    unchanged.
     """
     if not isinstance(X, torch.Tensor) or X.ndim < 2:
         raise ValueError(f"X: expected a tensor of shape (..., d, dv), got {_shape_of(X)}")
@@ -160,7 +163,7 @@ def _shape_of(t):
 def skew(u, v):
     """Rank-2 skew-symmetric generator `A = u vᵀ − v uᵀ` (Aᵀ = −A for any u, v).
 
-    Source: seed 003 §2.1 (docs/design.md §2.3). u, v: (..., d) -> (..., d, d).
+    Source: Shahmansoori 2026 (docs/design.md §2.3). u, v: (..., d) -> (..., d, d).
     """
     _vec("u", u)
     _vec("v", v, u.shape[-1], "u")
@@ -300,7 +303,8 @@ def _patch(y, ok, fn, *args):
 def cayley_apply(x, u, v, beta):
     """Cayley rotation `Q x`, `Q = (I + cA)⁻¹(I − cA)`, `A = u vᵀ − v uᵀ`, `c = β/2`, no solve.
 
-    Source: seed 003 §2.1 (docs/design.md §2.3). With ω² = ‖u‖²‖v‖² − (u·v)² (A³ = −ω²A), t = cω:
+    Source: Shahmansoori 2026 (docs/design.md §2.3). With ω² = ‖u‖²‖v‖² − (u·v)² (A³ = −ω²A), t =
+    cω:
         Q = I − 2c/(1+t²)·A + 2c²/(1+t²)·A²      (rotation of span{u,v} by θ = 2·atan t).
     x, u, v: (..., d); beta: number or (...) tensor -> (..., d). O(d) per vector.
 
@@ -347,7 +351,7 @@ def cayley_apply(x, u, v, beta):
 def cayley_angle(u, v, beta):
     """Rotation angle of the rank-2 Cayley map, `θ = 2·arctan(β/2 · ω)`, ω = ‖u‖‖v‖ sin∠(u,v).
 
-    Source: seed 003 §2.1, Theorem 4.6 (docs/design.md §2.3). Q has eigenvalues e^{±iθ} and 1
+    Source: Shahmansoori 2026, Theorem 4.6 (docs/design.md §2.3). Q has eigenvalues e^{±iθ} and 1
     (d−2 times); |θ| < π for every finite β (the computed value rounds to π once tan(θ/2) exceeds
     ~1/eps).
     u, v: (..., d); beta: number or (...) tensor -> (...). ω is computed from an orthonormal
@@ -364,9 +368,9 @@ def cayley_angle(u, v, beta):
 def cayley(A, beta):
     """Dense Cayley transform `Q = (I + βA/2)⁻¹ (I − βA/2)` via `torch.linalg.solve`.
 
-    Source: seed 003 §2.1 (docs/design.md §2.3, §3.5 streams). A: (..., n, n), beta: number or (...)
-    tensor -> (..., n, n). Q is orthogonal with det +1 when A is skew-symmetric (Aᵀ = −A); that
-    is not checked here (a data-dependent check would force a host sync). I + cA is invertible
+    Source: Shahmansoori 2026 (docs/design.md §2.3, §3.5 streams). A: (..., n, n), beta: number or
+    (...) tensor -> (..., n, n). Q is orthogonal with det +1 when A is skew-symmetric (Aᵀ = −A);
+    that is not checked here (a data-dependent check would force a host sync). I + cA is invertible
     for every skew A and real c. Reference and teaching path; models use `cayley_apply`.
     """
     if not isinstance(A, torch.Tensor) or A.ndim < 2 or A.shape[-1] != A.shape[-2]:
@@ -405,7 +409,7 @@ def _cayley_matrix(u, v, beta):
 def hybrid_operator(u, v, k, beta, gamma):
     """Dense E∆-MHC-Geo hybrid `G_γ = γ Q(u, v, β) + (1 − γ) H₂(k)`.
 
-    Source: seed 003 §2.2 (docs/design.md §2.4). Orthogonal only at γ ∈ {0, 1}; in between its
+    Source: Shahmansoori 2026 (docs/design.md §2.4). Orthogonal only at γ ∈ {0, 1}; in between its
     singular values drop below 1 (a convex combination of two orthogonal maps has ‖G‖₂ ≤ 1).
     u, v, k: (..., d); beta, gamma: numbers or (...) tensors -> (..., d, d).
     Q is built from the closed form (`cayley_apply`) applied to the identity.
@@ -422,7 +426,7 @@ def hybrid_operator(u, v, k, beta, gamma):
 def hybrid_apply(x, u, v, k, beta, gamma):
     """`G_γ x = γ Q x + (1 − γ) H₂(k) x` in O(d) per vector.
 
-    Source: seed 003 §2.2 (docs/design.md §2.4, §3.5).
+    Source: Shahmansoori 2026 (docs/design.md §2.4, §3.5).
 
     x, u, v, k: (..., d); beta, gamma: numbers or (...) tensors -> (..., d).
     Fused with the scalar form of `cayley_apply` (Q x = x + a u + b v):
@@ -454,7 +458,8 @@ def _hybrid_planes(x, u, v, c, kh, g):
 def gate_regularizer(gamma):
     """Midpoint-collapse regulariser `L_gate(γ) = 4γ(1 − γ)`; dL/dγ = 4 − 8γ, zero at γ = ½.
 
-    Source: seed 003 §2.2, Theorem 7.3 (docs/design.md §2.4). gamma: number or tensor -> same shape.
+    Source: Shahmansoori 2026, Theorem 7.3 (docs/design.md §2.4). gamma: number or tensor -> same
+    shape.
     """
     if isinstance(gamma, bool) or not isinstance(gamma, (int, float, torch.Tensor)):
         raise ValueError(f"gamma: expected a number or a tensor, got {type(gamma).__name__}")

@@ -93,7 +93,40 @@ def rule_class(cfg) -> type[nn.Module]:
     return cls
 
 
+def _summary(cls) -> str:
+    """The first paragraph of a class's docstring on one line ("" without a docstring)."""
+    doc = (cls.__doc__ or "").strip()
+    return " ".join(doc.split("\n\n", 1)[0].split()) if doc else ""
+
+
 def describe(name: str) -> str:
-    """The first line of a rule's docstring, for ``geolab info``."""
-    doc = (RESIDUALS[name].__doc__ or "").strip()
-    return doc.splitlines()[0] if doc else name
+    """The first paragraph of a rule's docstring on one line (its update and its paper), for
+    ``geolab info``."""
+    return _summary(RESIDUALS[name]) or name
+
+
+def glossary(names=None) -> list[tuple[str, str, str]]:
+    """(rule, update, paper) for each registered rule (default: all, in registration order).
+
+    Read from the rules' own docstrings, whose first paragraph is "update — paper" (geolab's
+    rules all follow it; tests/test_rules.py checks each cites an arXiv paper), so the glossary
+    cannot drift from the code. A rule without the " — " gets "" as its paper.
+    """
+    rows = []
+    for name in RESIDUALS if names is None else names:
+        if name not in RESIDUALS:
+            raise ValueError(
+                f"rule name {name!r} is not registered; allowed: {', '.join(RESIDUALS)}"
+            )
+        update, _, paper = _summary(RESIDUALS[name]).rpartition(" — ")
+        rows.append((name, update or paper, paper.rstrip(".") if update else ""))
+    return rows
+
+
+def glossary_markdown(names=None) -> str:
+    """``glossary(names)`` as a markdown table (README, notebooks 00 and 04)."""
+    lines = ["| rule | update | paper |", "|:--|:--|:--|"]
+    for name, update, paper in glossary(names):
+        cells = (f"`{name}`", update.replace("|", "\\|"), paper.replace("|", "\\|"))
+        lines.append("| " + " | ".join(cells) + " |")
+    return "\n".join(lines)

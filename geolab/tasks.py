@@ -200,7 +200,7 @@ def _regression(name, x, y, dim, metrics=("mse", "norm_dev"), info=None) -> Task
 
 
 def copy(seed: int = 0, m: int = 32, vocab_size: int = 16, n_train: int = 8000, n_val: int = 1000):
-    """MGT synthetic copy (seed 000 §5): a₁…a_m a₁…a_m, next-token prediction.
+    """MGT synthetic copy (Su & You 2026, experiments): a₁…a_m a₁…a_m, next-token prediction.
 
     Input is the sequence without its last token (2m−1 ids), the target is it shifted by one; the
     loss mask selects exactly the m targets of the second half (positions m−1 … 2m−2), which are
@@ -235,7 +235,8 @@ def echo(
     n_val: int = 100,
     flavor: str = "geolab",
 ):
-    """E∆ stability task (seed 003 §4): a unit key k ∈ R^dim repeated, s_t = k + noise·ε_t.
+    """E∆ stability task (Shahmansoori 2026, experiments): a unit key k ∈ R^dim repeated, s_t = k +
+    noise·ε_t.
 
     ε_t ~ N(0, I); inputs s₁…s_{T−1}, targets s₂…s_T; the ideal map is the identity on the key.
     flavor "reference" draws as the public E∆ generator does (``reference_draws``): per

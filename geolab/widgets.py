@@ -26,6 +26,7 @@ import plotly.graph_objects as go
 import plotly.io as pio
 
 from geolab import explore
+from geolab.threads import use_threads
 
 STATIC_NOTE = (
     "Static snapshot of the explorer at its last slider values (shown when the live widget "
@@ -38,6 +39,7 @@ class Explorer(W.VBox):
     (``figures``), wired to a view function; ``view`` is the latest ``explore.View``."""
 
     def __init__(self, view_fn: Callable[..., explore.View], controls: dict[str, W.Widget]):
+        use_threads()  # one thread unless GEOLAB_THREADS says otherwise (geolab.threads)
         self.view_fn = view_fn
         self.controls = controls
         self.readout = W.HTMLMath()

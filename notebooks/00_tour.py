@@ -8,9 +8,9 @@ app = marimo.App(width="medium", app_title="00 · geolab tour")
 def _():
     import marimo as mo
 
-    from geolab import explore
+    from geolab import explore, glossary_markdown
 
-    return explore, mo
+    return explore, glossary_markdown, mo
 
 
 @app.cell(hide_code=True)
@@ -81,6 +81,7 @@ def _(mo):
     | `05_streams` | Sinkhorn residual; composite mixing gain of HC vs mHC vs orthogonal |
     | `06_training_lab` | train small models live, compare rules side by side, watch $\beta$ learn |
     | `07_reproduce` | the papers' claims next to geolab's small-scale numbers, with verdicts |
+    | `08_gradients` | what depth does to gradients: per-layer norms, Jacobian singular values |
     | `assignments/A1`–`A4` | exercises with automatic checks: Delta, Cayley, rank, your rule |
 
     01–05 each start with a question: commit to a guess, then the plot answers.
@@ -97,6 +98,20 @@ def _(mo):
       library's own code path.
     * Jupyter users: `geolab.widgets` has the same explorers as ipywidgets.
     """)
+    return
+
+
+@app.cell(hide_code=True)
+def _(glossary_markdown, mo):
+    mo.vstack(
+        [
+            mo.md(
+                "## The residual rules\n\nThe rules the notebooks compare, by the names you"
+                " pick them with (`geolab.glossary_markdown()` prints this table):"
+            ),
+            mo.accordion({"rule glossary: update and paper": mo.md(glossary_markdown())}),
+        ]
+    )
     return
 
 

@@ -23,8 +23,9 @@ def _(mo):
     determinant and the picture of the unit circle answer at once, and the invariant
     $\det A = 1-\beta$ is checked live against a numerical determinant.
 
-    The Delta operator is the heart of *Deep Delta Learning* (seed 000, Eq. 1): a residual
-    connection that can **erase** along one direction $k$ before it **writes** something new.
+    The Delta operator is the heart of *Deep Delta Learning* (Su & You 2026, arXiv:2601.01014, Eq.
+    1): a residual connection that can **erase** along one direction $k$ before it **writes**
+    something new.
     """)
     return
 

@@ -18,17 +18,17 @@ def _(mo):
     mo.md(r"""
     # 02 · The MGT block: gates on every channel
 
-    **What you will see.** MGT (seed 000, Algorithm 1) replaces the scalar Delta gate by a gate
-    on every channel of every token:
+    **What you will see.** MGT (Su & You 2026, arXiv:2601.01014, Algorithm 1) replaces the scalar
+    Delta gate by a gate on every channel of every token:
 
     $$X' = X + \beta \odot \big(F(\mathrm{LN}\,X) \odot \sigma(\mathrm{LN}(X W_{gate})) -
     \alpha X\big), \qquad \beta = \lambda \tanh(X W_\beta + b_\beta) + \epsilon .$$
 
     Slide $\lambda, \epsilon, \alpha, \beta_0$ and watch the range of $\beta$, its distribution
     over 64 tokens × 16 channels, the fraction that turns negative, and what the tangent gate
-    does to one token's update. The last plot is the review's critique (seed 000 §7): the
-    Jacobian of this elementwise update does **not** have the $d-1$ unit eigenvalues of the
-    rank-1 Delta operator it is named after.
+    does to one token's update. The last plot tests a gap in the paper's theory (its Proposition
+    3.5): the Jacobian of this elementwise update does **not** have the $d-1$ unit eigenvalues of
+    the rank-1 Delta operator it is named after.
     """)
     return
 

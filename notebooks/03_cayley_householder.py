@@ -21,10 +21,10 @@ def _(mo):
     **What you will see.** A rotation built from two vectors by the Cayley map keeps
     $\det Q = +1$ and $Q^\top Q = I$ for every $\beta$, and its angle $\theta$ creeps towards
     $\pi$ but never reaches it — so $-1$ is never an eigenvalue and a Cayley layer can never
-    map $x$ to $-x$ (the *inversion problem*, seed 003 Theorem 4.6). A Householder mirror has
-    $\det = -1$ and inverts in one step. E∆-MHC-Geo mixes the two with a gate $\gamma$; the
-    mixture is orthogonal only at the ends, and its regulariser cannot push a gate that sits
-    at $\gamma = \tfrac12$.
+    map $x$ to $-x$ (the *inversion problem*, Shahmansoori 2026, arXiv:2605.06729, Theorem 4.6). A
+    Householder mirror has $\det = -1$ and inverts in one step. E∆-MHC-Geo mixes the two with a gate
+    $\gamma$; the mixture is orthogonal only at the ends, and its regulariser cannot push a gate
+    that sits at $\gamma = \tfrac12$.
     """)
     return
 
@@ -152,7 +152,7 @@ def _(mo):
     The gate regulariser $L_{gate}(\gamma) = 4\gamma(1-\gamma)$ pushes $\gamma$ to $0$ or $1$,
     but its gradient $4 - 8\gamma$ vanishes at $\gamma = \tfrac12$, exactly where the gate is
     initialised. Any symmetric $r(\gamma) = r(1-\gamma)$ has $r'(\tfrac12) = 0$
-    (Theorem 7.3): set $\gamma = 0.5$ and read the gradient in the table.
+    (E∆ Theorem 7.3): set $\gamma = 0.5$ and read the gradient in the table.
     """)
     return
 

@@ -8,9 +8,12 @@ app = marimo.App(width="medium", app_title="04 · Rank collapse in deep stacks")
 def _():
     import marimo as mo
 
-    from geolab import explore
+    from geolab import explore, glossary_markdown
+    from geolab.threads import use_threads
 
-    return explore, mo
+    use_threads()  # one thread unless GEOLAB_THREADS says otherwise (README: "Threads")
+
+    return explore, glossary_markdown, mo
 
 
 @app.cell(hide_code=True)
@@ -20,7 +23,7 @@ def _(mo):
 
     **What you will see.** Stack 12 to 200 transformer layers, feed one sequence of 32 random
     tokens, and measure after every layer how many directions the 32 token vectors still span:
-    the *effective rank* (seed 000, Eq. 8)
+    the *effective rank* (Su & You 2026, arXiv:2601.01014, Eq. 8)
 
     $$\mathrm{erank}(X) = \frac{\exp\big(H(\hat\sigma)\big)}{\min(S, D)}, \qquad
     \hat\sigma_i = \frac{\sigma_i}{\sum_j \sigma_j},$$
@@ -89,6 +92,18 @@ def _(explore, mo):
     reference = mo.ui.checkbox(value=True, label="pure attention reference")
     mo.vstack([depth, mo.hstack([rules, reference], justify="start")])
     return depth, reference, rules
+
+
+@app.cell(hide_code=True)
+def _(explore, glossary_markdown, mo):
+    mo.accordion(
+        {
+            "What the rule names mean, and their papers": mo.md(
+                glossary_markdown(explore.rank_rules())
+            )
+        }
+    )
+    return
 
 
 @app.cell(hide_code=True)
@@ -168,8 +183,17 @@ def _(explore):
 
 
 @app.cell
-def _(depth, gates, rank_view, reference, rules):
-    view = rank_view(tuple(rules.value), depth.value, reference=reference.value, **gates)
+def _(depth, explore, gates, mo, reference, rules):
+    # Each curve is computed once per setting (explore caches them): a bar while new ones are.
+    view = explore.rank_view(
+        tuple(rules.value),
+        depth.value,
+        reference=reference.value,
+        progress=lambda curves: mo.status.progress_bar(
+            curves, title="drawing weights and probing", remove_on_exit=True
+        ),
+        **gates,
+    )
     return (view,)
 
 
@@ -246,8 +270,11 @@ def _(mo):
     mo.md(r"""
     ## Every rule at this depth
 
-    Building all fifteen rules at 200 layers takes a while on a laptop CPU, so it waits for the
-    button. The table lists the effective rank and Dong's residual after the last layer.
+    Drawing the weights of all fifteen rules at 200 layers takes a while on a laptop CPU, so it
+    waits for the button. The table lists the effective rank and Dong's residual after the last
+    layer. The same numbers from a terminal, for the same rule, depth and seed (the same seeded
+    weights and the same 32 random tokens): `geolab rank --residual mgt --layers 200`; pure
+    attention is `--residual noskip --no-mlp`.
     """)
     return
 
@@ -263,7 +290,9 @@ def _(mo):
 def _(compare, depth, explore, gates, mo):
     mo.stop(not compare.value, mo.md("*Press the button to compare every rule.*"))
     table = []
-    for name in mo.status.progress_bar(explore.rank_rules(), title="building and probing"):
+    for name in mo.status.progress_bar(
+        explore.rank_rules(), title="drawing weights and probing every rule", show_eta=True
+    ):
         one = explore.rank_view([name], depth.value, reference=False, **gates)
         if name in one.numbers["rejected"]:
             table.append({"rule": name, "effective rank": None, "Dong residual": None})
@@ -275,7 +304,63 @@ def _(compare, depth, explore, gates, mo):
                 "Dong residual": float(f"{one.numbers['final_residual'][name]:.3e}"),
             }
         )
-    mo.ui.table(table, selection=None)
+    mo.ui.table(table, selection=None, page_size=len(table))  # every rule on one page
+    return
+
+
+@app.cell(hide_code=True)
+def _(mo):
+    mo.md(r"""
+    ## After training: the same curves, trained
+
+    Everything above is at initialisation. Does training keep the rank or lose it? The
+    committed `rank_evolution` run (`data/results/`, notebook 07) measured the rank per layer of
+    the same rules before and after training them on text. Its models are smaller than this
+    notebook's (width 32, 32 characters of tiny-shakespeare instead of 128 and random tokens),
+    so its dotted init curves are its own, measured on the very models that were then trained.
+    """)
+    return
+
+
+@app.cell
+def _(explore, mo):
+    from geolab.experiments.runner import load_result
+
+    _path = mo.notebook_dir().parent / "data" / "results" / "rank_evolution-small.json"
+    mo.stop(not _path.is_file(), mo.md(f"*No committed rank_evolution result at `{_path}`.*"))
+    evolution = load_result(_path)
+    trained_depth = mo.ui.dropdown(
+        options={str(d): d for d in explore.trained_depths(evolution)},
+        value=str(max(explore.trained_depths(evolution))),
+        label="trained depth L",
+    )
+    mo.vstack([trained_depth])
+    return evolution, trained_depth
+
+
+@app.cell
+def _(evolution, explore, mo, trained_depth):
+    bridge = explore.rank_bridge_view(evolution, trained_depth.value)
+    _moved = ", ".join(
+        f"`{rule}` {a:.2f} → {b:.2f}" for rule, (a, b) in bridge.numbers["final"].items()
+    )
+    mo.vstack(
+        [
+            bridge.figures["bridge"],
+            mo.md(
+                f"After layer {trained_depth.value}, init → trained: {_moved}."
+                + (
+                    " Every trained rule ends **below** its rank at init: at this scale"
+                    " training removes directions that initialisation kept."
+                    if bridge.numbers["all_lower"]
+                    else " Training does not lower every rule's rank here."
+                )
+                + " Notebook 07's rank_evolution verdicts (H1, H2) are judged on these"
+                " trained curves."
+            ),
+            mo.md(bridge.markdown()),
+        ]
+    )
     return
 
 

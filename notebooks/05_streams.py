@@ -23,8 +23,8 @@ def _(mo):
     multiplied by $H_L \cdots H_1$. Unconstrained mixers (HC) make that product explode or
     vanish; mHC projects each mixer onto the **doubly stochastic** matrices with Sinkhorn–Knopp,
     whose products stay doubly stochastic with gain $1$; orthogonal mixers (JPmHC, E∆) keep
-    Euclidean lengths ($\lVert Qx\rVert_2 = \lVert x\rVert_2$). The catch (seed 003): finite
-    Sinkhorn is only *approximately* doubly stochastic.
+    Euclidean lengths ($\lVert Qx\rVert_2 = \lVert x\rVert_2$). The catch (Shahmansoori 2026,
+    arXiv:2605.06729): finite Sinkhorn is only *approximately* doubly stochastic.
     """)
     return
 

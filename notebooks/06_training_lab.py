@@ -12,6 +12,9 @@ def _():
 
     from geolab.experiments import lab
     from geolab.rules import RESIDUALS
+    from geolab.threads import use_threads
+
+    use_threads()  # one thread unless GEOLAB_THREADS says otherwise (README: "Threads")
 
     return RESIDUALS, lab, mo, time
 
@@ -103,30 +106,37 @@ def _(
             float(lr.value),
         )
         live, shown_at = {}, [0.0]
-
-        def on_step(rule, rec):
-            live.setdefault(rule, []).append(rec["loss"])
-            done = sum(map(len, live.values()))
-            # Redraw at most a few times a second: a plotly figure per step would slow training.
-            if time.monotonic() - shown_at[0] > 0.5 or done == total:
-                shown_at[0] = time.monotonic()
-                mo.output.replace(
-                    lab.live_figure(
-                        live, f"{label}: training {rule}, step {rec['step']} of {steps.value}"
-                    )
-                )
-
         total = steps.value * len(rules.value)
-        result = lab.compare_rules(
-            lab.lab_task(task_name.value, seed=int(seed.value)),
-            list(rules.value),
-            n_layer=layers.value,
-            d_model=int(width.value),
-            steps=steps.value,
-            lr=float(lr.value),
-            seed=int(seed.value),
-            on_step=on_step,
-        )
+        # Output 0 is the live loss figure, output 1 the progress bar (steps of all rules, ETA).
+        mo.output.replace(mo.md(f"*Training {label} …*"))
+        with mo.status.progress_bar(
+            total=total, title=f"training {label}", show_eta=True, remove_on_exit=True
+        ) as bar:
+
+            def on_step(rule, rec):
+                live.setdefault(rule, []).append(rec["loss"])
+                done = sum(map(len, live.values()))
+                bar.update(subtitle=f"{rule}, step {rec['step']} of {steps.value}")
+                # Redraw a few times a second at most: a plotly figure per step slows training.
+                if time.monotonic() - shown_at[0] > 0.5 or done == total:
+                    shown_at[0] = time.monotonic()
+                    mo.output.replace_at_index(
+                        lab.live_figure(
+                            live, f"{label}: training {rule}, step {rec['step']} of {steps.value}"
+                        ),
+                        0,
+                    )
+
+            result = lab.compare_rules(
+                lab.lab_task(task_name.value, seed=int(seed.value)),
+                list(rules.value),
+                n_layer=layers.value,
+                d_model=int(width.value),
+                steps=steps.value,
+                lr=float(lr.value),
+                seed=int(seed.value),
+                on_step=on_step,
+            )
         latest = {"label": label, "result": result}
         set_runs(lambda runs: runs + [latest])
         mo.output.replace(mo.md(f"Finished **{label}**: it is added to the runs below."))

@@ -65,7 +65,11 @@ def cells_of(path: Path) -> list[tuple[str, str]]:
 
 def tutorial(name: str) -> nbformat.NotebookNode:
     explorer = EXPLORERS[name]
-    extra = "; notebook 04 also compares every rule at once" if name == "04_rank_collapse" else ""
+    extra = (
+        "; notebook 04 also compares every rule at once and draws the committed trained runs"
+        if name == "04_rank_collapse"
+        else ""
+    )
     nb = nbformat.v4.new_notebook()
     nb.metadata["kernelspec"] = {
         "name": "python3",
@@ -82,24 +86,30 @@ def tutorial(name: str) -> nbformat.NotebookNode:
     return nb
 
 
-def main(argv: list[str]) -> int:
-    execute = "--no-execute" not in argv
-    args = [a for a in argv if a != "--no-execute"]
-    out = Path(args[0]) if args else REPO / "build" / "ipynb"
-    out.mkdir(parents=True, exist_ok=True)
+def execute(nb: nbformat.NotebookNode) -> nbformat.NotebookNode:
+    """Run ``nb`` in a fresh kernel with this repository's geolab first on the path."""
     os.environ["PYTHONPATH"] = os.pathsep.join(
         filter(None, [str(REPO), os.environ.get("PYTHONPATH")])
     )
+    NotebookClient(
+        nb,
+        timeout=600,
+        kernel_name="python3",
+        store_widget_state=False,
+        resources={"metadata": {"path": str(REPO)}},
+    ).execute()
+    return nb
+
+
+def main(argv: list[str]) -> int:
+    run = "--no-execute" not in argv
+    args = [a for a in argv if a != "--no-execute"]
+    out = Path(args[0]) if args else REPO / "build" / "ipynb"
+    out.mkdir(parents=True, exist_ok=True)
     for name in EXPLORERS:
         nb = tutorial(name)
-        if execute:
-            NotebookClient(
-                nb,
-                timeout=600,
-                kernel_name="python3",
-                store_widget_state=False,
-                resources={"metadata": {"path": str(REPO)}},
-            ).execute()
+        if run:
+            execute(nb)
         nbformat.write(nb, out / f"{name}.ipynb")
         print(f"wrote {out / f'{name}.ipynb'}")
     return 0

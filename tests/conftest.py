@@ -1,11 +1,14 @@
-"""Shared test setup: offline Hugging Face, the shared data folder, small torch thread counts, the
-helpers that run a marimo notebook headless with injected slider values, and the seeded tensors
-and hypothesis settings of the operator property tests."""
+"""Shared test setup: offline Hugging Face, the text data folder made from the repository, small
+torch thread counts, the helpers that run a marimo notebook headless with injected slider values,
+and the seeded tensors and hypothesis settings of the operator property tests."""
 
 import importlib.util
 import os
+import re
+import shutil
 import subprocess
 import sys
+from collections import Counter
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -69,9 +72,46 @@ def assert_marimo_check_clean(paths) -> None:
     assert proc.returncode == 0, proc.stdout + proc.stderr
 
 
+WIKITEXT_LINES = {"train": 3000, "valid": 300, "test": 300}  # lines of tiny-shakespeare each
+
+
+def write_wikitext_format(text: str, folder: Path) -> None:
+    """``folder/{train,valid,test}.txt`` in WikiText-2's format, made from ``text``: one
+    token per word or punctuation mark, every line " tok tok ... " (a blank line " "), words
+    seen once in train and val/test words unseen in train written ``<unk>``, as WikiText-2
+    itself does (its vocabulary is train's)."""
+    lines = [re.findall(r"[\w']+|[^\w\s]", line) for line in text.splitlines()]
+    parts, at = {}, 0
+    for name, n in WIKITEXT_LINES.items():
+        parts[name], at = lines[at : at + n], at + n
+    counts = Counter(w for line in parts["train"] for w in line)
+    vocab = {w for w, c in counts.items() if c > 1}
+    folder.mkdir(parents=True)
+    for name, part in parts.items():
+        rows = [" " + "".join(f"{w if w in vocab else '<unk>'} " for w in line) for line in part]
+        (folder / f"{name}.txt").write_text("".join(row + "\n" for row in rows))
+
+
+@pytest.fixture(scope="session")
+def text_data(tmp_path_factory) -> Path:
+    """A data folder as ``--data-dir`` reads it, made from the repository alone, so the tests
+    that train on text run on a plain clone: ``tinyshakespeare/input.txt`` (the copy in data/)
+    and ``wikitext-2/`` in WikiText-2's format generated from it (``write_wikitext_format``;
+    the real corpus is only needed to check its published counts, ``shared_data``)."""
+    root = tmp_path_factory.mktemp("text-data")
+    shakespeare = REPO / "data" / "tinyshakespeare" / "input.txt"
+    (root / "tinyshakespeare").mkdir()
+    shutil.copyfile(shakespeare, root / "tinyshakespeare" / "input.txt")
+    write_wikitext_format(shakespeare.read_text(), root / "wikitext-2")
+    return root
+
+
 @pytest.fixture(scope="session")
 def shared_data() -> Path:
-    """../shared/data beside the checkout (WikiText-2 and tiny-shakespeare)."""
-    if not SHARED_DATA.is_dir():
-        pytest.skip(f"shared data folder {SHARED_DATA} not found (it lies beside the checkout)")
+    """../shared/data beside the checkout (the real WikiText-2 and tiny-shakespeare)."""
+    if not (SHARED_DATA / "wikitext-2" / "train.txt").is_file():
+        pytest.skip(
+            f"needs the real WikiText-2 in {SHARED_DATA / 'wikitext-2'} (beside the checkout; "
+            "not shipped) to check its published counts"
+        )
     return SHARED_DATA

@@ -4,6 +4,9 @@ import json
 import subprocess
 import sys
 
+import pytest
+
+from geolab import explore
 from geolab.cli import main
 from geolab.rules import RESIDUALS
 
@@ -24,6 +27,30 @@ def test_rank_table_and_json(capsys):
     data = json.loads(capsys.readouterr().out)
     assert len(data["profile"]) == 7
     assert all(0 <= row["effective_rank"] <= 1 for row in data["profile"])
+
+
+@pytest.mark.parametrize(
+    "rule, cli",
+    [("mgt", ["--residual", "mgt"]), ("pure attention", ["--residual", "noskip", "--no-mlp"])],
+)
+def test_rank_gives_notebook_04s_numbers(capsys, rule, cli):
+    """Same rule, depth, width, sequence length and seed: each layer's last step is 04's curve."""
+    args = ["rank", *cli, "--layers", "5", "--d-model", "32", "--seq-len", "8", "--seed", "2"]
+    assert main([*args, "--json"]) == 0
+    rows = json.loads(capsys.readouterr().out)["profile"]
+    last = {row["layer"]: row for row in rows}  # a layer's last residual step
+    view = explore.rank_view(
+        [] if rule == explore.REFERENCE else [rule],
+        5,
+        d_model=32,
+        seq_len=8,
+        seed=2,
+        reference=rule == explore.REFERENCE,
+    )
+    assert [last[i]["effective_rank"] for i in range(1, 6)] == view.numbers["ranks"][rule].tolist()
+    assert [last[i]["dong_residual"] for i in range(1, 6)] == view.numbers["residuals"][
+        rule
+    ].tolist()
 
 
 def test_rank_bad_rule_is_a_clear_error(capsys):

@@ -3,19 +3,13 @@ fast failure."""
 
 import socket
 import threading
-from pathlib import Path
 
 import pytest
 import torch
+from conftest import REPO
 
 from geolab import data
 from geolab.tasks import get_task
-
-SHARED = Path(__file__).parents[2] / "shared" / "data"
-needs_data = pytest.mark.skipif(
-    not (SHARED / "wikitext-2" / "train.txt").is_file(),
-    reason="../shared/data is not beside the repo",
-)
 
 
 @pytest.fixture(autouse=True)
@@ -31,32 +25,45 @@ def cache(tmp_path_factory):
 
 
 @pytest.fixture(scope="module")
-def wikitext(cache):
+def wikitext(text_data, cache):
     with pytest.MonkeyPatch.context() as mp:
         mp.setenv("HF_HUB_OFFLINE", "1")
         mp.setenv("HF_DATASETS_OFFLINE", "1")
-        return data.load_wikitext2(SHARED, cache)
+        return data.load_wikitext2(text_data, cache)
 
 
-@needs_data
-def test_wikitext2_token_counts_through_datasets(wikitext, cache):
-    counts = {split: t.numel() for split, t in wikitext.splits.items()}
-    assert counts == {"train": 2_088_628, "val": 217_646, "test": 245_569}  # shared/data README
-    assert len(wikitext.vocab) == 33_278 and len(set(wikitext.vocab)) == 33_278
-    assert all(t.dtype == torch.int64 and t.max() < 33_278 for t in wikitext.splits.values())
+def word_stream(path):
+    """An independent reading of a WikiText-2 file: its words, ``<eos>`` after every line."""
+    return [w for line in path.read_text().splitlines() for w in line.split() + ["<eos>"]]
+
+
+def test_wikitext2_through_datasets(wikitext, text_data, cache):
+    """A corpus in WikiText-2's format (generated from tiny-shakespeare by the conftest): the
+    streams equal an independent reading, the vocabulary is train's in order of appearance."""
+    streams = {
+        split: word_stream(text_data / "wikitext-2" / name)
+        for split, name in data.WIKITEXT2_FILES.items()
+    }
+    vocab = list(dict.fromkeys(streams["train"]))
+    assert wikitext.vocab == vocab and "<unk>" in vocab
+    for split, words in streams.items():
+        tokens = wikitext.splits[split]
+        assert tokens.dtype == torch.int64
+        assert [vocab[i] for i in tokens.tolist()] == words
     # The datasets "text" builder did the reading: its arrow cache exists under the cache dir.
     assert list((cache / "hf").rglob("*.arrow"))
-    # Independent count of the README's tokens+eos for valid.txt, and the decoded first lines.
-    lines = (SHARED / "wikitext-2" / "valid.txt").read_text().splitlines()
-    assert sum(len(line.split()) + 1 for line in lines) == 217_646
-    vocab = wikitext.vocab
-    words = [vocab[i] for i in wikitext.splits["val"][:40].tolist()]
-    want = [w for line in lines[:4] for w in line.split() + ["<eos>"]][:40]
-    assert words == want
 
 
-@needs_data
-def test_second_load_comes_from_the_tensor_cache(wikitext, cache, monkeypatch):
+def test_real_wikitext2_has_its_published_counts(shared_data, tmp_path):
+    corpus = data.load_wikitext2(shared_data, tmp_path)
+    counts = {split: t.numel() for split, t in corpus.splits.items()}
+    assert counts == {"train": 2_088_628, "val": 217_646, "test": 245_569}  # shared/data README
+    assert len(corpus.vocab) == 33_278 and len(set(corpus.vocab)) == 33_278
+    valid = word_stream(shared_data / "wikitext-2" / "valid.txt")
+    assert [corpus.vocab[i] for i in corpus.splits["val"][:40].tolist()] == valid[:40]
+
+
+def test_second_load_comes_from_the_tensor_cache(wikitext, text_data, cache, monkeypatch):
     cached = list(cache.glob("wikitext2-*.pt"))
     assert len(cached) == 1
     blob = torch.load(cached[0], weights_only=True)
@@ -66,27 +73,29 @@ def test_second_load_comes_from_the_tensor_cache(wikitext, cache, monkeypatch):
         raise AssertionError("the cache should have answered")
 
     monkeypatch.setattr(data, "_read_local", no_datasets)
-    again = data.load_wikitext2(SHARED, cache)
+    again = data.load_wikitext2(text_data, cache)
     assert (
         torch.equal(again.splits["test"], wikitext.splits["test"]) and again.vocab == wikitext.vocab
     )
 
 
-@needs_data
-def test_geolab_data_env_and_task(wikitext, cache, monkeypatch):
-    monkeypatch.setenv("GEOLAB_DATA", str(SHARED))
+def test_geolab_data_env_and_task(wikitext, text_data, cache, monkeypatch):
+    monkeypatch.setenv("GEOLAB_DATA", str(text_data))
     task = get_task("wikitext2", seq_len=16, cache_dir=cache)
-    assert task.vocab_size == 33_278 and task.kind == "tokens" and task.stream
+    n_vocab = len(wikitext.vocab)
+    assert task.vocab_size == n_vocab and task.kind == "tokens" and task.stream
     x, y, mask = task.batch("train", torch.tensor([0, 1000]))
     assert mask is None and x.shape == (2, 16) and torch.equal(x[:, 1:], y[:, :-1])
     assert torch.equal(x[1], wikitext.splits["train"][1000:1016])
-    assert task.model_fields() == {"seq_len": 16, "vocab_size": 33_278}
+    assert task.model_fields() == {"seq_len": 16, "vocab_size": n_vocab}
 
 
-@needs_data
 def test_shakespeare_characters(cache):
-    corpus = data.load_shakespeare(SHARED, cache)
-    text = (SHARED / "tinyshakespeare" / "input.txt").read_text()
+    """The copy the repository ships in data/ (the same bytes as karpathy/char-rnn's)."""
+    folder = REPO / "data"
+    assert data.bundled_dir("shakespeare") == folder
+    corpus = data.load_shakespeare(folder, cache)
+    text = (folder / "tinyshakespeare" / "input.txt").read_text()
     assert len(corpus.vocab) == 65 and corpus.vocab == sorted(set(text))
     n = int(0.9 * len(text))
     assert corpus.splits["train"].numel() == n == 1_003_854

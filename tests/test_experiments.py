@@ -38,9 +38,9 @@ VERDICTS = {verdicts.REPRODUCED, verdicts.NOT_REPRODUCED, verdicts.INCONCLUSIVE}
 
 
 @pytest.fixture
-def data_env(shared_data, monkeypatch):
-    monkeypatch.setenv("GEOLAB_DATA", str(shared_data))
-    return shared_data
+def data_env(text_data, monkeypatch):
+    monkeypatch.setenv("GEOLAB_DATA", str(text_data))
+    return text_data
 
 
 def check_result(result: dict, name: str, scale: str) -> None:

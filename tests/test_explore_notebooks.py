@@ -18,14 +18,13 @@ from conftest import NOTEBOOK_ENV, assert_marimo_check_clean, load_app, shown, u
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from geolab import explore
-from geolab.model import GeoTransformer
+from geolab import explore, stack
 
 REPO = Path(__file__).resolve().parents[1]
 NOTEBOOKS = {
     p.stem: p
     for p in sorted((REPO / "notebooks").glob("0*.py"))
-    if p.stem[:2] in {"00", "01", "02", "03", "04", "05"}
+    if p.stem[:2] in {"00", "01", "02", "03", "04", "05", "08"}
 }
 
 
@@ -33,7 +32,7 @@ def load_notebook(name: str):
     return load_app(NOTEBOOKS[name])
 
 
-def test_the_six_notebooks_of_spec_9_exist():
+def test_the_explorer_notebooks_exist():
     assert list(NOTEBOOKS) == [
         "00_tour",
         "01_delta_operator",
@@ -41,6 +40,7 @@ def test_the_six_notebooks_of_spec_9_exist():
         "03_cayley_householder",
         "04_rank_collapse",
         "05_streams",
+        "08_gradients",
     ]
 
 
@@ -55,6 +55,9 @@ def test_notebook_runs_headless_with_defaults(name):
     assert "view" in defs or name == "00_tour"
     if name == "04_rank_collapse":
         assert len(defs["view"].numbers["ranks"]["preln"]) == 24
+        assert set(defs["bridge"].numbers["final"]) == {"postln", "preln", "deepnorm", "mgt"}
+    if name == "08_gradients":
+        assert defs["view"].numbers["singular_values"]["preln"].shape[0] == 25
 
 
 def test_notebook_runs_as_a_script():
@@ -210,31 +213,16 @@ def test_04_pure_attention_collapses_and_residual_rules_do_not():
     assert min(n["final_rank"]["postln"], n["final_rank"]["preln"]) > 5 * pure
 
 
-@pytest.mark.parametrize(
-    "rule, fields",
-    [("mgt", {"beta0": -0.3, "lam": 0.8, "alpha0": 0.25}), ("edelta", {"gamma0": 0.2})],
-)
-def test_04_slider_constants_on_a_kept_model_equal_a_fresh_build(rule, fields):
-    explore.build_model(explore.rank_config(rule, 2, 32, 8), seed=3)
-    cfg = explore.rank_config(rule, 2, 32, 8, **fields)
-    kept = explore.build_model(cfg, seed=3)
-    with torch.random.fork_rng():
-        torch.manual_seed(3)
-        fresh = GeoTransformer(cfg).eval()
-    for (name, a), (_, b) in zip(
-        kept.state_dict().items(), fresh.state_dict().items(), strict=True
-    ):
-        assert torch.equal(a, b), name
-    x = explore.rank_tokens(8, 0)
-    np.testing.assert_array_equal(
-        explore.layer_profile(kept, x)[0], explore.layer_profile(fresh, x)[0]
-    )
-
-
-def test_04_leaves_no_hooks_behind():
-    explore.rank_view(["mgt"], 12, reference=False)
-    for model, _ in explore.rank._MODELS.values():
-        assert all(not m._forward_hooks for m in model.modules())
+def test_04_curves_are_the_module_models_states():
+    """rank_view's curves (the stacked model) equal the effective ranks of the module model
+    holding the same weights, probed layer by layer."""
+    view = explore.rank_view(["mgt", "edelta"], 6, beta0=0.3, gamma0=0.7, d_model=32, seq_len=8)
+    for name in ("mgt", "edelta", explore.REFERENCE):
+        fields = explore.rule_fields(name, 0.3, 1.0, 0.1, 0.7)
+        cfg = explore.rank_config(name, 6, 32, 8, **fields)
+        model = stack.as_module(cfg, 0)
+        ranks, _ = explore.layer_profile(model, explore.rank_tokens(8, 0))
+        np.testing.assert_allclose(view.numbers["ranks"][name], ranks, rtol=1e-5)
 
 
 def test_04_beta0_outside_lambda_leaves_mgt_out_and_keeps_every_other_curve():
@@ -362,3 +350,23 @@ def test_05_fewer_iterations_leave_a_larger_column_error():
 def test_bad_slider_values_raise_naming_the_field(call, field):
     with pytest.raises(ValueError, match=field):
         call()
+
+
+# --- 08
+
+
+@pytest.mark.parametrize(
+    ("answer", "verdict"),
+    [
+        ("far below 1: the gradient vanishes", "Right."),
+        ("about 1: attention mixes, it does not shrink", "No."),
+    ],
+)
+def test_08_reveal_shows_the_vanishing_jacobian_only_after_an_answer(answer, verdict):
+    app = load_notebook("08_gradients")
+    hidden = shown(app.run()[0])
+    assert "Pick an answer" in hidden and "per layer on average" not in hidden
+    text = shown(app.run(defs={"guess": ui(answer)})[0])
+    hi = explore.gradient_view((), 24).numbers["input_output"][explore.REFERENCE][0]
+    assert verdict in text and "per layer on average" in text and f"{hi:.2g}" in text
+    assert hi < 0.01

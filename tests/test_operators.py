@@ -504,7 +504,7 @@ def test_gate_regularizer_value_and_gradient():
     torch.testing.assert_close(r, gate_regularizer(1 - g))  # symmetric r(γ) = r(1−γ)
     (grad,) = torch.autograd.grad(r.sum(), g)
     torch.testing.assert_close(grad, 4 - 8 * g.detach())
-    assert grad[50].item() == 0.0  # zero push at γ = ½ (Theorem 7.3)
+    assert grad[50].item() == 0.0  # zero push at γ = ½ (E∆ Theorem 7.3)
     assert grad[0] > 0 and grad[-1] < 0
 
 

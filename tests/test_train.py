@@ -3,11 +3,16 @@ bad input."""
 
 import json
 import math
+import os
+import signal
+import subprocess
+import sys
+import time
 
 import pytest
 import torch
 import torch.nn.functional as F
-from conftest import TINY_TRAIN
+from conftest import REPO, TINY_TRAIN
 
 from geolab.cli.train import main
 from geolab.config import GeoConfig
@@ -106,7 +111,8 @@ def _inversion_run(n_layer: int, steps: int):
 
 
 def test_inversion_with_edelta_leaves_the_midpoint_towards_reflection():
-    """E∆ claim (seed 003 §4): on y = −x the gate γ leaves ½ towards the Householder branch.
+    """E∆ claim (Shahmansoori 2026, experiments): on y = −x the gate γ leaves ½ towards the
+    Householder branch.
 
     A 60-step, one-layer run (E∆ task width 64, protocol lr 1e-3): γ ≈ 0.47, cos ≈ 0.79.
     """
@@ -250,7 +256,8 @@ def test_cli_trains_and_writes_its_files(tmp_path, capsys):
     [
         (["--task", "nope"], "unknown task 'nope'"),
         (["--task", "echo", "--residual", "bogus"], "--residual 'bogus' is not allowed"),
-        (["--task", "echo", "--steps", "0"], "TrainConfig.steps=0"),
+        (["--task", "echo", "--steps", "0"], "--steps 0 is not allowed"),
+        (["--task", "echo", "--layers", "0"], "--layers 0 is not allowed"),
         (["--task", "wikitext2", "--data-dir", "/nonexistent"], "GEOLAB_DATA"),
         (["--task", "wikitext2", "--n-train", "5"], "no option(s) ['n_train']"),
     ],
@@ -296,3 +303,72 @@ def test_device_selection():
         with pytest.raises(ValueError, match="CUDA is not available"):
             pick_device("cuda:0")
     assert pick_device("cpu") == torch.device("cpu")
+
+
+@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM])
+def test_a_signal_saves_a_checkpoint_says_where_and_resume_continues(signum, tmp_path):
+    """`geolab train` in a subprocess, stopped by Ctrl-C (SIGINT) or SIGTERM once training runs:
+    one line naming ckpt.pt, no traceback, exit 128 + signal; the checkpoint is the state after
+    its step (equal to an uninterrupted run stopped there), and --resume continues from it."""
+    out = tmp_path / "run"
+    flags = [*TINY_TRAIN, "--steps", "100000", "--eval-every", "0", "--ckpt-every", "0"]
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONPATH": str(REPO)}
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "geolab", "train", *flags, "--out", str(out)],
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    log = out / "metrics.jsonl"
+    deadline = time.monotonic() + 120
+    while not (log.is_file() and log.stat().st_size) and proc.poll() is None:
+        assert time.monotonic() < deadline, "training never started"
+        time.sleep(0.05)
+    proc.send_signal(signum)
+    stdout, stderr = proc.communicate(timeout=120)
+    assert proc.returncode == 128 + signum, stderr
+    assert "Traceback" not in stderr and "KeyboardInterrupt" not in stderr
+    state = load_checkpoint(out / "ckpt.pt")
+    step = state["step"]
+    line = (
+        f"geolab train: {signal.Signals(signum).name} at step {step} of 100000: saved "
+        f"'{out / 'ckpt.pt'}'; continue with the same command and --resume\n"
+    )
+    assert stderr == line
+    assert [json.loads(r)["step"] for r in log.read_text().splitlines()] == list(range(1, step + 1))
+    assert not list(out.glob(".*tmp*"))  # written atomically: no half-written file left
+
+    # the same run in this process, stopped after that step by its callback
+    class Stop(Exception):
+        pass
+
+    def stop_there(record):
+        if record["step"] == step:
+            raise Stop
+
+    task = get_task("gyroscope", seed=42, n_train=16, n_val=4)
+    cfg = GeoConfig(residual="preln", n_layer=1, d_model=16, n_head=2, **task.model_fields())
+    from geolab.model import GeoTransformer
+
+    torch.manual_seed(42)
+    model = GeoTransformer(cfg)
+    tc = TrainConfig(steps=100000, batch_size=4, device="cpu", eval_every=0, ckpt_every=0)
+    with pytest.raises(Stop):
+        train(cfg, task, TrainConfig(**{**vars(tc), "progress": False}), stop_there, model)
+    ours = model.state_dict()
+    assert all(torch.equal(ours[k], v) for k, v in state["model"].items())
+    assert main([*flags, "--out", str(out), "--steps", str(step + 2), "--resume"]) == 0
+    assert len(log.read_text().splitlines()) == step + 2
+
+
+def test_resuming_a_finished_run_reports_its_last_evaluation(tmp_path, capsys):
+    argv = [*TINY_TRAIN, "--out", str(tmp_path / "run")]
+    assert main(argv) == 0
+    first = capsys.readouterr().out.splitlines()[-1]
+    assert main([*argv, "--resume"]) == 0
+    again = capsys.readouterr().out
+    assert "had already finished its 3 steps; nothing to train" in again
+    assert "steps/s" not in again
+    # the same numbers as the run's own final line, read back from metrics.jsonl
+    assert f"last evaluation: {first.split('done: ')[1].split('  (')[0]}" in again

@@ -16,8 +16,8 @@ def _():
     mo.md(r"""
     # A1 — The Delta operator
 
-    Deep Delta Learning (seed 000, Eq. 1) replaces the identity shortcut of a residual network
-    by a rank-1 perturbation of the identity,
+    Deep Delta Learning (Su & You 2026, arXiv:2601.01014, Eq. 1) replaces the identity shortcut of a
+    residual network by a rank-1 perturbation of the identity,
 
     $$A(k, \beta) = I - \beta\, \frac{k k^\top}{\lVert k \rVert^2}.$$
 

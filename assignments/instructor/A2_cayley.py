@@ -16,8 +16,8 @@ def _():
     mo.md(r"""
     # A2 — The Cayley rotation
 
-    The E∆-MHC-Geo transformer (seed 003, §2.1) mixes its residual state with a *rotation*
-    built from two vectors $u, v \in \mathbb{R}^d$. Their generator
+    The E∆-MHC-Geo transformer (Shahmansoori 2026, arXiv:2605.06729) mixes its residual state with a
+    *rotation* built from two vectors $u, v \in \mathbb{R}^d$. Their generator
 
     $$A = u v^\top - v u^\top$$
 
@@ -30,7 +30,7 @@ def _():
     \qquad Ax = u\,(v\cdot x) - v\,(u\cdot x).$$
 
     You will implement it, prove numerically that it is a rotation, find its angle, see why it
-    can never reach $-1$ (the *inversion problem*, Theorem 4.6), then add the Householder
+    can never reach $-1$ (the *inversion problem*, E∆ Theorem 4.6), then add the Householder
     reflection and the hybrid gate that E∆ uses to get around it.
 
     Replace each `raise NotImplementedError` with your code; the box under each stub re-checks
@@ -252,7 +252,7 @@ def _():
     A check shows that $G_{1/2}$ is **not** orthogonal — a convex blend of two rotations
     shrinks some directions — which is why the model is pushed toward $\gamma \in \{0, 1\}$ by
     the regulariser $r(\gamma) = 4\gamma(1-\gamma)$. Write `gate_regularizer(gamma)` too; its
-    last check is Theorem 7.3: any symmetric $r(\gamma) = r(1-\gamma)$ has zero slope at
+    last check is E∆ Theorem 7.3: any symmetric $r(\gamma) = r(1-\gamma)$ has zero slope at
     $\gamma = \tfrac12$, exactly where the gate starts.
     """)
     return

@@ -33,9 +33,9 @@ def _():
     `self.cfg`. The decorator `@register("my_rule")` puts your class into geolab's rule registry,
     so `GeoConfig(residual="my_rule")` builds a transformer on it.
 
-    Your rule is the MGT paper's "+DDL only" ablation, `mgt_ddl` (seed 000, Eq. 6–7): a
-    data-dependent Delta controller scales a write of the sublayer output against an erase of
-    the state,
+    Your rule is the MGT paper's "+DDL only" ablation, `mgt_ddl` (Su & You 2026, arXiv:2601.01014,
+    Eq. 6–7): a data-dependent Delta controller scales a write of the sublayer output against an
+    erase of the state,
 
     $$X' = X + \beta \odot \big(F(\mathrm{LN}\,X) - \alpha X\big), \qquad
     \beta = \lambda \tanh(X W_\beta + b_\beta) + \varepsilon,$$
@@ -61,7 +61,8 @@ def _():
 @app.class_definition
 @register("my_rule")
 class MyRule(Rule):
-    """mgt_ddl: X' = X + β ⊙ (F(LN X) − α X), β = λ·tanh(X W_β + b_β) + ε (seed 000 Eq. 6–7)."""
+    """mgt_ddl: X' = X + β ⊙ (F(LN X) − α X), β = λ·tanh(X W_β + b_β) + ε (Su & You 2026,
+    arXiv:2601.01014, Eq. 6–7)."""
 
     def __init__(self, cfg):
         super().__init__(cfg)

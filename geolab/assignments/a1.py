@@ -1,4 +1,4 @@
-"""A1 — the Delta operator (docs/design.md §2.1–§2.2; seed 000 Eq. 1–2, Appendix A.1–A.3).
+"""A1 — the Delta operator (docs/design.md §2.1–§2.2; Su & You 2026, Eq. 1–2, Appendix A.1–A.3).
 
 Stubs: ``delta_operator(k, beta)``, ``spectrum_and_det(d, beta)``, ``delta_update(x, k, beta, v)``,
 ``mode(beta)``. Each check function takes the student's object and returns a list of

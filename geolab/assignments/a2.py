@@ -1,5 +1,5 @@
 """A2 — the Cayley rotation of a rank-2 generator, Householder, and the hybrid gate
-(docs/design.md §2.3–§2.4; seed 003 §2.1–§2.2, Theorems 4.6 and 7.3).
+(docs/design.md §2.3–§2.4; Shahmansoori 2026, Theorems 4.6 and 7.3).
 
 Stubs: ``skew``, ``cayley_apply`` (closed form, no solve), ``cayley_angle``, ``cayley_matrix``,
 ``minus_one_gap``, ``householder_apply``, ``hybrid_apply``, ``gate_regularizer``. References
@@ -318,7 +318,7 @@ def check_gate_regularizer(fn, seed: int = 0):
         as_tensor(seen["out"], "gate_regularizer", ())
         if not seen["differentiable"]:
             fail("gate_regularizer(γ) must be differentiable in γ (use torch operations)")
-        close(seen["grad"], torch.tensor(0.0, dtype=F64), "dr/dγ at γ = ½ (Theorem 7.3: exactly 0)")
+        close(seen["grad"], torch.tensor(0.0, dtype=F64), "dr/dγ at γ = ½ (E∆ Theorem 7.3: 0)")
 
     return checks.run()
 

@@ -1,4 +1,5 @@
-"""A3 — effective rank and rank collapse (docs/design.md §5; seed 000 Eq. 8; Dong et al. 2021).
+"""A3 — effective rank and rank collapse (docs/design.md §5; Su & You 2026, Eq. 8; Dong et al.
+2021).
 
 Stubs: ``effective_rank(X)``, ``rank_profile(model, x)``, ``collapse_curves(depth, seed)``.
 ``setups.make_stack`` is the fixture the notebook and the checks share, so a student's curves

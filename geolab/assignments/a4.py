@@ -1,6 +1,7 @@
 """A4 — a residual rule of your own: MGT's "+DDL only" update against the common interface.
 
-The student writes ``MyRule(Rule)`` for ``mgt_ddl`` (seed 000 Eq. 6–7, docs/design.md §3 and §3.1):
+The student writes ``MyRule(Rule)`` for ``mgt_ddl`` (Su & You 2026, Eq. 6–7, docs/design.md §3 and
+§3.1):
 ``X' = X + β ⊙ (F(LN X) − α X)``, ``β = λ·tanh(X W_β + b_β) + ε``, and trains it with the geolab
 trainer. ``setups.register_rule`` puts a student's class into ``RESIDUALS`` (``geolab.register``)
 for the length of a ``with`` block, so ``GeoConfig(residual=name)`` and ``GeoTransformer`` accept

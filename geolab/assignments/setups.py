@@ -65,7 +65,7 @@ def train_config(steps: int = 50, seed: int = 0) -> TrainConfig:
     """A short CPU run: batch 32, lr 3e-3 after 5 warm-up steps, evaluation at the end."""
     return TrainConfig(
         steps=steps, batch_size=32, lr=3e-3, warmup=5, eval_every=0, ckpt_every=0,
-        device="cpu", bf16=False, seed=seed,
+        device="cpu", bf16=False, seed=seed, progress=False,
     )  # fmt: skip
 
 

@@ -2,29 +2,56 @@
 
 Everything geolab rejects about its input raises ValueError naming the field or flag, the value
 and what is allowed (GeoConfig, TrainConfig, the run folder, the data files, the checkpoint, the
-memory estimate, ...). Commands raise; only ``run`` prints, so no command catches on its own.
+memory estimate, ...). Commands raise; only ``run`` prints, so no command catches on its own, and
+it names a config field set by a flag as that flag (``GeoConfig.n_layer=0`` -> ``--layers 0``).
 
 Under ``torchrun`` every rank validates the same input before joining the process group, so
 every rank fails alike; rank 0 alone prints. torchrun stops all ranks as soon as one exits, so
 the others wait for that (up to ``RANK_WAIT_S``) rather than race rank 0 and cut its message
 off, and answer torchrun's SIGTERM with exit status 2 too.
+
+Ctrl-C is not an error either: it prints ``prog: interrupted`` instead of a traceback and exits
+130 (128 + SIGINT), as shells do. ``geolab train`` saves a checkpoint first and says where.
 """
 
 import os
+import re
 import signal
 import sys
 import time
 
 RANK_WAIT_S = 30.0
+# config fields whose flag is not named after them (the others: --field-name)
+FIELD_FLAGS = {"n_layer": "--layers", "n_head": "--heads", "out_dir": "--out"}
+
+
+def flag_names(message: str, args) -> str:
+    """``message`` with every ``GeoConfig.FIELD=VALUE`` / ``TrainConfig.FIELD=VALUE`` that a
+    flag of this command sets written as the flag the user typed, ``--FLAG VALUE`` (a switch's
+    ``=True`` dropped): the configs name their fields, the command line names its flags."""
+    flags = {"--" + dest.replace("_", "-") for dest in vars(args)}
+
+    def swap(m: re.Match) -> str:
+        flag = FIELD_FLAGS.get(m[2], "--" + m[2].replace("_", "-"))
+        if flag not in flags:
+            return m[0]
+        return flag if m[3] in ("", "=True") else f"{flag} {m[3][1:]}"
+
+    return re.sub(r"\b(GeoConfig|TrainConfig)\.(\w+)(=True\b|=|)", swap, message)
 
 
 def run(prog: str, func, args) -> int:
-    """``func(args)``, or 2 after printing ``prog: error: <message>`` for a ValueError."""
+    """``func(args)``, or 2 after printing ``prog: error: <message>`` for a ValueError, or 130
+    after ``prog: interrupted`` for Ctrl-C."""
     try:
         return func(args)
+    except KeyboardInterrupt:
+        if int(os.environ.get("RANK", "0")) == 0:
+            print(f"{prog}: interrupted", file=sys.stderr)
+        return 128 + signal.SIGINT
     except ValueError as err:
         if int(os.environ.get("RANK", "0")) == 0:
-            print(f"{prog}: error: {err}", file=sys.stderr)
+            print(f"{prog}: error: {flag_names(str(err), args)}", file=sys.stderr)
         else:
             signal.signal(signal.SIGTERM, lambda *_: sys.exit(2))
             time.sleep(RANK_WAIT_S)

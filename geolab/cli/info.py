@@ -9,9 +9,9 @@ import torch
 from geolab.cli.args import add_model_arguments, geo_config
 from geolab.device import describe_device, pick_device
 from geolab.memory import check_fits
-from geolab.model import GeoTransformer
-from geolab.probe import rank_profile
+from geolab.metrics import effective_rank, rank_collapse_residual
 from geolab.rules import RESIDUALS, describe
+from geolab.threads import use_threads
 
 
 def cmd_info(args) -> int:
@@ -27,24 +27,33 @@ def cmd_info(args) -> int:
 
 
 def cmd_rank(args) -> int:
+    # The views' imports (plotly among them) stay out of every other subcommand's start-up.
+    from geolab.explore.rank import RANK_VOCAB, rank_tokens
+    from geolab.stack import stack_states
+
     if args.batch < 1:
         raise ValueError(f"--batch {args.batch} is not allowed; it must be >= 1")
-    cfg = geo_config(
-        args,
-        seq_len=args.seq_len,
-        d_in=args.d_model,
-        d_out=args.d_model,
-        mlp=not args.no_mlp,
-    )
+    use_threads()  # the views' thread count (geolab.threads, GEOLAB_THREADS)
+    if args.flavor == "reference":
+        raise ValueError(
+            "--flavor reference is not allowed for rank: the reference models read vectors, and "
+            "rank feeds tokens as notebook 04 does (use --flavor geolab)"
+        )
+    cfg = geo_config(args, seq_len=args.seq_len, vocab_size=RANK_VOCAB, mlp=not args.no_mlp)
     check_fits(cfg, args.batch, args.seq_len, torch.device("cpu"), training=False)
-    torch.manual_seed(args.seed)
-    model = GeoTransformer(cfg).eval()
-    x = torch.randn(args.batch, args.seq_len, args.d_model)
-    profile = rank_profile(model, x).tolist()
+    tokens = rank_tokens(args.seq_len, args.seed, args.batch)
+    states = stack_states(cfg, args.seed, tokens, every_step=True, draw_depth=cfg.n_layer)
+    ranks = effective_rank(states).mean(dim=-1).tolist()
+    residuals = rank_collapse_residual(states).mean(dim=-1).tolist()
     per_step = 2 if cfg.mlp else 1
     rows = [
-        {"step": i, "layer": 0 if i == 0 else (i - 1) // per_step + 1, "effective_rank": r}
-        for i, r in enumerate(profile)
+        {
+            "step": i,
+            "layer": 0 if i == 0 else (i - 1) // per_step + 1,
+            "effective_rank": r,
+            "dong_residual": res,
+        }
+        for i, (r, res) in enumerate(zip(ranks, residuals, strict=True))
     ]
     if args.json:
         json.dump({"config": cfg.to_dict(), "seed": args.seed, "profile": rows}, sys.stdout)
@@ -52,11 +61,15 @@ def cmd_rank(args) -> int:
         return 0
     print(
         f"effective rank per residual step: {args.residual}, {args.layers} layers, "
-        f"D={args.d_model}, S={args.seq_len}, seed {args.seed} (random init)"
+        f"D={args.d_model}, S={args.seq_len}, seed {args.seed}, {args.batch} sequence(s) of "
+        "random tokens (random init; a layer's last step is notebook 04's number)"
     )
-    print(f"{'step':>5} {'layer':>5} {'eff. rank':>10}")
+    print(f"{'step':>5} {'layer':>5} {'eff. rank':>10} {'Dong res.':>10}")
     for row in rows:
-        print(f"{row['step']:>5} {row['layer']:>5} {row['effective_rank']:>10.4f}")
+        print(
+            f"{row['step']:>5} {row['layer']:>5} {row['effective_rank']:>10.4f} "
+            f"{row['dong_residual']:>10.3e}"
+        )
     return 0
 
 
@@ -65,11 +78,22 @@ def add_info_cli(sub) -> None:
     info = sub.add_parser("info", help="versions, device and the residual-rule registry")
     info.set_defaults(func=cmd_info)
 
-    rank = sub.add_parser("rank", help="effective rank per layer of a randomly initialised stack")
+    rank = sub.add_parser(
+        "rank",
+        help="effective rank per layer of a randomly initialised token stack (notebook 04's "
+        "numbers)",
+        description="Effective rank (Su & You 2026, Eq. 8) and Dong's residual after every "
+        "residual step of a token model at init, fed seeded random tokens (vocabulary "
+        "256), exactly as notebook 04: the same rule, depth, width, sequence length and seed "
+        "give 04's numbers at each layer's last step (batch 1; --batch B averages B sequences, "
+        "the first being 04's). Pure attention is --residual noskip --no-mlp.",
+    )
     add_model_arguments(rank, layers=12)
-    rank.add_argument("--seq-len", type=int, default=32)
-    rank.add_argument("--batch", type=int, default=4)
-    rank.add_argument("--seed", type=int, default=0)
+    rank.add_argument("--seq-len", type=int, default=32, help="tokens per sequence (default 32)")
+    rank.add_argument(
+        "--batch", type=int, default=1, help="sequences, ranks averaged (default 1, as 04)"
+    )
+    rank.add_argument("--seed", type=int, default=0, help="weights and tokens (default 0)")
     rank.add_argument("--no-mlp", action="store_true", help="attention-only layers")
     rank.add_argument("--json", action="store_true", help="print JSON instead of a table")
     rank.set_defaults(func=cmd_rank)

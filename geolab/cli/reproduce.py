@@ -51,12 +51,14 @@ def run_reproduce_cli(args: argparse.Namespace) -> int:
             raise ValueError(f"--out {args.out!r} holds no NAME-small.json results")
         if args.data_dir is not None:
             os.environ["GEOLAB_DATA"] = args.data_dir
-        for name, result in results.items():
+        for i, (name, result) in enumerate(results.items(), 1):
             if args.rejudge:
                 path = Path(args.out) / f"{name}-small.json"
                 path.write_text(json.dumps(rejudge(result), indent=1, allow_nan=False) + "\n")
                 print(f"rejudged {path}")
             figs = report.result_figures(result)
+            kind = "HTML" if args.no_png else "HTML and PNG"
+            print(f"[{i}/{len(results)}] {name}: {len(figs)} figures ({kind})", flush=True)
             save_figures(figs, Path(args.out), f"{name}-small", not args.no_png, print)
         path = Path(args.out) / "README.md"
         path.write_text(report.readme_text(results))

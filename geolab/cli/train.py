@@ -2,14 +2,16 @@
 
 import argparse
 import os
+import signal
 import sys
 
 from geolab.cli.args import add_model_arguments, geo_config
-from geolab.cli.errors import run
+from geolab.cli.errors import flag_names, run
+from geolab.data import bundled_dir
 from geolab.model import param_count
 from geolab.rules import RESIDUALS
 from geolab.tasks import get_task
-from geolab.train import TrainConfig, TrainingDiverged, train
+from geolab.train import TrainConfig, TrainingDiverged, TrainingInterrupted, train
 from geolab.train.loop import prepare, summary
 
 
@@ -34,7 +36,11 @@ def add_train_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--seq-len", type=int, default=None, help="window (text, inversion)")
     parser.add_argument("--n-train", type=int, default=None, help="training samples (synthetic)")
     parser.add_argument("--n-val", type=int, default=None, help="validation samples (synthetic)")
-    parser.add_argument("--data-dir", default=None, help="local text data (else $GEOLAB_DATA)")
+    parser.add_argument(
+        "--data-dir",
+        default=None,
+        help="local text data (else $GEOLAB_DATA, else data/ of the checkout: tiny-shakespeare)",
+    )
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
 
 
@@ -63,6 +69,8 @@ def run_train_cli(args: argparse.Namespace) -> int:
         flavor=args.flavor,
     )
     options = {k: getattr(args, k) for k in ("seq_len", "n_train", "n_val", "data_dir")}
+    if args.data_dir is None and not os.environ.get("GEOLAB_DATA"):
+        options["data_dir"] = bundled_dir(args.task)  # tiny-shakespeare ships in data/
     options = {k: v for k, v in options.items() if v is not None}
     task = get_task(args.task, seed=args.seed, flavor=args.flavor, **options)
     cfg = geo_config(args, grad_checkpoint=args.grad_checkpoint, **task.model_fields())
@@ -70,7 +78,7 @@ def run_train_cli(args: argparse.Namespace) -> int:
     lead = plan.rank == 0
     if lead:
         for note in plan.notes:
-            print(f"geolab train: note: {note}", file=sys.stderr)
+            print(f"geolab train: note: {flag_names(note, args)}", file=sys.stderr)
         print(
             f"geolab train: {task.name} with {cfg.residual}, L={cfg.n_layer}, "
             f"D={cfg.d_model}, {param_count(cfg):,} parameters -> {out}"
@@ -80,7 +88,19 @@ def run_train_cli(args: argparse.Namespace) -> int:
     except TrainingDiverged as err:
         print(f"geolab train: diverged: {err}", file=sys.stderr)
         return 1
-    if lead:
+    except TrainingInterrupted as stop:
+        if lead:
+            print(
+                f"geolab train: {signal.Signals(stop.signum).name} at step {stop.step} of "
+                f"{tc.steps}: saved {str(stop.checkpoint)!r}; continue with the same command "
+                "and --resume",
+                file=sys.stderr,
+            )
+        return 128 + stop.signum
+    if lead and result.trained_steps == 0:
+        print(f"done: {out} had already finished its {tc.steps} steps; nothing to train")
+        print(f"last evaluation: {summary(result.metrics)}")
+    elif lead:
         print(f"done: {summary(result.metrics)}  ({result.steps_per_s:.3g} steps/s)")
     return 0
 

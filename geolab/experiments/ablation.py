@@ -1,9 +1,9 @@
-"""MGT protocol 2 — ablation and synergy (seed 000 §5, experiment 2, Eq. 9; docs/design.md §8).
+"""MGT protocol 2 — ablation and synergy (Su & You 2026, experiment 2, Eq. 9; docs/design.md §8).
 
 The four configurations of the paper at 48 layers with the same hyper-parameters — post-LN
 ("standard"), +mHC only (``mgt_mhc``), +DDL only (``mgt_ddl``), full MGT — plus pre-LN and
-DeepNorm as the stronger baselines the review asks for. Final validation loss per seed, and the
-synergy coefficient (Eq. 9, ``geolab.synergy``)
+DeepNorm as stronger baselines than the paper's (geolab's addition). Final validation loss per seed,
+and the synergy coefficient (Eq. 9, ``geolab.synergy``)
 
     𝒮 = (L_base − L_MGT) − (L_base − L_mHC) − (L_base − L_DDL),
 

@@ -1,8 +1,8 @@
-"""MGT protocol 3 — the β distribution over depth and training (seed 000 §5, experiment 3).
+"""MGT protocol 3 — the β distribution over depth and training (Su & You 2026, experiment 3).
 
 A 100-layer MGT is trained; at fractions {0, ¼, ½, 1} of training (the paper's epochs
-{0, 25, 50, 100} of 100) every rule's β = λ·tanh(X W_β + b_β) + ε (seed 000 Eq. 6) is collected
-with ``geolab.record`` during an eval forward on a fixed validation batch. Per layer (the
+{0, 25, 50, 100} of 100) every rule's β = λ·tanh(X W_β + b_β) + ε (Su & You 2026, Eq. 6) is
+collected with ``geolab.record`` during an eval forward on a fixed validation batch. Per layer (the
 attention and MLP steps of a layer pooled, all tokens and channels): mean, std, fraction
 negative and a histogram on the allowed range (−λ+ε, λ+ε) (``geolab.metrics.beta_stats_per_layer``).
 

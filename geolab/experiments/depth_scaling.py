@@ -1,4 +1,4 @@
-"""MGT protocol 4 — depth scaling at a fixed parameter budget (seed 000 §5, experiment 4).
+"""MGT protocol 4 — depth scaling at a fixed parameter budget (Su & You 2026, experiment 4).
 
 For each rule and depth L the width is chosen by ``geolab.match_params(cfg, budget,
 vary="d_model")`` so every model has ≈ the same number of parameters (the paper: ≈ 20M,
@@ -7,7 +7,7 @@ Reported per run: validation perplexity, convergence speed (the first step at wh
 loss, averaged over a trailing window, reaches a threshold common to all runs: the worst final
 averaged loss, so every run reaches it) and, over seeds, the std of the final loss.
 
-Claim (the review's expectation): at fixed parameters MGT reaches lower perplexity than the
+Claim (the paper's hypothesis): at fixed parameters MGT reaches lower perplexity than the
 baselines and the gap grows with depth. Verdict (geolab's rule): reproduced if at the deepest L
 Welch's 95 % interval of ppl(best baseline) − ppl(MGT) over seeds lies above 0 and the gap is
 larger than at the shallowest L; not reproduced if the interval lies below 0; inconclusive

@@ -1,4 +1,4 @@
-"""The E∆-MHC-Geo benchmark table (seed 003 §4; docs/design.md §8).
+"""The E∆-MHC-Geo benchmark table (Shahmansoori 2026, experiments; docs/design.md §8).
 
 Five models at matched size — GPT (= ``preln``) 9 layers, ``ddl`` 8, ``mhc`` 9, ``jpmhc`` 7 at
 D = 512, ``edelta`` 6; D = 128 otherwise, ≈ 1.79M parameters each at paper scale — trained on

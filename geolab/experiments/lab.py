@@ -83,7 +83,9 @@ def compare_rules(
             if on_step is not None:
                 on_step(rule, rec)
 
-        res = train(cfg, task, train_config(settings, seed), callback=step, model=model)
+        res = train(
+            cfg, task, train_config(settings, seed, progress=False), callback=step, model=model
+        )
         out["curves"][rule] = [row["loss"] for row in res.history]
         out["val"][rule] = {k: v for k, v in res.metrics.items() if k != "step"}
         if snaps:

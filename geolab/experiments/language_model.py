@@ -1,9 +1,9 @@
-"""MGT protocol 5 — word-level language modelling on WikiText-2 (seed 000 §5, experiment 5).
+"""MGT protocol 5 — word-level language modelling on WikiText-2 (Su & You 2026, experiment 5).
 
 The same architecture (paper: D = 512, L = 24, 8 heads, WikiText-103, 100 epochs) with the
 standard post-LN residual, pre-LN, DeepNorm and MGT. Reported: validation perplexity (mean ± std
 over seeds) and the training curves. Claim: MGT reaches a lower perplexity than the standard
-transformer (and, for the stronger test the review asks for, than pre-LN and DeepNorm). Verdict
+transformer (and, as a stronger test, geolab's addition, than pre-LN and DeepNorm). Verdict
 per baseline: Welch's 95 % interval of ppl(baseline) − ppl(MGT) over seeds (``stats.welch``):
 reproduced above 0, not reproduced below 0, inconclusive otherwise — and only on three seeds,
 sizes within 3 %, converged runs that beat the bigram (``verdicts.gate``).

@@ -1,7 +1,7 @@
-"""MGT protocol 1 — rank evolution (seed 000 §5, experiment 1; docs/design.md §8).
+"""MGT protocol 1 — rank evolution (Su & You 2026, experiment 1; docs/design.md §8).
 
-Effective rank per layer (seed 000 Eq. 8, ``geolab.rank_profile``: exp(H(σ̂))/min(S, D), mean over
-a fixed batch of validation windows) of post-LN, pre-LN, DeepNorm and the three MGT variants at
+Effective rank per layer (Su & You 2026, Eq. 8, ``geolab.rank_profile``: exp(H(σ̂))/min(S, D), mean
+over a fixed batch of validation windows) of post-LN, pre-LN, DeepNorm and the three MGT variants at
 depths L, at initialisation and after training. The paper measures trained models (WikiText-2,
 50 epochs); its hypotheses:
 

@@ -7,8 +7,10 @@ JSON-ready numbers. Every trained run records its validation curve and its conve
 baseline and whether it learned (``geolab.experiments.baselines``).
 """
 
+import functools
 import multiprocessing
 import os
+import sys
 import time
 
 import torch
@@ -40,12 +42,21 @@ def train_config(settings: dict, seed: int, **changes):
 
     No checkpoints or metric files (the protocol writes one JSON), a validation point every
     ``convergence.eval_every(steps)`` steps (≈ 20 over training) unless the scale sets
-    eval_every, float32 (bf16 only where a scale asks for it on CUDA).
+    eval_every, float32 (bf16 only where a scale asks for it on CUDA), and a progress bar of
+    the run only where a person watches (:func:`watched`).
     """
     merged = {**settings["train"], **changes}
     every = convergence.eval_every(merged.get("steps", TrainConfig.steps))
     base = {"eval_every": every, "ckpt_every": 0, "bf16": False, "device": "cpu"}
+    base["progress"] = watched()
     return TrainConfig(seed=seed, **{**base, **merged})
+
+
+def watched() -> bool:
+    """Whether a person watches this process's runs: standard error is a terminal and this is
+    not a worker process of :func:`parallel_map` (whose bars would overwrite each other; each
+    finished run logs its line instead)."""
+    return sys.stderr.isatty() and multiprocessing.parent_process() is None
 
 
 def fit(cfg, task, settings: dict, seed: int, log=None, model=None, callback=None):
@@ -99,7 +110,7 @@ def _job(args):
     fn, job, settings, threads = args
     torch.set_num_threads(threads)
     torch.use_deterministic_algorithms(True, warn_only=True)
-    return fn(*job, settings, print)
+    return fn(*job, settings, functools.partial(print, flush=True))  # stdout may be a pipe
 
 
 def parallel_map(fn, jobs: list[tuple], settings: dict, log) -> list:

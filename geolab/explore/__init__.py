@@ -1,13 +1,14 @@
 """View models of the explorers: slider values -> the numbers and figures a notebook shows.
 
 One module and one function per notebook: ``delta.delta_view`` (01), ``mgt.mgt_view`` (02),
-``cayley.cayley_view`` (03), ``rank.rank_view`` (04), ``streams.streams_view`` (05); ``view``
-holds the ``View`` they return. Each is pure in its arguments (seeded, no global state except a
-small cache of built models) and returns a ``View``: raw ``numbers`` (what tests
-check), a ``readout`` of (LaTeX label, formatted value) rows (what the learner reads) and plotly
-``figures`` from ``geolab.figures``. The marimo notebooks, the Jupyter widgets
-(``geolab.widgets``), the tests and the latency benchmark all call these same functions, so a test
-that injects slider values exercises exactly the code path a learner's slider does.
+``cayley.cayley_view`` (03), ``rank.rank_view`` (04), ``streams.streams_view`` (05),
+``gradients.gradient_view`` (08); ``view`` holds the ``View`` they return. Each is pure in its
+arguments (seeded, no global state except a small cache of drawn weights, ``geolab.stack``, and
+of built models) and returns a ``View``: raw ``numbers`` (what tests check), a ``readout`` of
+(LaTeX label, formatted value) rows (what the learner reads) and plotly ``figures`` from
+``geolab.figures``. The marimo notebooks, the Jupyter widgets (``geolab.widgets``), the tests and
+the latency benchmark all call these same functions, so a test that injects slider values
+exercises exactly the code path a learner's slider does.
 
 Operator algebra (01, 03) runs in float64 so the printed invariants (‖QᵀQ − I‖, det) show the
 maths, not float32 rounding; the model-based views (02, 04) and Sinkhorn (05) run in float32, as
@@ -16,11 +17,16 @@ the rules do.
 
 from geolab.explore.cayley import cayley_view
 from geolab.explore.delta import delta_mode, delta_view
+from geolab.explore.gradients import (
+    GRADIENT_DEPTHS,
+    gradient_view,
+    layer_grad_norms,
+    output_jacobians,
+)
 from geolab.explore.mgt import MGT_WIDTH, mgt_view
 from geolab.explore.rank import (
     RANK_DEPTHS,
     REFERENCE,
-    build_model,
     layer_profile,
     layer_states,
     rank_config,
@@ -38,23 +44,28 @@ from geolab.explore.streams import (
     spectral_gain_curve,
     streams_view,
 )
+from geolab.explore.trained import rank_bridge_view, trained_depths
 from geolab.explore.view import View, notebook_cache
 
 __all__ = [
     "MGT_WIDTH",
     "RANK_DEPTHS",
     "FAMILIES",
+    "GRADIENT_DEPTHS",
     "REFERENCE",
     "View",
-    "build_model",
     "cayley_view",
     "delta_mode",
     "delta_view",
+    "gradient_view",
+    "layer_grad_norms",
     "layer_profile",
     "layer_states",
     "mgt_view",
     "mixers",
     "notebook_cache",
+    "output_jacobians",
+    "rank_bridge_view",
     "rank_config",
     "rank_rules",
     "rank_tokens",
@@ -65,4 +76,5 @@ __all__ = [
     "spectral_gain_curve",
     "streams_view",
     "token_plane",
+    "trained_depths",
 ]

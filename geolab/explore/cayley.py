@@ -44,7 +44,7 @@ def cayley_view(beta: float, angle: float, gamma: float) -> View:
     Numbers: θ = 2 arctan(cω) and θ/π (< 1 always), det Q (+1), ‖QᵀQ − I‖, the distance of Q's
     spectrum from −1 (> 0: −1 is never an eigenvalue), closed form vs dense solve, det H₂ (−1),
     the hybrid's singular values and det at γ, the regulariser 4γ(1−γ) and its autograd
-    gradient 4 − 8γ (0 at γ = ½, Theorem 7.3).
+    gradient 4 − 8γ (0 at γ = ½, E∆ Theorem 7.3).
     """
     beta = check_range("beta", beta, 0.0, 1e12)
     angle = check_range("angle", angle, 0.0, math.pi)

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import functools
-from collections import OrderedDict
 
 import numpy as np
 import torch
@@ -12,15 +11,14 @@ from geolab import figures
 from geolab.config import GeoConfig
 from geolab.explore.view import View, check_int, num
 from geolab.metrics import effective_rank, rank_collapse_residual
-from geolab.model import GeoTransformer, count_params
+from geolab.model import GeoTransformer
 from geolab.probe import record
 from geolab.rules import RESIDUALS
+from geolab.stack import stack_states
 
 RANK_DEPTHS = (12, 24, 48, 100, 200)
 REFERENCE = "pure attention"
-_VOCAB = 256
-_MODELS: OrderedDict = OrderedDict()
-_MODEL_PARAM_BUDGET = 400_000_000
+RANK_VOCAB = 256  # 04's token vocabulary (and geolab rank's)
 
 
 def rank_rules() -> tuple[str, ...]:
@@ -52,47 +50,17 @@ def rank_config(rule: str, n_layer: int, d_model: int, seq_len: int, **fields) -
         d_model=d_model,
         n_head=4,
         seq_len=seq_len,
-        vocab_size=_VOCAB,
+        vocab_size=RANK_VOCAB,
         mlp=rule != REFERENCE,
         **fields,
     )
 
 
-def build_model(cfg: GeoConfig, seed: int) -> GeoTransformer:
-    """GeoTransformer(cfg) with weights drawn from ``seed`` (the global RNG is left untouched).
-
-    Built models are kept (least recently used first out, at most 400M parameters ≈ 1.6 GB) by
-    everything but the slider constants, which each rule re-applies to a kept model
-    (``Rule.reset_init``: init constants only, no random draw, so the result equals a fresh build
-    with the same seed — tested). A slider move at 200 layers is then one forward pass.
-    """
-    key = (cfg.residual, cfg.n_layer, cfg.d_model, cfg.seq_len, cfg.mlp, seed)
-    model, n_params = _MODELS.pop(key, (None, 0))
-    if model is None:
-        with torch.random.fork_rng():
-            torch.manual_seed(seed)
-            model = GeoTransformer(cfg).eval()
-        n_params = count_params(model)
-    # Counts are kept beside the models: walking 200 layers' parameters on every slider move
-    # cost more than the reset below.
-    _MODELS[key] = model, n_params
-    while sum(n for _, n in _MODELS.values()) > _MODEL_PARAM_BUDGET:
-        _MODELS.popitem(last=False)
-    for rule in model.rules:
-        rule.reset_init(cfg)
-    model.cfg = cfg
-    return model
-
-
-def clear_models() -> None:
-    """Forget every kept model (``build_model`` rebuilds on the next call)."""
-    _MODELS.clear()
-
-
-def rank_tokens(seq_len: int, seed: int) -> torch.Tensor:
-    """One seeded sequence of random tokens, (1, seq_len) int64."""
+def rank_tokens(seq_len: int, seed: int, batch: int = 1) -> torch.Tensor:
+    """Seeded random tokens, (batch, seq_len) int64 (04 feeds one sequence, ``geolab rank``
+    ``--batch`` of them; the first row is the same for every batch)."""
     gen = torch.Generator().manual_seed(seed + 1)
-    return torch.randint(0, _VOCAB, (1, seq_len), generator=gen)
+    return torch.randint(0, RANK_VOCAB, (batch, seq_len), generator=gen)
 
 
 @torch.inference_mode()
@@ -144,18 +112,23 @@ def token_plane(states: torch.Tensor) -> np.ndarray:
 @functools.lru_cache(maxsize=256)
 def rule_profile(
     rule: str, n_layer: int, d_model: int, seq_len: int, seed: int, fields: tuple
-) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Effective rank, Dong's residual (``layer_profile``) and the 2-D token cloud
-    (``token_plane``) after every layer of one 04 curve, cached by everything that can change
-    them (the arrays are read-only: every caller shares them)."""
+) -> tuple[np.ndarray, np.ndarray, torch.Tensor]:
+    """Effective rank and Dong's residual (``layer_profile``) after every layer of one 04
+    curve, and the states themselves ((n_layer, S, D), for ``token_plane`` at the layer shown),
+    cached by everything that can change them (the arrays are read-only: every caller shares
+    them).
+
+    The states come from the views' stacked model (``geolab.stack``): weights drawn once per
+    (rule, width, sequence length, seed) at 200 layers, any depth a prefix, slider constants
+    re-applied without a redraw, so a slider move is one forward of the curves it changes.
+    """
     cfg = rank_config(rule, n_layer, d_model, seq_len, **dict(fields))
-    states = layer_states(build_model(cfg, seed), rank_tokens(seq_len, seed))[:, 0]
+    states = stack_states(cfg, seed, rank_tokens(seq_len, seed))[:, 0]
     ranks = effective_rank(states).numpy()
     residual = rank_collapse_residual(states).numpy()
-    clouds = token_plane(states)
-    for array in (ranks, residual, clouds):
+    for array in (ranks, residual):
         array.setflags(write=False)
-    return ranks, residual, clouds
+    return ranks, residual, states
 
 
 def rank_view(
@@ -170,6 +143,7 @@ def rank_view(
     d_model: int = 128,
     seq_len: int = 32,
     seed: int = 0,
+    progress=None,
 ) -> View:
     """04: effective rank and Dong's residual per layer for each rule at init, one seed.
 
@@ -179,6 +153,8 @@ def rank_view(
     values (e.g. β₀ outside (−λ, λ) for MGT) is left out of the plot and named with the
     config's message in ``numbers["rejected"]`` and the readout; the other curves stay.
     ``layer`` (default: the last) picks the layer of the token clouds (``token_plane``).
+    ``progress`` (optional) wraps the list of curves as they are computed, e.g. a progress bar
+    (notebook 04 passes marimo's: a first load draws weights and takes seconds).
     """
     n_layer = check_int("n_layer", n_layer, 1, 400)
     layer = n_layer if layer is None else check_int("layer", layer, 1, n_layer)
@@ -188,16 +164,16 @@ def rank_view(
         raise ValueError(f"rules: {unknown} not allowed; choose from {', '.join(allowed)}")
     names = list(dict.fromkeys(rules)) + ([REFERENCE] if reference else [])
     ranks, residuals, clouds, rejected = {}, {}, {}, {}
-    for name in names:
+    for name in names if progress is None else progress(names):
         fields = rule_fields(name, beta0, lam, alpha0, gamma0)
         try:
-            ranks[name], residuals[name], cloud = rule_profile(
+            ranks[name], residuals[name], states = rule_profile(
                 name, n_layer, d_model, seq_len, seed, tuple(sorted(fields.items()))
             )
         except ValueError as err:
             rejected[name] = str(err)
             continue
-        clouds[name] = cloud[layer - 1]
+        clouds[name] = token_plane(states[layer - 1 : layer])[0]  # the layer shown only
     floor = 1 / min(seq_len, d_model)
     final = {name: float(r[-1]) for name, r in ranks.items()}
     numbers = {

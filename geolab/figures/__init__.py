@@ -22,6 +22,7 @@ from geolab.figures.depth import (
     token_cloud_figure,
 )
 from geolab.figures.gates import bars_figure, beta_histogram_figure
+from geolab.figures.gradients import grad_norm_figure, jacobian_figure
 from geolab.figures.operators import (
     determinant_figure,
     eigen_distance_figure,
@@ -32,6 +33,7 @@ from geolab.figures.operators import (
     vectors_figure,
 )
 from geolab.figures.style import HEIGHT, PALETTE, as_numpy
+from geolab.figures.trained import rank_bridge_figure
 
 __all__ = [
     "HEIGHT",
@@ -42,8 +44,11 @@ __all__ = [
     "composite_gain_figure",
     "determinant_figure",
     "eigen_distance_figure",
+    "grad_norm_figure",
+    "jacobian_figure",
     "note",
     "heatmaps_figure",
+    "rank_bridge_figure",
     "rank_figure",
     "spectrum_figure",
     "sweep_figure",

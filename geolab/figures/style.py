@@ -51,3 +51,17 @@ def base_layout(title: str, x_title: str = "", y_title: str = "", **extra) -> di
         else:
             layout[key] = value
     return layout
+
+
+def line_trace(name: str, x, y, i: int, dash: str = "solid", **extra) -> dict:
+    """A line trace coloured by ``PALETTE[i]``, its legend grouped by ``name``."""
+    return {
+        "type": "scatter",
+        "x": np.asarray(x),
+        "y": floats(y),
+        "mode": "lines",
+        "name": name,
+        "legendgroup": name,
+        "line": {"color": PALETTE[i % len(PALETTE)], "dash": dash},
+        **extra,
+    }

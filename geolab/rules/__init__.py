@@ -8,7 +8,15 @@ models as the public E∆ code builds them (``flavor="reference"``). Importing t
 registers them.
 """
 
-from geolab.registry import RESIDUALS, describe, register, rule_class, unregister
+from geolab.registry import (
+    RESIDUALS,
+    describe,
+    glossary,
+    glossary_markdown,
+    register,
+    rule_class,
+    unregister,
+)
 
 from geolab.rules.base import Rule  # isort: skip
 
@@ -18,4 +26,13 @@ from geolab.rules import streams  # noqa: F401, E402  isort: skip
 from geolab.rules import geometric  # noqa: F401, E402  isort: skip
 from geolab.rules import reference  # noqa: F401, E402  isort: skip
 
-__all__ = ["RESIDUALS", "Rule", "describe", "register", "rule_class", "unregister"]
+__all__ = [
+    "RESIDUALS",
+    "Rule",
+    "describe",
+    "glossary",
+    "glossary_markdown",
+    "register",
+    "rule_class",
+    "unregister",
+]

@@ -28,7 +28,8 @@ class _Normed(Rule):
 
 @register("postln")
 class PostLN(_Normed):
-    """Post-LN: ``X' = LN(X + F(X))`` — Vaswani et al. 2017, the MGT paper's baseline."""
+    """Post-LN: ``X' = LN(X + F(X))``, the MGT paper's "Standard" baseline — Vaswani et al. 2017,
+    Attention Is All You Need, arXiv:1706.03762."""
 
     def forward(self, x, sublayer):
         return self.ln(x + sublayer(x))
@@ -36,7 +37,8 @@ class PostLN(_Normed):
 
 @register("preln")
 class PreLN(_Normed):
-    """Pre-LN: ``X' = X + F(LN X)`` — Xiong et al. 2020, the strong modern baseline."""
+    """Pre-LN: ``X' = X + F(LN X)``, the strong modern baseline — Xiong et al. 2020, On Layer
+    Normalization in the Transformer Architecture, arXiv:2002.04745."""
 
     def forward(self, x, sublayer):
         return x + sublayer(self.ln(x))
@@ -44,7 +46,8 @@ class PreLN(_Normed):
 
 @register("rezero")
 class ReZero(Rule):
-    """ReZero: ``X' = X + a·F(X)``, scalar a = 0 at init, no norm — Bachlechner et al. 2021."""
+    """ReZero: ``X' = X + a·F(X)``, scalar a = 0 at init, no norm — Bachlechner et al. 2021, ReZero
+    is All You Need, arXiv:2003.04887."""
 
     def __init__(self, cfg: GeoConfig):
         super().__init__(cfg)
@@ -66,12 +69,20 @@ def cait_layerscale_init(n_layer: int) -> float:
 
 @register("layerscale")
 class LayerScale(_Normed):
-    """LayerScale: ``X' = X + diag(s)·F(LN X)``, s = s₀·1 — CaiT (Touvron et al. 2021)."""
+    """LayerScale: ``X' = X + diag(s)·F(LN X)``, s = s₀·1 — Touvron et al. 2021 (CaiT), Going
+    deeper with Image Transformers, arXiv:2103.17239."""
 
     def __init__(self, cfg: GeoConfig):
         super().__init__(cfg)
-        s0 = cfg.layerscale_init or cait_layerscale_init(cfg.n_layer)
-        self.s = nn.Parameter(torch.full((cfg.d_model,), float(s0)))
+        self.s = nn.Parameter(torch.empty(cfg.d_model))
+        self.reset_init(cfg)
+
+    def reset_init(self, cfg):
+        """s = s₀·1, s₀ from ``layerscale_init`` or CaiT's depth rule (a depth change re-applies
+        it: the views serve shallower stacks from one built deeper)."""
+        super().reset_init(cfg)
+        with torch.no_grad():
+            self.s.fill_(float(cfg.layerscale_init or cait_layerscale_init(cfg.n_layer)))
 
     def forward(self, x, sublayer):
         self.keep(s=self.s)
@@ -80,13 +91,19 @@ class LayerScale(_Normed):
 
 @register("deepnorm")
 class DeepNorm(_Normed):
-    """DeepNorm: ``X' = LN(a·X + F(X))``, a = (2N)^¼ — DeepNet (Wang et al. 2022), decoder-only.
+    """DeepNorm: ``X' = LN(a·X + F(X))``, a = (2N)^¼, decoder-only — Wang et al. 2022, DeepNet:
+    Scaling Transformers to 1,000 Layers, arXiv:2203.00555.
 
     The FFN, value and output projections are initialised ×b with b = (8N)^−¼, N = layers.
     """
 
     def __init__(self, cfg: GeoConfig):
         super().__init__(cfg)
+        self.reset_init(cfg)
+
+    def reset_init(self, cfg):
+        """a = (2N)^¼ from the depth N (re-applied on a depth change, as LayerScale's s₀)."""
+        super().reset_init(cfg)
         self.alpha = (2 * cfg.n_layer) ** 0.25
 
     @staticmethod
@@ -106,8 +123,10 @@ class DeepNorm(_Normed):
 
 @register("noskip")
 class NoSkip(_Normed):
-    """No shortcut: ``X' = F(LN X)``. With ``mlp=False`` it is Dong et al. 2021's pure attention,
-    whose token representations collapse to rank 1 doubly exponentially with depth."""
+    """No shortcut: ``X' = F(LN X)``; with ``mlp=False`` pure attention, whose token
+    representations collapse to rank 1 doubly exponentially with depth — Dong et al. 2021,
+    Attention is not all you need: pure attention loses rank doubly exponentially with depth,
+    arXiv:2103.03404."""
 
     def forward(self, x, sublayer):
         return sublayer(self.ln(x))

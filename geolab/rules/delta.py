@@ -1,4 +1,4 @@
-"""The Delta family: MGT's gated updates (seed 000 Eq. 5–7, Algorithm 1) and DDL (d_v = 1).
+"""The Delta family: MGT's gated updates (Su & You 2026, Eq. 5–7, Algorithm 1) and DDL (d_v = 1).
 
 MGT (Algorithm 1), elementwise over the width D:
     V_raw  = F(LN X)
@@ -99,14 +99,16 @@ class _MGTBlock(Rule):
 
 @register("mgt_mhc")
 class MGTmHC(_MGTBlock):
-    """MGT ablation "+mHC only": ``X' = X + F(LN X) ⊙ σ(LN(X W_gate))`` — seed 000 Eq. 5."""
+    """MGT ablation "+mHC only": ``X' = X + F(LN X) ⊙ σ(LN(X W_gate))`` — Su & You 2026, Geometric
+    and Dynamic Scaling in Deep Transformers, arXiv:2601.01014, Eq. 5."""
 
     tangent, delta = True, False
 
 
 @register("mgt_ddl")
 class MGTDDL(_MGTBlock):
-    """MGT ablation "+DDL only": ``X' = X + β ⊙ (F(LN X) − α X)`` — seed 000 Eq. 6–7."""
+    """MGT ablation "+DDL only": ``X' = X + β ⊙ (F(LN X) − α X)`` — Su & You 2026, Geometric and
+    Dynamic Scaling in Deep Transformers, arXiv:2601.01014, Eq. 6–7."""
 
     tangent, delta = False, True
     init_fields = ("beta0", "lam", "eps", "alpha0")
@@ -114,7 +116,8 @@ class MGTDDL(_MGTBlock):
 
 @register("mgt")
 class MGT(_MGTBlock):
-    """MGT full: ``X' = X + β ⊙ (F(LN X) ⊙ σ(LN(X W_gate)) − α X)`` — seed 000 Algorithm 1."""
+    """MGT full: ``X' = X + β ⊙ (F(LN X) ⊙ σ(LN(X W_gate)) − α X)`` — Su & You 2026, Geometric
+    and Dynamic Scaling in Deep Transformers, arXiv:2601.01014, Algorithm 1."""
 
     tangent, delta = True, True
     init_fields = ("beta0", "lam", "eps", "alpha0")
@@ -122,7 +125,8 @@ class MGT(_MGTBlock):
 
 @register("ddl")
 class DDL(Rule):
-    """Deep Delta Learning, d_v = 1: ``x' = x + β (v − kᵀx) k`` per token — DDL official code.
+    """Deep Delta Learning, d_v = 1: ``x' = x + β (v − kᵀx) k`` per token, as in the official code
+    — Zhang et al. 2026, Deep Delta Learning, arXiv:2601.00417.
 
     k = F(RMSNorm x)/‖F(RMSNorm x)‖ (the sublayer output is the direction),
     β = 2σ(w_β·RMSNorm(x) + b_β) with b_β = logit(β₀/2), β₀ = 1 (β ∈ (0, 2): identity → erasure

@@ -1,12 +1,12 @@
 """The E∆-MHC-Geo family: a geometric shortcut, then a mapped sublayer (docs/design.md §3.5).
 
-Source: seed 003 §2–3.
+Source: Shahmansoori 2026.
 
 Per residual step and token t:
   1. u_t, v_t, k_t, β_t from a small MLP of x_t (hidden D/4, GELU; one hidden layer shared by the
      heads — geolab's choice, which lands the six-layer D = 128 model at the paper's ≈1.79M
      parameters), β = softplus(·), k normalised, and the gate γ_t = σ(w_γ·x_t + b_γ) with w_γ = 0
-     and b_γ = logit(γ₀), γ₀ = ½: exactly where Theorem 7.3 says the regulariser is flat.
+     and b_γ = logit(γ₀), γ₀ = ½: exactly where E∆ Theorem 7.3 says the regulariser is flat.
      Geometric shortcut ``Y = G_γ X = γ Q(u, v, β) X + (1 − γ) H₂(k) X``.
   2. ``X' = Y + H_post F(H_pre LN(Y))``, H_pre and H_post D×D linear maps initialised to I.
   3. The loss adds ``reg_weight · mean 4γ(1−γ)`` summed over operators (``rule.reg`` holds the
@@ -171,21 +171,24 @@ class _Geometric(Rule):
 
 @register("cayley")
 class Cayley(_Geometric):
-    """E∆ ablation, rotation only (γ ≡ 1): ``X' = Q X + H_post F(H_pre LN(Q X))`` — seed 003."""
+    """E∆ ablation, rotation only (γ ≡ 1): ``X' = Q X + H_post F(H_pre LN(Q X))`` — Shahmansoori
+    2026, The E∆-MHC-Geo Transformer, arXiv:2605.06729."""
 
     mode = "rotation"
 
 
 @register("householder")
 class Householder(_Geometric):
-    """E∆ ablation, reflection only (γ ≡ 0): ``X' = H₂X + H_post F(H_pre LN(H₂X))`` — seed 003."""
+    """E∆ ablation, reflection only (γ ≡ 0): ``X' = H₂X + H_post F(H_pre LN(H₂X))`` —
+    Shahmansoori 2026, The E∆-MHC-Geo Transformer, arXiv:2605.06729."""
 
     mode = "reflection"
 
 
 @register("edelta")
 class EDelta(_Geometric):
-    """E∆-MHC-Geo: ``X' = G_γX + H_post F(H_pre LN(G_γX))``, G_γ = γQ + (1−γ)H₂ — seed 003 §2–3."""
+    """E∆-MHC-Geo: ``X' = G_γX + H_post F(H_pre LN(G_γX))``, G_γ = γQ + (1−γ)H₂ — Shahmansoori
+    2026, The E∆-MHC-Geo Transformer, arXiv:2605.06729."""
 
     mode = "hybrid"
     init_fields = ("gamma0",)

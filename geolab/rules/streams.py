@@ -6,7 +6,8 @@ Source: docs/design.md §3.3–3.4.
 ``mhc`` — Manifold-constrained HC (Xie et al. 2025, DeepSeek): H_res doubly stochastic by
           Sinkhorn, so products over depth keep spectral norm ≤ 1.
 ``jpmhc`` — JPmHC: an orthogonal H_res by a fixed-point Cayley iteration, streams as a reshape
-          of D. No official code exists; this follows the public description (seed 003 §4).
+          of D. No official code exists; this follows the public description (Shahmansoori 2026,
+          experiments).
 
 HC/mHC state: (B, S, n, D). The embedding is copied into the n streams and the streams are
 summed before the final norm. Per token, with x̃ = RMSNorm(flatten X) ∈ R^{nD}:
@@ -92,8 +93,10 @@ def _mix_streams(x, h_pre, h_post, h_res, f):
 @register("hc")
 class HC(_Streams):
     """Hyper-Connections: ``X' = H_res X + H_postᵀ ⊗ F(LN(H_pre X))``, H_res unconstrained —
-    Zhu et al. 2024. As in their dynamic HC, ``H_res = B_res + α_res·tanh(mat(x̃ φ_res))``: a
-    learnable static B_res (= I at init) plus a tanh-bounded dynamic part."""
+    Zhu et al. 2024, Hyper-Connections, arXiv:2409.19606.
+
+    As in their dynamic HC, ``H_res = B_res + α_res·tanh(mat(x̃ φ_res))``: a learnable static
+    B_res (= I at init) plus a tanh-bounded dynamic part."""
 
     @staticmethod
     def res_bias_init(n):
@@ -106,8 +109,9 @@ class HC(_Streams):
 @register("mhc")
 class MHC(_Streams):
     """mHC: ``X' = H_res X + H_postᵀ ⊗ F(LN(H_pre X))``, H_res = Sinkhorn(·) doubly stochastic —
-    Xie et al. 2025 (DeepSeek), docs/design.md §3.3. The gates report Sinkhorn's column-sum
-    error."""
+    Xie et al. 2025 (DeepSeek-AI), mHC: Manifold-Constrained Hyper-Connections, arXiv:2512.24880.
+
+    docs/design.md §3.3. The gates report Sinkhorn's column-sum error."""
 
     @staticmethod
     def res_bias_init(n):
@@ -120,7 +124,9 @@ class MHC(_Streams):
 
 @register("jpmhc")
 class JPmHC(Rule):
-    """JPmHC: ``X' = Y X + H_postᵀ F(LN(H_pre X))`` with Y orthogonal-ish by fixed-point Cayley.
+    """JPmHC: ``X' = Y X + H_postᵀ F(LN(H_pre X))``, Y orthogonal-ish by fixed-point Cayley —
+    Sengupta et al. 2026, JPmHC: Dynamical Isometry via Orthogonal Hyper-Connections,
+    arXiv:2602.18308.
 
     Streams are a reshape of D into n chunks of D/n, and the sublayers run at width D/n. Per token,
     ``[H̃_pre | H̃_post | H̃_res] = W·LN(x)``; H_pre, H_post = softmax over streams;

@@ -47,9 +47,17 @@ API (notebooks, experiments and outside scripts build on these names)::
   * ``callback(record)`` gets each step's dict — step, steps, loss (the task loss, averaged over
     ranks), aux (the regulariser), lr, grad_norm (before clipping), elapsed (s), plus
     ``val_<metric>`` on evaluation steps — for a marimo progress bar or a live plot.
-    ``progress=True`` shows a tqdm bar (the command line turns it on).
+    ``progress`` (default True) shows a tqdm bar of the steps and one of each evaluation;
+    ``progress=False`` trains silently.
+  * Ctrl-C (SIGINT) or SIGTERM with an ``out_dir``: the step in flight finishes, its checkpoint
+    is saved (atomically) and :class:`TrainingInterrupted` (a KeyboardInterrupt) is raised,
+    naming the step and ``ckpt.pt``; ``resume=True`` continues from it exactly. A second signal
+    interrupts at once; ``geolab train`` prints one line and exits 128 + the signal number
+    (130 for Ctrl-C, 143 for SIGTERM).
   * ``TrainResult``: model, metrics (the last evaluation, rank 0; {} on other ranks), history,
-    out_dir, steps_per_s (optimizer steps per second, evaluation and checkpoints excluded).
+    out_dir, steps_per_s (optimizer steps per second, evaluation and checkpoints excluded),
+    trained_steps (steps this call ran; a finished run resumed runs none and returns the metrics
+    of its last evaluation, read from ``metrics.jsonl``).
 
 ``evaluate(model, task, split="val", batch_size=64, max_batches=None) -> dict``: a deterministic
 pass over the split (all samples, or non-overlapping windows for text) reporting the task's
@@ -66,13 +74,22 @@ under ``torchrun`` it is ``-m geolab train``. Every ``torch.load`` uses
 from geolab.train.checkpoint import load_checkpoint
 from geolab.train.config import TrainConfig, lr_at
 from geolab.train.evaluate import evaluate
-from geolab.train.loop import Plan, TrainingDiverged, TrainResult, param_groups, prepare, train
+from geolab.train.loop import (
+    Plan,
+    TrainingDiverged,
+    TrainingInterrupted,
+    TrainResult,
+    param_groups,
+    prepare,
+    train,
+)
 
 __all__ = [
     "Plan",
     "TrainConfig",
     "TrainResult",
     "TrainingDiverged",
+    "TrainingInterrupted",
     "evaluate",
     "load_checkpoint",
     "lr_at",

@@ -29,6 +29,9 @@ class TrainConfig:
     (docs/design.md §12): AdamW betas (0.9, 0.95) unless ``betas`` is given, a warm-up that starts
     at lr 0 (lr·s/warmup), and validation as the mean over ``eval_batches`` (default 100) random
     batches of ``batch_size`` drawn with replacement from a generator seeded by ``seed``.
+
+    progress (default on) shows a tqdm bar of the steps and of each evaluation, which terminals
+    and notebooks render; ``progress=False`` trains silently.
     """
 
     steps: int = 2000
@@ -45,10 +48,10 @@ class TrainConfig:
     bf16: bool = True
     eval_every: int = 200
     eval_batches: int | None = None
-    ckpt_every: int = 500
+    ckpt_every: int = 100
     out_dir: str | None = None
     resume: bool = False
-    progress: bool = False
+    progress: bool = True
     flavor: str = "geolab"
 
     def __post_init__(self):

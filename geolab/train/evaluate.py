@@ -54,14 +54,21 @@ def evaluate(
     bf16: bool = True,
     random_batches: int | None = None,
     seed: int = 0,
+    progress: bool = False,
 ) -> dict:
-    """Metrics of ``model`` on a pass over ``split`` (see the module docstring)."""
+    """Metrics of ``model`` on a pass over ``split`` (see the module docstring); ``progress``
+    shows a tqdm bar over the batches, removed when done."""
     check_int("batch_size", batch_size, low=1)
     device = next(model.parameters()).device
     was_training = model.training
     model.eval()
     sums = dict.fromkeys(("loss", "n", "acc", "cos", "norm_dev", "nd_n", "gamma", "g_n"), 0.0)
-    for idx in batch_indices(task, split, batch_size, max_batches, random_batches, seed):
+    batches = batch_indices(task, split, batch_size, max_batches, random_batches, seed)
+    if progress:
+        from tqdm.auto import tqdm
+
+        batches = tqdm(batches, desc=f"evaluating {split}", unit="batch", leave=False)
+    for idx in batches:
         x, y, mask = (None if t is None else t.to(device) for t in task.batch(split, idx))
         with autocast(device, bf16):
             out = model(x)

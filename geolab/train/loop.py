@@ -6,6 +6,8 @@ See ``geolab.train`` for what ``train`` does, step by step.
 import json
 import math
 import os
+import signal
+import threading
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -39,6 +41,48 @@ class TrainingDiverged(RuntimeError):
     """Raised when the loss or the gradient norm becomes NaN or ±Inf."""
 
 
+class TrainingInterrupted(KeyboardInterrupt):
+    """Raised when SIGINT (Ctrl-C) or SIGTERM stopped ``train`` after a finished step, whose
+    checkpoint was saved first: ``signum``, ``step``, ``checkpoint`` (the path of ckpt.pt)."""
+
+    def __init__(self, signum: int, step: int, checkpoint: Path):
+        self.signum, self.step, self.checkpoint = signum, step, checkpoint
+        name = signal.Signals(signum).name
+        super().__init__(
+            f"{name} at step {step}: saved {str(checkpoint)!r}; resume with --resume "
+            "(TrainConfig(resume=True))"
+        )
+
+
+class stop_signals:
+    """Context: SIGINT and SIGTERM ask the loop to stop after the step in flight (``signum``
+    holds the first one), so the checkpoint it saves is a consistent step boundary; a second
+    signal raises KeyboardInterrupt at once. Installed only in the main thread (the only one
+    Python delivers signals to); the previous handlers come back on exit."""
+
+    SIGNALS = (signal.SIGINT, signal.SIGTERM)
+
+    def __init__(self, active: bool):
+        self.active = active and threading.current_thread() is threading.main_thread()
+        self.signum = None
+        self._old = {}
+
+    def _handle(self, signum, frame):
+        if self.signum is not None:
+            raise KeyboardInterrupt
+        self.signum = signum
+
+    def __enter__(self):
+        if self.active:
+            self._old = {s: signal.signal(s, self._handle) for s in self.SIGNALS}
+        return self
+
+    def __exit__(self, *exc):
+        for s, old in self._old.items():
+            signal.signal(s, old)
+        return False
+
+
 @dataclass
 class TrainResult:
     """What ``train`` returns: the model, its final validation metrics and the per-step history."""
@@ -48,6 +92,7 @@ class TrainResult:
     history: list[dict] = field(default_factory=list)
     out_dir: Path | None = None
     steps_per_s: float = 0.0  # optimizer steps per second, evaluation and checkpoints excluded
+    trained_steps: int = 0  # steps this call ran (0 for a finished run resumed)
 
 
 def param_groups(model: nn.Module, weight_decay: float) -> list[dict]:
@@ -260,82 +305,96 @@ def _run(model_cfg, task, tc, callback, model, plan: Plan) -> TrainResult:
     metrics, last_ckpt = {}, (start if saved is not None else None)
     t0, t_other = time.perf_counter(), 0.0  # t_other: evaluation and checkpoint time
     raw.train()
+    # With a run folder, Ctrl-C or SIGTERM saves the step just finished and stops (nothing to
+    # save without one: then they interrupt as usual).
+    stop = stop_signals(active=out is not None)
     try:
-        for step in range(start, tc.steps):
-            lr = lr_at(step, tc)
-            for group in opt.param_groups:
-                group["lr"] = lr
-            idx = torch.randint(n_train, (tc.batch_size,), generator=data_gen)
-            idx = idx[rank * local : (rank + 1) * local]
-            x, y, mask = (None if t is None else t.to(device) for t in task.batch("train", idx))
-            with autocast(device, tc.bf16):
-                output = net(x)
-            loss = task.loss(output, y, mask)
-            aux = raw.aux_loss().float()
-            opt.zero_grad(set_to_none=True)
-            (loss + aux).backward()
-            # max_norm=inf only measures: the scale factor clamps to exactly 1.
-            gnorm = nn.utils.clip_grad_norm_(raw.parameters(), tc.clip or math.inf)
-            stats = torch.stack([loss.detach(), aux.detach(), gnorm.float()]).cpu()
-            if world > 1:
-                stats = stats.to(device)
-                dist.all_reduce(stats)
-                stats = (stats / world).cpu()
-            loss_v, aux_v, gnorm_v = stats.tolist()
-            if not all(map(math.isfinite, (loss_v, aux_v, gnorm_v))):
-                where = (
-                    f"the last good checkpoint is {str(out / CKPT)!r} (step {last_ckpt})"
-                    if last_ckpt is not None
-                    else "no checkpoint was written"
-                )
-                raise TrainingDiverged(
-                    f"non-finite training signal at step {step + 1}: loss={loss_v}, aux={aux_v}, "
-                    f"grad_norm={gnorm_v}; stopped before the optimizer step; {where}. Lower "
-                    "the learning rate, keep clipping on, or check the inputs for NaN/Inf."
-                )
-            opt.step()
-            done = step + 1
-            record = {
-                "step": done,
-                "steps": tc.steps,
-                "loss": loss_v,
-                "aux": aux_v,
-                "lr": lr,
-                "grad_norm": gnorm_v,
-                "elapsed": time.perf_counter() - t0,
-            }
-            if done == tc.steps or (tc.eval_every and done % tc.eval_every == 0):
-                if lead:
-                    t_eval = time.perf_counter()
-                    metrics = {"step": done, **validate(raw, task, tc)}
-                    t_other += time.perf_counter() - t_eval
-                    record.update({f"val_{k}": v for k, v in metrics.items() if k != "step"})
-                    if bar is not None:
-                        bar.write(summary(metrics))
-            if done == tc.steps or (tc.ckpt_every and done % tc.ckpt_every == 0):
-                if out is not None:
+        with stop:
+            for step in range(start, tc.steps):
+                lr = lr_at(step, tc)
+                for group in opt.param_groups:
+                    group["lr"] = lr
+                idx = torch.randint(n_train, (tc.batch_size,), generator=data_gen)
+                idx = idx[rank * local : (rank + 1) * local]
+                batch = task.batch("train", idx)
+                x, y, mask = (None if t is None else t.to(device) for t in batch)
+                with autocast(device, tc.bf16):
+                    output = net(x)
+                loss = task.loss(output, y, mask)
+                aux = raw.aux_loss().float()
+                opt.zero_grad(set_to_none=True)
+                (loss + aux).backward()
+                # max_norm=inf only measures: the scale factor clamps to exactly 1.
+                gnorm = nn.utils.clip_grad_norm_(raw.parameters(), tc.clip or math.inf)
+                stats = torch.stack([loss.detach(), aux.detach(), gnorm.float()]).cpu()
+                stopping = stop.signum is not None
+                if world > 1:
+                    # the stop request rides along, so every rank stops after the same step
+                    stats = torch.cat([stats, torch.tensor([float(stopping)])]).to(device)
+                    dist.all_reduce(stats)
+                    stats = (stats / world).cpu()
+                    stopping = stats[3].item() > 0
+                loss_v, aux_v, gnorm_v = stats[:3].tolist()
+                if not all(map(math.isfinite, (loss_v, aux_v, gnorm_v))):
+                    where = (
+                        f"the last good checkpoint is {str(out / CKPT)!r} (step {last_ckpt})"
+                        if last_ckpt is not None
+                        else "no checkpoint was written"
+                    )
+                    raise TrainingDiverged(
+                        f"non-finite training signal at step {step + 1}: loss={loss_v}, "
+                        f"aux={aux_v}, grad_norm={gnorm_v}; stopped before the optimizer step; "
+                        f"{where}. Lower the learning rate, keep clipping on, or check the "
+                        "inputs for NaN/Inf."
+                    )
+                opt.step()
+                done = step + 1
+                stopping = stopping or (world == 1 and stop.signum is not None)
+                record = {
+                    "step": done,
+                    "steps": tc.steps,
+                    "loss": loss_v,
+                    "aux": aux_v,
+                    "lr": lr,
+                    "grad_norm": gnorm_v,
+                    "elapsed": time.perf_counter() - t0,
+                }
+                if done == tc.steps or (tc.eval_every and done % tc.eval_every == 0):
+                    if lead:
+                        t_eval = time.perf_counter()
+                        metrics = {"step": done, **validate(raw, task, tc, bar is not None)}
+                        t_other += time.perf_counter() - t_eval
+                        record.update({f"val_{k}": v for k, v in metrics.items() if k != "step"})
+                        if bar is not None:
+                            bar.write(summary(metrics))
+                periodic = tc.ckpt_every and done % tc.ckpt_every == 0
+                if out is not None and (done == tc.steps or periodic or stopping):
                     t_save = time.perf_counter()
                     save_checkpoint(
                         out / CKPT, raw, opt, data_gen, done, model_cfg, tc, device, world, lead
                     )
                     last_ckpt = done
                     t_other += time.perf_counter() - t_save
-            if lead:
-                history.append(record)
-                if log is not None:
-                    log.write(json.dumps(record) + "\n")
-                    log.flush()
-                if bar is not None:
-                    bar.set_postfix(loss=f"{loss_v:.4g}", lr=f"{lr:.2e}", refresh=False)
-                    bar.update(1)
-                if callback is not None:
-                    callback(record)
+                if lead:
+                    history.append(record)
+                    if log is not None:
+                        log.write(json.dumps(record) + "\n")
+                        log.flush()
+                    if bar is not None:
+                        bar.set_postfix(loss=f"{loss_v:.4g}", lr=f"{lr:.2e}", refresh=False)
+                        bar.update(1)
+                    if callback is not None:
+                        callback(record)
+                if stopping and done < tc.steps:
+                    raise TrainingInterrupted(stop.signum or signal.SIGTERM, done, out / CKPT)
     finally:
         if log is not None:
             log.close()
         if bar is not None:
             bar.close()
     train_s = time.perf_counter() - t0 - t_other
+    if not metrics and lead:  # a finished run resumed: its last evaluation, from metrics.jsonl
+        metrics = last_evaluation(history)
     if world > 1:
         # Rank 0 evaluated and kept the history; every rank returns the same numbers, so code
         # running the same steps on each rank (geolab reproduce under torchrun) agrees.
@@ -343,7 +402,8 @@ def _run(model_cfg, task, tc, callback, model, plan: Plan) -> TrainResult:
         dist.broadcast_object_list(shared, src=0)
         metrics, history = shared
     raw.eval()
-    return TrainResult(raw, metrics, history, out, (tc.steps - start) / max(train_s, 1e-9))
+    trained = tc.steps - start
+    return TrainResult(raw, metrics, history, out, trained / max(train_s, 1e-9), trained)
 
 
 def validation_batches(tc: TrainConfig) -> dict:
@@ -354,9 +414,20 @@ def validation_batches(tc: TrainConfig) -> dict:
     return {"batch_size": tc.batch_size, "max_batches": tc.eval_batches}
 
 
-def validate(model: nn.Module, task: Task, tc: TrainConfig) -> dict:
-    """The validation metrics ``tc`` asks for (``validation_batches``)."""
-    return evaluate(model, task, "val", bf16=tc.bf16, **validation_batches(tc))
+def validate(model: nn.Module, task: Task, tc: TrainConfig, progress: bool = False) -> dict:
+    """The validation metrics ``tc`` asks for (``validation_batches``); ``progress`` shows a bar
+    over the batches."""
+    return evaluate(model, task, "val", bf16=tc.bf16, progress=progress, **validation_batches(tc))
+
+
+def last_evaluation(history: list[dict]) -> dict:
+    """The metrics of the last evaluation recorded in ``history`` ({} if none): the ``val_``
+    fields of its row, with its step."""
+    for row in reversed(history):
+        vals = {k[4:]: v for k, v in row.items() if k.startswith("val_")}
+        if vals:
+            return {"step": row["step"], **vals}
+    return {}
 
 
 def summary(metrics: dict) -> str:

@@ -2,7 +2,7 @@
 
 Properties the public checks do not name: the operator keeps the dtype it is given (float32 in,
 float32 out: a model runs in float32) and handles two leading batch dimensions with a β per
-matrix (seed 000 Eq. 1 applied per head and per token).
+matrix (Su & You 2026, Eq. 1 applied per head and per token).
 """
 
 import torch

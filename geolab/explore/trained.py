@@ -1,0 +1,57 @@
+"""The end of notebook 04: rank per layer at init next to the same model after training, from
+the committed ``rank_evolution`` result (data/results/rank_evolution-small.json, docs/design.md
+§8 protocol 1), so no training runs in the notebook."""
+
+from __future__ import annotations
+
+from geolab import figures
+from geolab.explore.view import View
+
+
+def trained_depths(result: dict) -> tuple[int, ...]:
+    """The depths at which the result has trained runs (its first seed)."""
+    runs = next(iter(result["per_seed"].values()))
+    return tuple(sorted({int(key.split("/L")[1]) for key, run in runs.items() if "trained" in run}))
+
+
+def rank_bridge_view(result: dict, n_layer: int) -> View:
+    """Effective rank per layer (0 = embedding .. L) at init and after training for every rule
+    ``result`` trained at depth ``n_layer`` (first seed; rules it measured at init only are left
+    out).
+
+    numbers: ``init`` and ``trained`` {rule: curve}, ``final`` {rule: (init, trained)} after
+    the last layer, ``all_lower`` (every rule ended below its init rank), ``val_loss``
+    {rule: float}, ``config`` (the run's sizes and training steps).
+    """
+    depths = trained_depths(result)
+    if n_layer not in depths:
+        allowed = ", ".join(map(str, depths))
+        raise ValueError(f"n_layer={n_layer!r} is not allowed; trained depths: {allowed}")
+    runs = next(iter(result["per_seed"].values()))
+    init, trained, val_loss = {}, {}, {}
+    for key, run in runs.items():
+        rule, depth = key.split("/L")
+        if int(depth) == n_layer and "trained" in run:
+            init[rule], trained[rule], val_loss[rule] = run["init"], run["trained"], run["val_loss"]
+    cfg = result["config"]
+    final = {r: (float(init[r][-1]), float(trained[r][-1])) for r in init}
+    readout = [
+        (f"{rule}: rank after layer {n_layer}, init → trained", f"{a:.3f} → {b:.3f}")
+        for rule, (a, b) in final.items()
+    ] + [(f"{rule}: validation loss", f"{loss:.3f}") for rule, loss in val_loss.items()]
+    floor = 1 / min(cfg["seq_len"], cfg["d_model"])
+    title = (
+        f"Rank per layer, dotted at init, solid after {cfg['train']['steps']} steps "
+        f"(L = {n_layer}, D = {cfg['d_model']}, {cfg['task']})"
+    )
+    numbers = {
+        "all_lower": all(b < a for a, b in final.values()),
+        "init": init,
+        "trained": trained,
+        "final": final,
+        "val_loss": val_loss,
+        "config": cfg,
+    }
+    return View(
+        numbers, readout, {"bridge": figures.rank_bridge_figure(init, trained, title, floor)}
+    )

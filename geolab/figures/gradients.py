@@ -1,0 +1,71 @@
+"""Figures of gradients over depth (notebook 08): per-layer gradient norms, Jacobian spectra."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+import numpy as np
+import plotly.graph_objects as go
+
+from geolab.figures.style import as_numpy, base_layout, figure, floats, line_trace
+
+
+def _log_axis(title: str) -> dict:
+    return {"type": "log", "exponentformat": "power", "title": {"text": title}}
+
+
+def grad_norm_figure(
+    norms: Mapping[str, object], title: str = "Gradient norm per layer"
+) -> go.Figure:
+    """One line per rule (mapping order): ``‖∂ℒ/∂θ_l‖`` over layers 1..L, log y. A norm of 0
+    (nothing reaches the layer) is not drawn (log axis) but stays in the data as a gap."""
+    data = []
+    for i, (name, values) in enumerate(norms.items()):
+        y = floats(values)
+        data.append(line_trace(name, np.arange(1, len(y) + 1), np.where(y > 0, y, np.nan), i))
+    layout = base_layout(title, "layer l", "‖∂ℒ/∂θ_l‖", yaxis=_log_axis("‖∂ℒ/∂θ_l‖"))
+    return figure(data, layout)
+
+
+def jacobian_figure(
+    singular_values: Mapping[str, object], title: str = "Singular values of ∂y/∂X_l"
+) -> go.Figure:
+    """Per rule (mapping order) two lines over l = 0..L, same colour: the largest singular value
+    of J_l (solid) and the smallest (dotted), from an (L + 1, D) array sorted descending; a grey
+    line at σ = 1 (isometry: the gradient keeps its size). Log y; zeros are gaps."""
+    data = []
+    for i, (name, sv) in enumerate(singular_values.items()):
+        s = as_numpy(sv).astype(float)
+        layers = np.arange(s.shape[0])
+        for col, dash, label in ((0, "solid", "σ_max"), (-1, "dot", "σ_min")):
+            y = s[:, col]
+            data.append(
+                line_trace(
+                    name,
+                    layers,
+                    np.where(y > 0, y, np.nan),
+                    i,
+                    dash,
+                    showlegend=col == 0,
+                    hovertemplate=f"{name} {label} at layer %{{x}}: %{{y:.3g}}<extra></extra>",
+                )
+            )
+    layout = base_layout(
+        title,
+        "layer l (0 = embedding; solid σ_max, dotted σ_min)",
+        "singular value",
+        yaxis=_log_axis("singular value of ∂y/∂X_l"),
+        shapes=[
+            {
+                "type": "line",
+                "xref": "paper",
+                "yref": "y",
+                "x0": 0,
+                "x1": 1,
+                "y0": 1,
+                "y1": 1,
+                "line": {"color": "grey", "dash": "dash", "width": 1},
+            }
+        ],
+    )
+    return figure(data, layout)

@@ -1,0 +1,281 @@
+"""The views' stacked model: weights drawn once at the deepest depth, any depth a prefix.
+
+docs/design.md §5. Notebook 04, ``geolab rank`` and the Jupyter rank explorer show the state after
+every layer of 12–200-layer token stacks at init, and move with depth and init sliders. A
+``GeoTransformer`` built per depth and slider value (≈ 0.6 s for 200 layers here) and run through
+hooks and one ``nn.Module`` call per linear map costs several times its arithmetic. Here, per
+(rule, width, sequence length, seed):
+
+- the attention and MLP weights of all layers are (L, …) tensors (``Sublayers``), layer l drawn
+  from its own generator seeded by (seed, l), so a layer's weights do not depend on how deep the
+  stack was drawn, and shared by every rule with the same sublayer width (curves differ by their
+  rule alone);
+- the rules are the modules training uses, one per residual step, called through their own
+  ``forward`` (the same maths, no second copy): built once at the deepest depth, then
+  ``Rule.reset_init`` re-applies slider constants (β₀, λ, α₀, γ₀) and depth constants (DeepNorm's
+  a, LayerScale's s₀) without a redraw;
+- GPT-2's projection init 0.02/√(steps) is the only sublayer weight that depends on the total
+  depth: the stack keeps W_o ~ N(0, 0.02²) and scales the projections' output by 1/√(steps), a
+  scalar per layer (``layers.attention(..., scale=)``); a rule that rescales its sublayers
+  (DeepNet's ``init_sublayers``) rescales a copy made per depth.
+
+``stack_states(cfg, seed, tokens)`` equals the module model that holds the same weights
+(``as_module``): tests compare every rule, prefix against fresh build, to float32 round-off.
+Training keeps the module model. Biases start at 0 in every sublayer and are left out here.
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from dataclasses import dataclass
+from functools import partial
+from types import SimpleNamespace
+
+import torch
+
+from geolab.config import GeoConfig
+from geolab.layers import attention, gpt2_proj_std, mlp
+from geolab.model import GeoTransformer
+from geolab.rules import Rule, rule_class
+
+STD = 0.02  # GPT-2's init std of every weight but the residual projections' extra 1/√(steps)
+DRAW_DEPTH = 200  # the depth a stack is drawn at unless a deeper one is asked for
+_PARAM_BUDGET = 400_000_000  # kept stacks, in parameters (≈ 1.6 GB of float32)
+_SUBLAYERS: OrderedDict = OrderedDict()
+_RULES: OrderedDict = OrderedDict()
+
+
+def _seed(seed: int, layer: int, part: int) -> int:
+    """A generator seed per (seed, layer, part): the draws of layer l never depend on L."""
+    return (seed * 1_000_003 + layer) * 8 + part
+
+
+def _normal(shape, seed: int) -> torch.Tensor:
+    gen = torch.Generator().manual_seed(seed)
+    return torch.randn(shape, generator=gen).mul_(STD)
+
+
+@dataclass
+class Sublayers:
+    """The embedding tables and every layer's attention and MLP weights, drawn N(0, 0.02²).
+
+    qkv (L, 3w, w), attn_proj (L, w, w), fc (L, 4w, w), mlp_proj (L, w, 4w) (the last two
+    ``None`` without MLP); embed (vocab, D), pos (rows, D). w is the rules' sublayer width.
+    """
+
+    embed: torch.Tensor
+    pos: torch.Tensor
+    qkv: torch.Tensor
+    attn_proj: torch.Tensor
+    fc: torch.Tensor | None
+    mlp_proj: torch.Tensor | None
+
+    @property
+    def depth(self) -> int:
+        return self.qkv.shape[0]
+
+    def numel(self) -> int:
+        return sum(t.numel() for t in vars(self).values() if t is not None)
+
+
+def draw_sublayers(cfg: GeoConfig, seed: int, depth: int) -> Sublayers:
+    """``Sublayers`` of ``depth`` layers for ``cfg``'s widths, layer l from seeds (seed, l)."""
+    w = rule_class(cfg).sublayer_width(cfg)
+    rows = cfg.seq_len + 1 if cfg.flavor == "reference" else cfg.seq_len
+
+    def layers(shape, part):
+        out = torch.empty(depth, *shape)
+        for layer in range(depth):  # into the stack, no per-layer tensors to copy
+            gen = torch.Generator().manual_seed(_seed(seed, layer, part))
+            torch.randn(shape, generator=gen, out=out[layer]).mul_(STD)
+        return out
+
+    return Sublayers(
+        embed=_normal((cfg.vocab_size, cfg.d_model), _seed(seed, -1, 0)),
+        pos=_normal((rows, cfg.d_model), _seed(seed, -1, 1)),
+        qkv=layers((3 * w, w), 0),
+        attn_proj=layers((w, w), 1),
+        fc=layers((4 * w, w), 2) if cfg.mlp else None,
+        mlp_proj=layers((w, 4 * w), 3) if cfg.mlp else None,
+    )
+
+
+def build_rules(cfg: GeoConfig, seed: int, depth: int) -> list[Rule]:
+    """One rule module per residual step of a ``depth``-layer stack (attention, MLP, …), each
+    drawn from the global RNG seeded by (seed, layer, step) and restored afterwards."""
+    rule_cls = rule_class(cfg)
+    cfg = cfg.replace(n_layer=depth)
+    rules = []
+    # The CPU generator alone: torch.manual_seed also queues a CUDA seed with a stack trace
+    # (≈ 0.3 ms a call here), 400 times for 200 layers.
+    with torch.random.fork_rng(devices=[]):
+        for layer in range(depth):
+            for step in range(2 if cfg.mlp else 1):
+                torch.default_generator.manual_seed(_seed(seed, layer, 4 + step))
+                rules.append(rule_cls(cfg).eval())
+    return rules
+
+
+def _kept(cache: OrderedDict, key, fits, depth: int, draw):
+    """The cached value for ``key`` if ``fits(value)``, else ``draw(depth)``, kept least
+    recently used first out within the parameter budget."""
+    value, size = cache.pop(key, (None, 0))
+    if value is None or not fits(value):
+        value = draw(depth)
+        size = _numel(value)
+    cache[key] = value, size
+    while (
+        sum(n for _, n in _SUBLAYERS.values()) + sum(n for _, n in _RULES.values())
+        > (_PARAM_BUDGET)
+        and len(cache) > 1
+    ):
+        cache.popitem(last=False)
+    return value
+
+
+def _numel(value) -> int:
+    if isinstance(value, Sublayers):
+        return value.numel()
+    return sum(p.numel() for rule in value for p in rule.parameters())
+
+
+def clear() -> None:
+    """Forget every kept stack (the next call draws again, the same numbers)."""
+    _SUBLAYERS.clear()
+    _RULES.clear()
+
+
+def _fixed(cfg: GeoConfig) -> GeoConfig:
+    """``cfg`` without what the kept weights do not depend on: depth and init constants."""
+    fields = {name: getattr(GeoConfig, name) for name in rule_class(cfg).init_fields}
+    return cfg.replace(n_layer=1, layerscale_init=None, **fields)
+
+
+def stack_weights(cfg: GeoConfig, seed: int, draw_depth: int = DRAW_DEPTH):
+    """The kept ``Sublayers`` and rule modules serving ``cfg`` (drawn at
+    max(draw_depth, cfg.n_layer) layers if none as deep are kept), the rules reset to ``cfg``'s
+    constants and depth. Returns (sublayers, rules), both possibly deeper than ``cfg``."""
+    if cfg.vocab_size is None:
+        raise ValueError("the stacked model serves token models: set GeoConfig.vocab_size")
+    depth = max(draw_depth, cfg.n_layer)
+    rule_cls = rule_class(cfg)
+    width = rule_cls.sublayer_width(cfg)
+    # Attention-only stacks (pure attention) read the same attention weights as the others.
+    sub_key = (width, cfg.d_model, cfg.vocab_size, cfg.seq_len, cfg.flavor, seed)
+
+    def deep_enough(sub):
+        return sub.depth >= cfg.n_layer and (sub.fc is not None or not cfg.mlp)
+
+    sub = _kept(_SUBLAYERS, sub_key, deep_enough, depth, partial(draw_sublayers, cfg, seed))
+    fixed = _fixed(cfg)
+    rules = _kept(
+        _RULES,
+        (fixed, seed),
+        lambda rules: len(rules) >= cfg.n_steps,
+        depth,
+        partial(build_rules, fixed, seed),
+    )
+    if rules[0].cfg != cfg:  # a slider or the depth moved: constants only, no draw
+        for rule in rules:
+            rule.reset_init(cfg)
+    return sub, rules
+
+
+def _sublayer_weights(sub: Sublayers, cfg: GeoConfig) -> Sublayers:
+    """The sublayer weights of ``cfg``'s depth as its rule initialises them: the kept ones, or
+    a rescaled copy of the first L layers for a rule with its own ``init_sublayers``."""
+    rule_cls = rule_class(cfg)
+    if rule_cls.init_sublayers is Rule.init_sublayers:
+        return sub
+    L = cfg.n_layer
+    copy = Sublayers(**{k: None if t is None else t[:L].clone() for k, t in vars(sub).items()})
+    copy.embed, copy.pos = sub.embed, sub.pos
+    for layer in range(L):
+        attn = SimpleNamespace(
+            qkv=SimpleNamespace(weight=copy.qkv[layer]),
+            proj=SimpleNamespace(weight=copy.attn_proj[layer]),
+        )
+        ffn = None
+        if cfg.mlp:
+            ffn = SimpleNamespace(
+                fc=SimpleNamespace(weight=copy.fc[layer]),
+                proj=SimpleNamespace(weight=copy.mlp_proj[layer]),
+            )
+        rule_cls.init_sublayers(cfg, attn, ffn)
+    return copy
+
+
+@torch.no_grad()  # not inference mode: kept weights drawn inside must stay resettable outside
+def stack_states(
+    cfg: GeoConfig,
+    seed: int,
+    tokens: torch.Tensor,
+    every_step: bool = False,
+    draw_depth: int = DRAW_DEPTH,
+) -> torch.Tensor:
+    """The merged residual states of ``cfg``'s stack on ``tokens`` (B, S) int64: after every
+    layer, (n_layer, B, S, D), or with ``every_step`` the embedding and then every residual
+    step, (n_steps + 1, B, S, D) — what ``probe.rank_profile`` and ``record`` see. A stack not
+    kept yet is drawn at max(draw_depth, cfg.n_layer) layers (the numbers do not depend on it)."""
+    sub, rules = stack_weights(cfg, seed, draw_depth)
+    sub = _sublayer_weights(sub, cfg)
+    rule_cls = rule_class(cfg)
+    scale = proj_scale(cfg)
+    rope = cfg.pos == "rope"
+    seq = tokens.shape[1]
+    h = sub.embed[tokens]
+    if cfg.pos == "learned":
+        h = h + sub.pos[:seq]
+    states = [h] if every_step else []
+    h = rule_cls.expand(h, cfg)
+    per_layer = 2 if cfg.mlp else 1
+    for layer in range(cfg.n_layer):
+        f = partial(
+            attention,
+            qkv_w=sub.qkv[layer],
+            qkv_b=None,
+            proj_w=sub.attn_proj[layer],
+            proj_b=None,
+            n_head=cfg.n_head,
+            use_rope=rope,
+            scale=scale,
+        )
+        h = rules[per_layer * layer].forward(h, f)
+        if cfg.mlp:
+            if every_step:
+                states.append(rule_cls.merge(h))
+            f = partial(mlp, fc_w=sub.fc[layer], fc_b=None, proj_w=sub.mlp_proj[layer], proj_b=None)
+            h = rules[per_layer * layer + 1].forward(h, partial(f, scale=scale))
+        states.append(rule_cls.merge(h))
+    return torch.stack(states)
+
+
+def as_module(cfg: GeoConfig, seed: int) -> GeoTransformer:
+    """The module model (``GeoTransformer(cfg)``, eval mode) holding the stack's weights at
+    ``cfg``'s depth and constants (its biases are 0, as at init): the plain path the stacked
+    forward is tested against. Its head and final norm keep their own init (the stack never
+    reads them)."""
+    sub, rules = stack_weights(cfg, seed)
+    sub = _sublayer_weights(sub, cfg)
+    with torch.random.fork_rng():
+        model = GeoTransformer(cfg).eval()
+    scale = proj_scale(cfg)
+    with torch.no_grad():
+        model.embed.weight.copy_(sub.embed)
+        if model.pos is not None:
+            model.pos.weight.copy_(sub.pos)
+        for layer, block in enumerate(model.layers):
+            block.attn.qkv.weight.copy_(sub.qkv[layer])
+            block.attn.proj.weight.copy_(sub.attn_proj[layer] * scale)
+            if cfg.mlp:
+                block.mlp.fc.weight.copy_(sub.fc[layer])
+                block.mlp.proj.weight.copy_(sub.mlp_proj[layer] * scale)
+        for kept, rule in zip(rules, model.rules, strict=False):  # the kept may be deeper
+            rule.load_state_dict(kept.state_dict())
+            rule.reset_init(cfg)
+    return model
+
+
+def proj_scale(cfg: GeoConfig) -> float:
+    """GPT-2's 1/√(steps) (``gpt2_proj_std`` over the kept std): the projections' output factor."""
+    return gpt2_proj_std(cfg.n_steps) / STD
