@@ -159,11 +159,16 @@ def rejudge(result: dict) -> dict:
     """``result`` judged again by the current rules, from its stored numbers alone (no
     training): each protocol's ``conclude`` recomputes the runs' convergence states, the trivial
     baselines on the regenerated validation splits, the learned flags, the summary and the
-    hypotheses; the training numbers, config and provenance are kept as they are."""
+    hypotheses; the training numbers, config and provenance are kept as they are, and the
+    reductions' text is the scale's current one when the config is the scale's."""
     from geolab.experiments import get_protocol
 
     module = get_protocol(result["protocol"])
     summary, hyps = module.conclude(result["config"], result["seeds"], result["per_seed"])
+    current = {k: v for k, v in module.SCALES.get(result["scale"], {}).items() if k != "reductions"}
+    trained = {k: v for k, v in result["config"].items() if k != "jobs"}
+    if json.loads(json.dumps(current)) == trained:  # the same training: its words may be new
+        result["reductions"] = module.SCALES[result["scale"]]["reductions"]
     result["summary"] = summary
     result["hypotheses"] = [h.__dict__ for h in hyps]
     result["convergence"] = convergence.record(result["per_seed"])
