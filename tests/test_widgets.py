@@ -61,6 +61,16 @@ def test_rank_explorer_depth_and_rules():
     assert names == ["preln", "postln", explore.REFERENCE] * 2
 
 
+def test_gradient_explorer_depth_and_rules():
+    e = widgets.gradient_explorer(rules=("rezero",))
+    assert [len(t.y) for t in e.figures["jacobian"].data] == [25] * 4
+    e.controls["n_layer"].value = 12
+    assert [len(t.y) for t in e.figures["jacobian"].data] == [13] * 4
+    assert max(abs(v - 1) for v in e.figures["jacobian"].data[0].y) < 1e-6  # ReZero: identity
+    e.controls["rules"].value = ("rezero", "preln")
+    assert [t.name for t in e.figures["grad"].data] == ["rezero", "preln", explore.REFERENCE]
+
+
 def test_streams_explorer_depth():
     e = widgets.streams_explorer()
     e.controls["depth"].value = 20
@@ -100,7 +110,7 @@ def test_tutorials_are_jupyter_native_and_show_figures_without_a_kernel(tmp_path
         timeout=900,
     )
     paths = sorted(tmp_path.glob("*.ipynb"))
-    assert [p.stem[:2] for p in paths] == ["00", "01", "02", "03", "04", "05"]
+    assert [p.stem[:2] for p in paths] == ["00", "01", "02", "03", "04", "05", "08"]
     for path in paths:
         nb = nbformat.read(path, as_version=4)
         text = path.read_text()
