@@ -114,7 +114,14 @@ def hidden_tasks(folder: Path, assignment: str) -> dict:
         return {}
     spec = importlib.util.spec_from_file_location(f"geolab_hidden_{assignment}", path)
     module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
+    try:
+        spec.loader.exec_module(module)
+    except Exception as err:  # the instructor's own file: say where it broke, in one line
+        where = f" line {err.lineno}" if isinstance(err, SyntaxError) else ""
+        raise ValueError(
+            f"hidden checks {str(path)!r} cannot be loaded ({type(err).__name__}{where}: "
+            f"{getattr(err, 'msg', None) or err}); fix the file or leave out --hidden"
+        ) from None
     tasks = getattr(module, "TASKS", None)
     stubs = get(assignment).tasks
     if not isinstance(tasks, dict) or not set(tasks) <= set(stubs):

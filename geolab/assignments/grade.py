@@ -28,7 +28,12 @@ from pathlib import Path
 
 from geolab.assignments import sandbox
 from geolab.assignments.catalog import all_failed, check_all, get, hidden_tasks
-from geolab.assignments.gradebook import check_gradebook, read_hand_grades, write_gradebook
+from geolab.assignments.gradebook import (
+    check_gradebook,
+    check_student_ids,
+    read_hand_grades,
+    write_gradebook,
+)
 from geolab.assignments.remote import ProcessLost, Session, Stub, SubmissionTimeout
 
 MAX_BYTES = 2 * 2**20  # a notebook larger than this is not a hand-in
@@ -152,10 +157,11 @@ def grade_dir(
 
 
 def _cmd_grade(args) -> int:
-    check_gradebook(Path(args.out))
+    check_gradebook(Path(args.out), args.force)
     limits = sandbox.Limits(memory_gb=args.memory_gb)
     hand = read_hand_grades(Path(args.hand_graded)) if args.hand_graded else None
-    _, skipped = find_submissions(Path(args.submissions))
+    texts, skipped = find_submissions(Path(args.submissions))
+    check_student_ids(texts)
     mode = sandbox.choose(args.sandbox)
     for line in [sandbox.warning(mode), *skipped]:
         if line:

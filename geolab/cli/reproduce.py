@@ -8,7 +8,8 @@
     torchrun --standalone --nproc_per_node 8 -m geolab reproduce ablation --scale paper
 
 Each run writes OUT/NAME-SCALE.json (config, seeds, per-seed and mean ± std numbers, hypotheses
-with verdicts, reductions, provenance) and OUT/NAME-SCALE-FIG.html (+ .png with a Chrome).
+with verdicts, reductions, provenance) and OUT/NAME-SCALE-FIG.html (+ .png with a Chrome); an
+earlier NAME-SCALE.json there is replaced only with ``--force``.
 ``--dry-run`` trains nothing: it prints every run of the protocol at that scale with its sizes
 and an estimate of GPU-hours (``geolab.experiments.plan`` states how). Under ``torchrun`` every
 training run is data-parallel over the GPUs (each batch split across them, so the global batch
@@ -19,6 +20,7 @@ import argparse
 import os
 from pathlib import Path
 
+from geolab.device import check_threads
 from geolab.experiments import NAMES, get_protocol, plan, report
 from geolab.experiments.export import save_figures
 from geolab.experiments.runner import SCALE_NAMES, pick_seeds, run_protocol, scale_settings
@@ -39,8 +41,16 @@ def run_reproduce_cli(args: argparse.Namespace) -> int:
         results = report.load_results(args.out)
         if not results:
             raise ValueError(f"--out {args.out!r} holds no NAME-small.json results")
-        for i, (name, result) in enumerate(results.items(), 1):
-            figs = report.result_figures(result)
+        figures = {}
+        for name, result in results.items():  # all drawn before any file is written
+            try:
+                figures[name] = report.result_figures(result)
+            except (KeyError, TypeError, IndexError, ValueError) as err:
+                raise ValueError(
+                    f"{str(Path(args.out) / f'{name}-small.json')!r}: its numbers do not fit "
+                    f"protocol {name} ({type(err).__name__}: {err}); rerun it"
+                ) from None
+        for i, (name, figs) in enumerate(figures.items(), 1):
             kind = "HTML" if args.no_png else "HTML and PNG"
             print(f"[{i}/{len(results)}] {name}: {len(figs)} figures ({kind})", flush=True)
             save_figures(figs, Path(args.out), f"{name}-small", not args.no_png, print)
@@ -53,9 +63,7 @@ def run_reproduce_cli(args: argparse.Namespace) -> int:
     if args.threads is not None:
         import torch
 
-        if args.threads < 1:
-            raise ValueError(f"--threads {args.threads} is not allowed; it must be >= 1")
-        torch.set_num_threads(args.threads)
+        torch.set_num_threads(check_threads(args.threads, "--threads"))
     if args.data_dir is not None:
         os.environ["GEOLAB_DATA"] = args.data_dir
     options = {}
@@ -76,6 +84,13 @@ def run_reproduce_cli(args: argparse.Namespace) -> int:
         raise ValueError(
             f"--jobs {args.jobs} is not allowed for {args.name}: it trains one run at a time "
             f"(--jobs > 1 only for {', '.join(parallel)})"
+        )
+    previous = Path(args.out) / f"{args.name}-{args.scale}.json"
+    if not args.dry_run and not args.force and previous.exists():
+        raise ValueError(
+            f"--out {args.out!r} already holds {previous.name}, an earlier {args.name} result at "
+            f"scale {args.scale}; pass --force to replace it (and its figures), or choose "
+            "another --out"
         )
     if args.dry_run:
         settings = {**scale_settings(module, args.scale), **options}
@@ -112,6 +127,11 @@ def add_reproduce_cli(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--threads", type=int, default=None, help="torch CPU threads")
     p.add_argument("--data-dir", default=None, help="local text data (else $GEOLAB_DATA)")
     p.add_argument("--no-png", action="store_true", help="HTML figures only")
+    p.add_argument(
+        "--force",
+        action="store_true",
+        help="replace an earlier result of the same protocol and scale in --out",
+    )
     p.add_argument(
         "--dry-run",
         action="store_true",

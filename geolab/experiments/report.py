@@ -10,15 +10,30 @@ from pathlib import Path
 from geolab.experiments import NAMES, get_protocol
 from geolab.experiments.runner import load_result
 
+RESULT_KEYS = ("protocol", "config", "per_seed", "summary", "hypotheses")
+
 
 def load_results(directory: str | Path, scale: str = "small") -> dict:
-    """``{protocol: result}`` for every ``NAME-SCALE.json`` present in ``directory``."""
+    """``{protocol: result}`` for every ``NAME-SCALE.json`` present in ``directory``;
+    ValueError naming the file for one that is not a result of that protocol."""
     directory = Path(directory)
     out = {}
     for name in NAMES:
         path = directory / f"{name}-{scale}.json"
-        if path.is_file():
-            out[name] = load_result(path)
+        if not path.is_file():
+            continue
+        try:
+            result = load_result(path)
+        except (OSError, UnicodeDecodeError, ValueError) as err:
+            raise ValueError(f"{str(path)!r} cannot be read as a result ({err})") from None
+        missing = [k for k in RESULT_KEYS if not isinstance(result, dict) or k not in result]
+        if missing or result["protocol"] != name:
+            why = f"it lacks {missing}" if missing else f"its protocol is {result['protocol']!r}"
+            raise ValueError(
+                f"{str(path)!r} is not a result of {name} written by `geolab reproduce` ({why}); "
+                f"rerun `geolab reproduce {name} --scale {scale}` or move it away"
+            )
+        out[name] = result
     return out
 
 
