@@ -28,8 +28,8 @@ import torch
 
 from bench.timing import clock_name, seconds, set_clock
 from geolab.cli.bench import add_bench_arguments
-from geolab.device import check_threads
 from geolab.outputs import check_dir
+from geolab.threads import check_threads
 
 HERE = Path(__file__).resolve().parent
 ORDER = ("operators", "rules", "views", "live", "train", "memory")

@@ -1,6 +1,5 @@
 """The device a model runs on: which one ("auto": cuda → mps → cpu) and how it is named."""
 
-import os
 import platform
 
 import torch
@@ -21,20 +20,6 @@ def pick_device(name: str = "auto", local_rank: int = 0) -> torch.device:
     if device.type == "cuda" and device.index is None:
         return torch.device("cuda", local_rank)
     return device
-
-
-# torch takes a thread count as a C int; far more threads than cores only thrash.
-MAX_THREADS = 1024
-
-
-def check_threads(value, flag: str) -> int:
-    """``value`` as a torch thread count: ValueError naming ``flag`` unless 1..MAX_THREADS."""
-    if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= MAX_THREADS:
-        raise ValueError(
-            f"{flag} {value} is not allowed; it must be an integer in [1, {MAX_THREADS}] "
-            f"(this machine has {os.cpu_count()} CPUs)"
-        )
-    return value
 
 
 def describe_device(device: torch.device) -> str:

@@ -12,8 +12,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-from geolab.device import check_threads
 from geolab.outputs import check_dir
+from geolab.threads import check_threads
 
 REPO = Path(__file__).resolve().parents[2]
 

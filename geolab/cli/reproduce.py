@@ -20,11 +20,11 @@ import argparse
 import os
 from pathlib import Path
 
-from geolab.device import check_threads
 from geolab.experiments import NAMES, get_protocol, plan, report
 from geolab.experiments.export import save_figures
 from geolab.experiments.runner import SCALE_NAMES, pick_seeds, run_protocol, scale_settings
 from geolab.registry import FLAVORS
+from geolab.threads import check_threads
 
 
 def list_protocols() -> list[tuple[str, str]]:
