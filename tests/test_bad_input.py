@@ -880,7 +880,10 @@ def test_resume_after_config_json_was_deleted_writes_it_anew(tmp_path, finished_
 def test_the_default_warmup_longer_than_steps_is_said(tmp_path, capsys):
     assert main([*TINY, "--out", str(tmp_path / "run")]) == 0
     err = capsys.readouterr().err
-    assert "TrainConfig.warmup=100 is longer than steps=3: the learning rate rises only to" in err
+    assert (
+        "note: --warmup 100 is longer than --steps 3: the learning rate rises only to 3e-05, "
+        "not --lr 0.001" in err
+    )
 
 
 def _rows(*names):

@@ -173,8 +173,9 @@ def prepare(model_cfg: GeoConfig, task: Task, tc: TrainConfig) -> Plan:
     changed, config = {}, None
     if tc.warmup > tc.steps:
         notes.append(
-            f"TrainConfig.warmup={tc.warmup} is longer than steps={tc.steps}: the learning rate "
-            f"rises only to {lr_at(tc.steps - 1, tc):.3g} of lr={tc.lr:g}"
+            f"TrainConfig.warmup={tc.warmup} is longer than TrainConfig.steps={tc.steps}: the "
+            f"learning rate rises only to {lr_at(tc.steps - 1, tc):.3g}, "
+            f"not TrainConfig.lr={tc.lr:g}"
         )
     if saved is not None:
         if saved["model_cfg"] != model_cfg.to_dict():
