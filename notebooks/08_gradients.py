@@ -167,7 +167,8 @@ def _(mo):
 
     What training does with these starting points: notebook 04 ends with the committed
     rank-evolution runs, the same rank curves before and after 800 training steps; notebook 06
-    trains models live.
+    trains models live. Back to the map of all notebooks: `00_tour`; exercises with automatic
+    checks: `notebooks/assignments/` (A3 measures rank collapse yourself).
     """)
     return
 
