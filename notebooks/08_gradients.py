@@ -1,7 +1,11 @@
 import marimo
 
 __generated_with = "0.25.2"
-app = marimo.App(width="medium", app_title="08 · What depth does to gradients")
+app = marimo.App(
+    width="medium",
+    app_title="08 · What depth does to gradients",
+    html_head_file="offline_head.html",
+)
 
 
 @app.cell

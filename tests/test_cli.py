@@ -34,7 +34,8 @@ def test_rank_table_and_json(capsys):
     [("mgt", ["--residual", "mgt"]), ("pure attention", ["--residual", "noskip", "--no-mlp"])],
 )
 def test_rank_gives_notebook_04s_numbers(capsys, rule, cli):
-    """Same rule, depth, width, sequence length and seed: each layer's last step is 04's curve."""
+    """Same rule, depth, width, sequence length and seed: each layer's last step is 04's curve,
+    and step 0 (the embedding) is 04's layer 0."""
     args = ["rank", *cli, "--layers", "5", "--d-model", "32", "--seq-len", "8", "--seed", "2"]
     assert main([*args, "--json"]) == 0
     rows = json.loads(capsys.readouterr().out)["profile"]
@@ -47,10 +48,9 @@ def test_rank_gives_notebook_04s_numbers(capsys, rule, cli):
         seed=2,
         reference=rule == explore.REFERENCE,
     )
-    assert [last[i]["effective_rank"] for i in range(1, 6)] == view.numbers["ranks"][rule].tolist()
-    assert [last[i]["dong_residual"] for i in range(1, 6)] == view.numbers["residuals"][
-        rule
-    ].tolist()
+    # layer 0 (the input) included: 04's curves start there too
+    assert [last[i]["effective_rank"] for i in range(6)] == view.numbers["ranks"][rule].tolist()
+    assert [last[i]["dong_residual"] for i in range(6)] == view.numbers["residuals"][rule].tolist()
 
 
 def test_rank_bad_rule_is_a_clear_error(capsys):

@@ -205,5 +205,6 @@ def make_figures(settings: dict, per_seed: dict, summary: dict) -> dict:
         "learning-curves": figures.learning_curves(
             next(iter(per_seed.values())),
             f"Validation loss during training, seed {next(iter(per_seed))}",
+            group=lambda name: name.split("/")[0],
         ),
     }

@@ -207,5 +207,6 @@ def make_figures(settings: dict, per_seed: dict, summary: dict) -> dict:
                 for r in settings["train_rules"]
             },
             "Validation loss during training, seed " + next(iter(per_seed)),
+            group=lambda name: name.split()[0],
         )
     return out

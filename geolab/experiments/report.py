@@ -86,6 +86,25 @@ def verdict_markdown(results: dict) -> str:
     return "\n".join(lines)
 
 
+def smoke_markdown(fresh: dict, committed: dict | None) -> str:
+    """What a tiny rerun (notebook 07's button) found, worded as a smoke run: the same code ran,
+    but at sizes too small for its verdicts to mean anything, so each is shown as "not
+    comparable" next to the committed verdict of the same claim (``committed``: that protocol's
+    committed result, if any)."""
+    before = {h["id"]: h["verdict"] for h in (committed or {}).get("hypotheses", [])}
+    lines = [
+        f"**Smoke run at tiny scale ({fresh['scale']}): the code ran end to end. Its verdicts"
+        " are not comparable** with the committed small-scale ones — the models are far"
+        " smaller and shorter-trained than the claims need (reductions below)."
+    ]
+    for h in fresh["hypotheses"]:
+        was = f"; committed: **{before[h['id']]}**" if h["id"] in before else ""
+        lines.append(
+            f"- {h['id']}: tiny run says *{h['verdict']}* (not comparable) — {h['measured']}{was}"
+        )
+    return "\n".join(lines)
+
+
 def edelta_markdown(result: dict) -> str:
     """The E∆ table, one row per flavor and task: published MSE (mean of 3 seeds, 2000
     iterations) vs geolab's per model, and GPT/E∆ — how much of E∆'s edge each flavor keeps."""

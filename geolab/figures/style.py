@@ -8,7 +8,7 @@ from plotly.colors import qualitative
 
 HEIGHT = 360
 PALETTE = qualitative.Plotly
-SYMBOLS = ["circle", "x", "diamond", "square", "triangle-up"]
+SYMBOLS = ["circle", "x", "diamond", "square", "triangle-up", "star", "cross", "pentagon"]
 
 
 def as_numpy(x) -> np.ndarray:
@@ -65,3 +65,11 @@ def line_trace(name: str, x, y, i: int, dash: str = "solid", **extra) -> dict:
         "line": {"color": PALETTE[i % len(PALETTE)], "dash": dash},
         **extra,
     }
+
+
+def integer_ticks(n: int) -> dict:
+    """Axis settings for a whole-number axis of about ``n`` values (layers): ticks on multiples
+    of 1, 2, 5, 10, 20, …, about ten of them (plotly's own choice puts ticks at 0.5 steps on a
+    short stack)."""
+    step = next(s for s in (1, 2, 5, 10, 20, 50, 100, 200, 500) if s * 10 >= n or s == 500)
+    return {"tick0": 0, "dtick": step, "tickformat": "d"}
