@@ -17,9 +17,11 @@ can read what your user can read. :func:`warning` says so.
 import json
 import os
 import shutil
+import signal
 import site
 import subprocess
 import sys
+import threading
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
@@ -73,12 +75,15 @@ def choose(mode: str) -> str:
     """'bwrap' or 'none' for a --sandbox value; ValueError when bwrap is asked for and absent."""
     if mode not in MODES:
         raise ValueError(f"sandbox={mode!r} is not allowed; choose from {', '.join(MODES)}")
-    if mode == "none":
-        return "none"
-    if bwrap_works():
+    if mode != "none" and bwrap_works():
         return "bwrap"
     if mode == "bwrap":
         raise ValueError("sandbox='bwrap' but bwrap is missing or cannot create namespaces here")
+    if os.geteuid() == 0:  # root: no process limit binds and nothing fences the processes
+        raise ValueError(
+            f"sandbox={mode!r} would run submissions as root without bwrap, which is refused: "
+            "install bubblewrap, or grade as an ordinary user"
+        )
     return "none"
 
 
@@ -92,6 +97,44 @@ def warning(mode: str) -> str | None:
         "submissions), reach the network, and write wherever your user can. Install the "
         "'bubblewrap' package for isolation, or grade in a throwaway account or container."
     )
+
+
+_LIVE: set[int] = set()  # the workers this grader started and has not killed yet
+_LOCK = threading.Lock()
+
+
+def adopt_orphans() -> None:
+    """Without bwrap: make this process the subreaper of everything its workers start, so a
+    process that left its worker's tree (double fork, ``setsid``, its parent killed) is
+    re-parented here, where :func:`sweep_orphans` finds it."""
+    from geolab.assignments.worker import PR_SET_CHILD_SUBREAPER, _prctl
+
+    _prctl(PR_SET_CHILD_SUBREAPER, 1)
+
+
+def sweep_orphans() -> None:
+    """Kill (with their trees) and reap the children of this process that are not live workers:
+    what escaped a killed worker. Only meaningful after :func:`adopt_orphans`."""
+    from geolab.assignments.worker import children, kill_tree
+
+    with _LOCK:
+        for _ in range(100):
+            strays = [pid for pid in children(os.getpid()) if pid not in _LIVE]
+            if not strays:
+                return
+            for pid in strays:
+                kill_tree(pid, reap=False)
+                try:
+                    os.kill(pid, signal.SIGKILL)
+                    os.waitpid(pid, 0)
+                except (ProcessLookupError, ChildProcessError, PermissionError):
+                    pass
+
+
+def forget(pid: int) -> None:
+    """``pid`` (a worker) is dead and reaped."""
+    with _LOCK:
+        _LIVE.discard(pid)
 
 
 def _unshare() -> list[str]:
@@ -146,12 +189,13 @@ def _mount_parents(paths: list[str]) -> list[str]:
 
 def command(mode: str, view: Path, box: Path, submission: str, settings: dict) -> list[str]:
     """The command line of one worker. ``box`` holds ``in/`` (the submission copy, read-only
-    inside), ``log/`` (its output file) and, without bwrap, ``tmp/`` (its working folder)."""
+    inside) and, without bwrap, ``tmp/`` (its working folder). Nothing of the host is writable
+    inside bwrap: the student's output goes to a file descriptor the grader holds."""
     python = [sys.executable, "-m", "geolab.assignments.worker"]
     if mode == "none":
-        settings = {**settings, "log": str(box / "log" / "output.txt"), "drop_root": False}
+        settings = {**settings, "drop_root": False}
         return [*python, str(box / "in" / submission), json.dumps(settings)]
-    settings = {**settings, "log": "/log/output.txt", "drop_root": os.geteuid() == 0}
+    settings = {**settings, "drop_root": os.geteuid() == 0}
     args = ["bwrap", *_unshare(), "--die-with-parent", "--new-session", "--clearenv"]
     # The private /tmp first: a Python or checkout that lives under /tmp is bound over it.
     args += ["--proc", "/proc", "--dev", "/dev", "--size", str(settings["tmp_bytes"])]
@@ -162,26 +206,34 @@ def command(mode: str, view: Path, box: Path, submission: str, settings: dict) -
     for root in roots:
         args += ["--ro-bind", root, root]
     args += ["--ro-bind", str(view), str(PACKAGE)]  # hides the real package (and its siblings)
-    args += ["--ro-bind", str(box / "in"), "/submission"]
-    args += ["--bind", str(box / "log"), "/log", "--chdir", "/tmp"]
+    args += ["--ro-bind", str(box / "in"), "/submission", "--chdir", "/tmp"]
     if os.geteuid() == 0:  # to switch to nobody; the worker has no capability after that
         args += ["--cap-add", "CAP_SETUID", "--cap-add", "CAP_SETGID"]
-    for key, value in {**ENV, "HOME": "/tmp", "MPLCONFIGDIR": "/tmp"}.items():
+    # geolab is imported from where the view is mounted, whatever installed the real one
+    for key, value in {**ENV, "HOME": "/tmp", "MPLCONFIGDIR": "/tmp",
+                       "PYTHONPATH": str(PACKAGE.parent)}.items():  # fmt: skip
         args += ["--setenv", key, value]
     return [*args, *python, f"/submission/{submission}", json.dumps(settings)]
 
 
-def start(mode: str, view: Path, box: Path, submission: str, settings: dict):
-    """Start one worker in its own session (the grader kills the whole process group); its
-    stdin and stdout are the protocol pipes."""
+def start(mode: str, view: Path, box: Path, submission: str, settings: dict, output: int):
+    """Start one worker in its own session (the grader kills the whole process group): its
+    stdin carries requests, its stdout the child's replies, ``settings["control"]`` (a pipe's
+    write end, passed through) the supervisor's messages, and ``output`` (a file the grader
+    opened) everything the student's code prints."""
     tmp = str(box / "tmp")
     env = {**ENV, "PATH": os.environ.get("PATH", ENV["PATH"]), "HOME": tmp, "MPLCONFIGDIR": tmp}
-    return subprocess.Popen(
-        command(mode, view, box, submission, settings),
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.DEVNULL,
-        cwd=tmp,
-        env=env,
-        start_new_session=True,
-    )
+    env["PYTHONPATH"] = str(view.parent)  # without bwrap too, the worker imports the view
+    with _LOCK:  # registered before a sweep can see it
+        proc = subprocess.Popen(
+            command(mode, view, box, submission, settings),
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=output,
+            cwd=tmp,
+            env=env,
+            start_new_session=True,
+            pass_fds=(settings["control"],),
+        )
+        _LIVE.add(proc.pid)
+    return proc
