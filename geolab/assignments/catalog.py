@@ -23,29 +23,48 @@ class Assignment:
     """An assignment: its id, title, notebook file name and the module holding ``TASKS``
     (stub name -> check function taking the student's object and a seed, returning a list of
     Checks). ``needs_model``: the notebook itself builds geolab models, so a graded submission
-    sees the whole package; otherwise it sees only the assignment helpers."""
+    sees the whole package; otherwise it sees only the assignment helpers. ``hidden``: the
+    dotted names (functions, methods) of the reference the student re-creates, whose code the
+    graded submission's copy of the package does not contain (``sandbox.build_view``)."""
 
     id: str
     title: str
     notebook: str
     module: str
     needs_model: bool = False
+    hidden: tuple[str, ...] = ()
 
     @property
     def tasks(self) -> dict[str, Callable[..., list[Check]]]:
         return importlib.import_module(self.module).TASKS
 
 
-ASSIGNMENTS = {
+ASSIGNMENTS = {  # fmt: skip
     a.id: a
     for a in (
         Assignment("A1", "The Delta operator", "A1_delta.py", "geolab.assignments.a1"),
         Assignment("A2", "The Cayley rotation", "A2_cayley.py", "geolab.assignments.a2"),
         Assignment(
-            "A3", "Effective rank and rank collapse", "A3_rank.py", "geolab.assignments.a3", True
+            "A3",
+            "Effective rank and rank collapse",
+            "A3_rank.py",
+            "geolab.assignments.a3",
+            True,
+            (
+                "geolab.metrics.effective_rank",
+                "geolab.metrics._singular_values",
+                "geolab.probe.rank_profile",
+            ),
         ),
         Assignment(
-            "A4", "A residual rule of your own", "A4_rule.py", "geolab.assignments.a4", True
+            "A4",
+            "A residual rule of your own",
+            "A4_rule.py",
+            "geolab.assignments.a4",
+            True,
+            tuple(
+                f"geolab.rules.delta._MGTBlock.{m}" for m in ("__init__", "reset_init", "forward")
+            ),
         ),
     )
 }

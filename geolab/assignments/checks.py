@@ -21,6 +21,16 @@ from dataclasses import asdict, dataclass
 import torch
 
 NOT_IMPLEMENTED = "not implemented yet: replace `raise NotImplementedError` in the stub"
+# "From the formula alone" / "no dense solve", as the grader can measure it: the answer at a size
+# where no d×d float64 matrix fits in the worker's memory (20 GB; 4 GiB by default) and no dense
+# O(d³) method ends within a stub's time limit, whatever function the code calls. In a notebook
+# (no memory limit) the same property runs at SMALL_D and the guard names forbidden calls.
+BIG_D, SMALL_D = 50_000, 1_000
+
+
+def big_d(obj) -> int:
+    """The large size of a "no d×d matrix" property: BIG_D at grading, SMALL_D in place."""
+    return BIG_D if getattr(obj, "runs_elsewhere", False) else SMALL_D
 
 
 @dataclass
@@ -189,6 +199,14 @@ def forbid(paths: Iterable[str], *student, label: str | None = None):
                 for key, value in list(namespace.items()):
                     if value is original:
                         patch(namespace, key, value, dict.__setitem__, guard)
+            for fn in _functions_of(student):  # captured as a default: def f(x, _solve=solve)
+                if any(v is original for v in fn.__defaults__ or ()):
+                    new = tuple(guard if v is original else v for v in fn.__defaults__)
+                    patch(fn, "__defaults__", fn.__defaults__, setattr, new)
+                kw = fn.__kwdefaults__ or {}
+                if any(v is original for v in kw.values()):
+                    new = {k: guard if v is original else v for k, v in kw.items()}
+                    patch(fn, "__kwdefaults__", kw, setattr, new)
         yield
     except (Failed, ForbiddenCall, NotImplementedError):
         raise
@@ -199,6 +217,19 @@ def forbid(paths: Iterable[str], *student, label: str | None = None):
     finally:
         for owner, key, value, setter in reversed(saved):
             setter(owner, key, value)
+
+
+def _functions_of(objs) -> list:
+    """The student's functions, and the functions of its classes (methods, static and class
+    methods), each once."""
+    found = {}
+    for obj in objs:
+        values = vars(obj).values() if isinstance(obj, type) else [obj]
+        for value in values:
+            value = getattr(value, "__func__", value)
+            if hasattr(value, "__defaults__") and hasattr(value, "__code__"):
+                found[id(value)] = value
+    return list(found.values())
 
 
 def _globals_of_all(objs) -> list[dict]:

@@ -162,7 +162,7 @@ def grade_dir(
         Path(tmp).chmod(0o755)
         setup = {
             "mode": mode,
-            "view": sandbox.build_view(Path(tmp), spec.needs_model),
+            "view": sandbox.build_view(Path(tmp), spec.needs_model, spec.hidden),
             "timeout": timeout,
             "task_timeout": task_timeout,
             "seed": secrets.randbelow(2**31) if seed is None else int(seed),

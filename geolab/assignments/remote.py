@@ -245,22 +245,34 @@ class Session:
             if "closed" not in self._control():
                 self.kill()
 
-    def call(self, stub: str, probe: str, args: tuple, banned: list[str]):
+    def call(self, stub: str, probe: str, args: tuple, banned: list[str], on_ask=None):
         """``probe(student's stub, *args)`` in the worker; the plain value, or the student's
-        exception re-raised. Anything else the child sends is a BadReply for this stub."""
+        exception re-raised. ``on_ask(value)`` answers the probe's questions mid-call (computed
+        here, in the grader). Anything else the child sends is a BadReply for this stub."""
         if self.stub != stub:
             reply = self.open(stub)
             if "loaded" not in reply:
                 raise ProcessLost(reply.get("error", "the submission did not load again"))
         self._send({"op": "call", "probe": probe, "args": encode(tuple(args)), "banned": banned})
         reply = self._reply()
+        while set(reply) == {"ask"} and on_ask is not None:
+            try:
+                answer = on_ask(self._decode(reply["ask"]))
+            except BaseException:  # the worker waits for an answer it will not get
+                self.kill()
+                raise
+            self._send({"op": "answer", "value": encode(answer)})
+            reply = self._reply()
         if set(reply) == {"raised", "kind", "message"}:
             _raise(reply)
         if set(reply) != {"value"}:
             self.kill()
             raise BadReply("the process sent something that is not a reply")
+        return self._decode(reply["value"])
+
+    def _decode(self, data):
         try:
-            return decode(reply["value"])
+            return decode(data)
         except (ValueError, TypeError, OverflowError) as err:
             self.kill()
             raise BadReply(f"the reply is not plain data ({err})") from err
@@ -295,8 +307,8 @@ class Stub:
     def __init__(self, session: Session, name: str):
         self.session, self.name, self.banned = session, name, []
 
-    def observe(self, probe: str, *args):
-        return self.session.call(self.name, probe, args, list(self.banned))
+    def observe(self, probe: str, *args, on_ask=None):
+        return self.session.call(self.name, probe, args, list(self.banned), on_ask)
 
     def __call__(self, *args):
         return self.observe("call", *args)

@@ -14,6 +14,7 @@ Without bwrap the worker is an ordinary process in its own session with the same
 can read what your user can read. :func:`warning` says so.
 """
 
+import ast
 import json
 import os
 import shutil
@@ -144,14 +145,17 @@ def _unshare() -> list[str]:
     return ["--unshare-all"]
 
 
-def build_view(folder: Path, needs_model: bool) -> Path:
+def build_view(folder: Path, needs_model: bool, hidden: tuple[str, ...] = ()) -> Path:
     """The geolab package as a graded submission sees it, written under ``folder``: the whole
-    package (the notebook builds models), or only the assignment helpers with an empty
-    ``geolab/__init__.py``, so no reference implementation exists in the sandbox."""
+    package (the notebook builds models) with the code of each ``hidden`` function or method
+    removed (:func:`hide`), or only the assignment helpers with an empty ``geolab/__init__.py``;
+    so no reference implementation exists in the sandbox, to call, borrow, alias or exec."""
     view = Path(folder) / "geolab"
     ignore = shutil.ignore_patterns("__pycache__")
     if needs_model:
         shutil.copytree(PACKAGE, view, ignore=ignore)
+        for name in hidden:
+            hide(view, name)
     else:
         (view / "assignments").mkdir(parents=True)
         (view / "__init__.py").write_text(
@@ -162,6 +166,29 @@ def build_view(folder: Path, needs_model: bool) -> Path:
     for path in [view, *view.rglob("*")]:
         path.chmod(0o755 if path.is_dir() else 0o644)
     return view
+
+
+def hide(view: Path, name: str) -> None:
+    """Replace the body of function or method ``name`` (``geolab.module.func`` or
+    ``geolab.module.Class.method``) in the package copy ``view`` with a ``ForbiddenCall``: its
+    signature stays (imports and class definitions still work), its code is gone from the file."""
+    parts = name.split(".")
+    for split in range(len(parts) - 1, 1, -1):
+        path = view.joinpath(*parts[1:split]).with_suffix(".py")
+        if path.is_file():
+            break
+    else:
+        raise ValueError(f"hidden={name!r}: no module of geolab holds it")
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    scope, *rest = parts[split:]
+    node = next(n for n in tree.body if getattr(n, "name", None) == scope)
+    for attr in rest:
+        node = next(n for n in node.body if getattr(n, "name", None) == attr)
+    message = f"{name} is not available while your submission is graded: write it yourself"
+    node.body = ast.parse(
+        f"from geolab.assignments.checks import ForbiddenCall\nraise ForbiddenCall({message!r})"
+    ).body
+    path.write_text(ast.unparse(tree) + "\n", encoding="utf-8")
 
 
 def _environment_roots() -> list[str]:

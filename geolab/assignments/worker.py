@@ -132,15 +132,23 @@ def _send(fd: int, message: dict) -> None:
         data = data[os.write(fd, data) :]
 
 
+_PENDING = bytearray()  # read past a line; empty whenever a child forks (requests alternate)
+
+
 def _readline(fd: int) -> bytes:
-    """One line from the raw pipe, reading no byte past it (the next reader is another process)."""
-    line = bytearray()
-    while not line.endswith(b"\n"):
-        chunk = os.read(fd, 1)
+    """One line from the raw pipe. The grader sends a request only after the answer to the last,
+    so nothing past a line is ever waiting when the supervisor forks the next child."""
+    while b"\n" not in _PENDING:
+        chunk = os.read(fd, 1 << 16)
         if not chunk:
-            break
-        line += chunk
-    return bytes(line)
+            line = bytes(_PENDING)
+            _PENDING.clear()
+            return line
+        _PENDING.extend(chunk)
+    end = _PENDING.index(b"\n") + 1
+    line = bytes(_PENDING[:end])
+    del _PENDING[:end]
+    return line
 
 
 def _raised(err: BaseException) -> dict:
@@ -153,12 +161,21 @@ def _raised(err: BaseException) -> dict:
 
 
 def serve_stub(path: Path, stub: str | None, limits: dict, fd_in: int, fd_out: int) -> None:
-    """The child: load the submission, then answer calls on ``stub`` (None: load only)."""
+    """The child: load the submission, then answer calls on ``stub`` (None: load only). A probe
+    may ask the grader a question mid-call (``probes.ask``: A4's sublayer)."""
+    from geolab.assignments import probes
     from geolab.assignments.checks import forbid
-    from geolab.assignments.probes import PROBES
     from geolab.assignments.run_checks import load_submission
     from geolab.assignments.wire import decode, encode, loads
 
+    def ask(payload):
+        _send(fd_out, {"ask": encode(payload)})
+        answer = loads(_readline(fd_in))
+        if answer.get("op") != "answer":
+            raise RuntimeError("the grader did not answer")
+        return decode(answer["value"])
+
+    probes.ask = ask
     apply_limits(limits)
     try:
         names = load_submission(path, limits["stubs"])
@@ -174,7 +191,7 @@ def serve_stub(path: Path, stub: str | None, limits: dict, fd_in: int, fd_out: i
         try:
             args = decode(request["args"])
             with forbid([str(p) for p in request.get("banned", [])], obj):
-                reply = {"value": encode(PROBES[request["probe"]](obj, *args))}
+                reply = {"value": encode(probes.PROBES[request["probe"]](obj, *args))}
         except BaseException as err:  # noqa: B036 — whatever the student's code raised
             reply = _raised(err)
         _send(fd_out, reply)
