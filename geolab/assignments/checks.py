@@ -14,6 +14,7 @@ comparison with the reference happens where the student's code cannot reach it.
 """
 
 import importlib
+import sys
 from collections.abc import Callable, Iterable
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass
@@ -163,8 +164,6 @@ def forbid(paths: Iterable[str], *student, label: str | None = None):
     Checks compute their reference values outside the block (the paths are patched in place).
     A proxy for a sandboxed submission gets the paths instead: they are guarded in its process.
     """
-    import geolab
-
     paths = list(paths)
     saved = []  # (owner, key, original, setter), restored in reverse order
     remote = [obj for obj in student if getattr(obj, "runs_elsewhere", False)]
@@ -191,10 +190,14 @@ def forbid(paths: Iterable[str], *student, label: str | None = None):
                     "yourself (use torch operations instead)"
                 )
 
+            if any(obj is original for obj in student):  # the stub *is* the reference
+                guard()
+
             patch(module, attr, original, setattr, guard)
-            for key, value in list(vars(geolab).items()):
-                if value is original:
-                    patch(geolab, key, value, setattr, guard)
+            for owner in _geolab_modules():  # every alias: geolab.probe.effective_rank, ...
+                for key, value in list(vars(owner).items()):
+                    if value is original:
+                        patch(owner, key, value, setattr, guard)
             for namespace in _globals_of_all(student):
                 for key, value in list(namespace.items()):
                     if value is original:
@@ -217,6 +220,12 @@ def forbid(paths: Iterable[str], *student, label: str | None = None):
     finally:
         for owner, key, value, setter in reversed(saved):
             setter(owner, key, value)
+
+
+def _geolab_modules() -> list:
+    """The loaded modules of the geolab package (the package itself first)."""
+    return [m for name, m in list(sys.modules.items())
+            if (name == "geolab" or name.startswith("geolab.")) and m is not None]  # fmt: skip
 
 
 def _functions_of(objs) -> list:
