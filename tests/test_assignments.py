@@ -93,6 +93,7 @@ def test_release_command_writes_and_checks(tmp_path, capsys):
     assert main(["release", "--src", str(SRC), "--out", str(out)]) == 0
     assert sorted(p.name for p in out.glob("*.py")) == sorted(p.name for p in SRC.glob("*.py"))
     assert main(["release", "--src", str(SRC), "--out", str(out), "--check"]) == 0
+    assert capsys.readouterr().out.endswith(f"{out} is up to date with {SRC}\n")
     (out / ASSIGNMENTS["A1"].notebook).write_text("stale", encoding="utf-8")
     assert main(["release", "--src", str(SRC), "--out", str(out), "--check"]) == 1
     assert "out of date" in capsys.readouterr().err

@@ -136,7 +136,10 @@ def test_teacher_files_hand_grades_hidden_checks_and_skipped_files(tmp_path, cap
     argv = ["grade", str(folder), "--assignment", "A1", "--out", str(out), "--seed", "7"]
     argv += ["--hand-graded", str(hand), "--hidden", str(hidden), "--task-timeout", "20"]
     assert main(argv) == 0
-    err = capsys.readouterr().err
+    shown = capsys.readouterr()
+    err = shown.err
+    assert ": 1 submission, seed 7" in shown.out  # the summary counts in words that agree
+    assert f"hand 3.5/5  total {POINTS + 5.5:g}/{POINTS + 7:g}" in shown.out
     assert "skipped notes.txt: not a .py file" in err and "skipped dir.py: not a regular" in err
     assert "skipped link.py: a symbolic link" in err and "ghost, who has no graded" in err
     (row,) = json.loads(out.with_suffix(".json").read_text(encoding="utf-8"))

@@ -33,6 +33,7 @@ from geolab.assignments.gradebook import (
     check_gradebook,
     check_student_ids,
     read_hand_grades,
+    totals,
     write_gradebook,
 )
 from geolab.assignments.remote import Session, Stub, SubmissionTimeout
@@ -191,9 +192,14 @@ def _cmd_grade(args) -> int:
     paths, notes = write_gradebook(rows, Path(args.out), hand)
     for line in notes:
         print(line, file=sys.stderr)
-    print(f"{args.assignment} — {get(args.assignment).title}: {len(rows)} submissions, "
+    n = len(rows)
+    print(f"{args.assignment} — {get(args.assignment).title}: {n} submission{'s' * (n != 1)}, "
           f"seed {rows[0]['seed']}, sandbox {mode}")  # fmt: skip
-    for row in rows:
-        print(f"{row['submission']:<32} {row['status']:<14} {row['score']:g}/{row['max_score']:g}")
+    for row in totals(rows, hand)[0]:
+        line = f"{row['submission']:<32} {row['status']:<14} {row['score']:g}/{row['max_score']:g}"
+        if hand:
+            got = "—" if row["hand"] is None else f"{row['hand']:g}"
+            line += f"  hand {got}/{hand['max']:g}  total {row['total']:g}/{row['total_max']:g}"
+        print(line)
     print("gradebook: " + ", ".join(str(p) for p in paths))
     return 0

@@ -106,6 +106,8 @@ def _cmd_release(args) -> int:
     if args.check:
         for path in changed:
             print(f"out of date: {path} (run `geolab release`)", file=sys.stderr)
+        if not changed:
+            print(f"{args.out} is up to date with {args.src}")
         return 1 if changed else 0
     for path in changed:
         print(f"wrote {path}")

@@ -69,6 +69,9 @@ def run(prog: str, func, args) -> int:
         if int(os.environ.get("RANK", "0")) == 0:
             print(f"{prog}: interrupted", file=sys.stderr)
         return 128 + signal.SIGINT
+    except BrokenPipeError:  # `geolab info | head`: the reader left, which is no error
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # no second one at exit
+        return 0
     except ValueError as err:
         if int(os.environ.get("RANK", "0")) == 0:
             print(f"{prog}: error: {flag_names(str(err), args)}", file=sys.stderr)

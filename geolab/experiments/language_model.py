@@ -12,6 +12,8 @@ from geolab.experiments import verdicts as v
 from geolab.experiments.runs import rule_plan, train_seeds
 from geolab.experiments.scales import PAPER, SMOKE, paper_train, smoke
 
+CORPUS_NAMES = {"wikitext2": "WikiText-2", "shakespeare": "tiny-shakespeare"}  # what a scale reads
+
 NAME = "language_model"
 PARALLEL = True  # --jobs N spreads its runs, one seed per worker process
 TITLE = "MGT 5: WikiText-2 language modelling, MGT vs post-LN, pre-LN and DeepNorm"
@@ -69,6 +71,7 @@ def run(settings: dict, seeds: list[int], log) -> v.Outcome:
     per_seed = train_seeds(settings, seeds, log)
     rows = [per_seed[str(s)] for s in seeds]
     rules = settings["rules"]
+    corpus = CORPUS_NAMES[settings["task"]]
     summary = {
         "val_ppl": {r: v.mean_std([x[r]["val"]["ppl"] for x in rows]) for r in rules},
         "val_loss": {r: v.mean_std([x[r]["val"]["loss"] for x in rows]) for r in rules},
@@ -82,7 +85,7 @@ def run(settings: dict, seeds: list[int], log) -> v.Outcome:
     hyps = [
         v.gate(
             v.Hypothesis(
-                id=f"MGT < {r} (WikiText-2 ppl)",
+                id=f"MGT < {r} ({corpus} ppl)",
                 claim=f"MGT reaches a lower perplexity than {r}"
                 + (
                     " (the paper's standard transformer)"
@@ -110,11 +113,12 @@ def findings(result: dict) -> list[str]:
 
 
 def make_figures(settings: dict, per_seed: dict, summary: dict) -> dict:
+    corpus = CORPUS_NAMES[settings["task"]]
     return {
         "val-ppl": figures.dots_with_errors(
             summary["val_ppl"],
-            "WikiText-2 validation perplexity (mean ± std over seeds)",
+            f"{corpus} validation perplexity (mean ± std over seeds)",
             "perplexity",
         ),
-        **figures.first_seed_curves(per_seed, settings["rules"], "on WikiText-2"),
+        **figures.first_seed_curves(per_seed, settings["rules"], f"on {corpus}"),
     }
