@@ -53,8 +53,14 @@ def base_layout(title: str, x_title: str = "", y_title: str = "", **extra) -> di
     return layout
 
 
-def line_trace(name: str, x, y, i: int, dash: str = "solid", **extra) -> dict:
-    """A line trace coloured by ``PALETTE[i]``, its legend grouped by ``name``."""
+def color_of(name: str, i: int, colors=None) -> str:
+    """``colors[name]`` when given (a colour that stays with its rule across figures), else the
+    palette colour of position ``i``."""
+    return colors[name] if colors and name in colors else PALETTE[i % len(PALETTE)]
+
+
+def line_trace(name: str, x, y, color: str, dash: str = "solid", **extra) -> dict:
+    """A line trace of one colour, its legend grouped by ``name``."""
     return {
         "type": "scatter",
         "x": np.asarray(x),
@@ -62,7 +68,7 @@ def line_trace(name: str, x, y, i: int, dash: str = "solid", **extra) -> dict:
         "mode": "lines",
         "name": name,
         "legendgroup": name,
-        "line": {"color": PALETTE[i % len(PALETTE)], "dash": dash},
+        "line": {"color": color, "dash": dash},
         **extra,
     }
 
