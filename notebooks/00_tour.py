@@ -105,7 +105,7 @@ def _(mo, re):
     mo.md(
         "## The notebooks\n\n| notebook | what it is about |\n|:--|:--|\n"
         + "\n".join(rows)
-        + "\n\n01–05 each ask a question first: commit to a guess, then the plot answers."
+        + "\n\n01–05 and 08 each ask a question first: commit to a guess, then the plot answers."
     )
     return
 

@@ -13,16 +13,11 @@ from geolab.figures.style import (
     PALETTE,
     as_numpy,
     base_layout,
+    color_of,
     figure,
     floats,
     integer_ticks,
 )
-
-
-def _color(name: str, i: int, colors: Mapping[str, str] | None) -> str:
-    """``colors[name]`` when given (a colour that stays with its rule across figures), else the
-    palette colour of position ``i``."""
-    return colors[name] if colors and name in colors else PALETTE[i % len(PALETTE)]
 
 
 def _layer_line(name: str, values, color: str, first: int, dash: str = "solid", **extra) -> dict:
@@ -58,7 +53,7 @@ def rank_figure(
     start at layer ``first_layer`` (0 when the first value is the input, before any layer).
     """
     data = [
-        _layer_line(name, values, _color(name, i, colors), first_layer)
+        _layer_line(name, values, color_of(name, i, colors), first_layer)
         for i, (name, values) in enumerate(ranks.items())
     ]
     extra: dict = {"yaxis": {"range": [0, 1.02]}}
@@ -69,7 +64,7 @@ def rank_figure(
             _layer_line(
                 name,
                 values,
-                _color(name, i, colors),
+                color_of(name, i, colors),
                 first_layer,
                 showlegend=False,
                 xaxis="x2",
@@ -141,7 +136,7 @@ def token_cloud_figure(
                 "y": p[:, 1],
                 "mode": "markers",
                 "name": name,
-                "marker": {"color": _color(name, j, colors), "size": 7},
+                "marker": {"color": color_of(name, j, colors), "size": 7},
                 "xaxis": "x" + suffix,
                 "yaxis": "y" + suffix,
                 "hovertemplate": "token %{pointNumber}<extra>" + name + "</extra>",
