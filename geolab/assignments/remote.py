@@ -1,12 +1,16 @@
 """The grader's side of a submission's worker: a session of sandboxed processes, and proxies.
 
 :class:`Session` starts the worker (``sandbox.start``), opens one stub at a time, sends probe
-calls and reads plain-data replies, each read bounded by a deadline. A stub that runs past its
-deadline or whose process dies raises :class:`~geolab.assignments.checks.TaskStopped` (its
-checks fail, the next stub gets a fresh process); a submission past its whole time limit raises
-:class:`SubmissionTimeout`. :class:`Stub` is what the checks receive instead of the student's
-function: calling it or :func:`~geolab.assignments.checks.observe`-ing it runs the probe in the
-worker, under the guards :func:`~geolab.assignments.checks.forbid` put on it.
+calls and reads plain-data replies, each read bounded by a deadline and a size. Replies come on
+the worker's stdout, the supervisor's ``ready``/``closed`` on a control pipe no student process
+holds, and what the student prints on a file the grader holds (:meth:`Session.output_tail`).
+Whatever arrives is checked field by field; anything else is a :class:`BadReply` for that stub.
+A stub that runs past its deadline or whose process dies raises
+:class:`~geolab.assignments.checks.TaskStopped` (its checks fail, the next stub gets a fresh
+process); a submission past its whole time limit raises :class:`SubmissionTimeout`.
+:class:`Stub` is what the checks receive instead of the student's function: calling it or
+:func:`~geolab.assignments.checks.observe`-ing it runs the probe in the worker, under the
+guards :func:`~geolab.assignments.checks.forbid` put on it.
 """
 
 import os

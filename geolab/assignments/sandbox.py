@@ -5,13 +5,17 @@ Python environment and nothing else of the machine: no home folder, no repositor
 submission, no gradebook. Its own copy of its one submission is mounted read-only, /tmp is a
 private size-capped tmpfs, there is no network (new net namespace), and it runs in a new PID
 namespace tied to the grader (``--die-with-parent``): when the grader kills it, every process it
-started dies too. The geolab package it sees is a filtered copy (:func:`build_view`): for
-assignments whose notebook does not build models, only the assignment helpers — the reference
-operators cannot be imported, read or exec'd. Run as root, it drops to ``nobody`` first, since
+started dies too. No host folder is writable: what it prints goes to a file descriptor the
+grader holds. The geolab package it sees is a filtered copy (:func:`build_view`): for
+assignments whose notebook does not build models, only the assignment helpers; for the others
+the whole package with the reference functions' code removed (:func:`hide`) — the reference
+cannot be imported, borrowed, read or exec'd. Run as root, it drops to ``nobody`` first, since
 the process limit does not bind root.
 
-Without bwrap the worker is an ordinary process in its own session with the same rlimits; it
-can read what your user can read. :func:`warning` says so.
+Without bwrap the worker is an ordinary process in its own session with the same rlimits,
+importing the same filtered copy; it can read what your user can read (:func:`warning` says so).
+The grader becomes the subreaper of its workers (:func:`adopt_orphans`) and kills what escapes
+them (:func:`sweep_orphans`). As root without bwrap nothing fences a submission: refused.
 """
 
 import ast
