@@ -126,7 +126,9 @@ def _(mo):
     matters for how E∆ trains, not for its rank at initialisation.
     The other rules read none of these sliders, so moving one recomputes only the curves it
     changes. A $\beta_0$ outside $(-\lambda, \lambda)$ leaves the MGT curves out (with a
-    note) and keeps every other curve.
+    note) and keeps every other curve; so does a $\beta_0 < 0$ with $\alpha_0 > 0$ deep enough
+    that the stream, scaled by $1 - \alpha_0\beta_0 > 1$ at every step, would overflow float32
+    (past $|1 - \alpha_0\beta_0|^{2L} = 10^{15}$, the note says).
     """)
     return
 
