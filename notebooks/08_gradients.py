@@ -122,13 +122,18 @@ def _(depth, gradient_view, mo, reference, rules):
 
 
 @app.cell
-def _(mo, view):
+def _(guess, mo, view):
+    mo.stop(
+        guess.value is None,
+        mo.md("*The curves of your rules appear once you have answered the question above.*"),
+    )
     mo.md(view.markdown())
     return
 
 
 @app.cell
-def _(view):
+def _(guess, mo, view):
+    mo.stop(guess.value is None)
     view.figures["jacobian"]
     return
 
@@ -151,7 +156,8 @@ def _(mo):
 
 
 @app.cell
-def _(view):
+def _(guess, mo, view):
+    mo.stop(guess.value is None)
     view.figures["grad"]
     return
 

@@ -167,6 +167,16 @@ def test_notebook_loads_clean_and_every_slider_moves_the_numbers(browser, tmp_pa
         nb.each_slider_changes_the_numbers()
 
 
+def test_08_no_plot_before_the_answer_then_every_slider(browser, tmp_path):
+    with Notebook(browser, notebook("08_gradients"), tmp_path) as nb:
+        wait_until(lambda: nb.page.get_by_text("Pick an answer").count(), LOAD_S, "the question")
+        nb.settled()
+        assert mb.plots(nb.page) == []  # nothing that answers it is drawn yet
+        nb.predict("far below 1", "Right.")
+        wait_until(lambda: len(mb.plots(nb.page)) >= 3, LOAD_S, "the reveal and the curves")
+        nb.each_slider_changes_the_numbers()
+
+
 def test_01_beta_slider_by_keyboard_and_every_slider(browser, tmp_path):
     with Notebook(browser, notebook("01_delta_operator"), tmp_path) as nb:
         page = nb.page

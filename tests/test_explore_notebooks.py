@@ -496,6 +496,7 @@ def test_08_reveal_shows_the_vanishing_jacobian_only_after_an_answer(answer, ver
     app = load_notebook("08_gradients")
     hidden = shown(app.run()[0])
     assert "Pick an answer" in hidden and "per layer on average" not in hidden
+    assert "appear once you have answered" in hidden  # the curves wait for the answer too
     text = shown(app.run(defs={"guess": ui(answer)})[0])
     hi = explore.gradient_view((), 24).numbers["input_output"][explore.REFERENCE][0]
     assert verdict in text and "per layer on average" in text and f"{hi:.2g}" in text
