@@ -12,7 +12,6 @@ Hypothesis: 𝒮 > 0 ("orthogonal synergy"). Verdict (``verdicts.sign_verdict``)
 mean − std > 0 over seeds, not reproduced when mean + std < 0, inconclusive otherwise.
 """
 
-from geolab.experiments import figures
 from geolab.experiments import verdicts as v
 from geolab.experiments.runs import rule_plan, train_seeds
 from geolab.experiments.scales import PAPER, SMALL, SMALL_TRAIN, paper_train, smoke
@@ -95,7 +94,7 @@ def run(settings: dict, seeds: list[int], log) -> v.Outcome:
             ("pre-LN", "synergy_preln", "preln"),
         )
     ]
-    return v.Outcome(per_seed, summary, hyps, make_figures(settings, per_seed, summary))
+    return v.Outcome(per_seed, summary, hyps)
 
 
 def findings(result: dict) -> list[str]:
@@ -104,6 +103,8 @@ def findings(result: dict) -> list[str]:
 
 
 def make_figures(settings: dict, per_seed: dict, summary: dict) -> dict:
+    from geolab.experiments import figures  # plotly, only where figures are drawn
+
     depth = f"at L={settings['n_layer']}"
     return {
         "val-loss": figures.dots_with_errors(

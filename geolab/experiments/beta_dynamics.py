@@ -19,9 +19,8 @@ fraction β < 0 in deep ones (erasure), sharpening as training goes on. Verdict 
 
 import torch
 
-from geolab.experiments import figures
 from geolab.experiments import verdicts as v
-from geolab.experiments.runs import fit, model_config, text_task, train_config
+from geolab.experiments.runs import fit, model_config, text_shape, text_task, train_config
 from geolab.experiments.scales import PAPER, SMALL, paper_train, smoke
 from geolab.experiments.snapshots import beta_snapshot, snapshot_steps, text_probe
 from geolab.model import GeoTransformer
@@ -82,7 +81,7 @@ def spearman(x: list[float], y: list[float]) -> float | None:
 
 def planned(settings: dict) -> list:
     """(label, GeoConfig) of every trained run (``plan.protocol_plan``)."""
-    return [("mgt", model_config(settings, text_task(settings), "mgt"))]
+    return [("mgt", model_config(settings, text_shape(settings), "mgt"))]
 
 
 def run(settings: dict, seeds: list[int], log) -> v.Outcome:
@@ -112,7 +111,7 @@ def run(settings: dict, seeds: list[int], log) -> v.Outcome:
     summary, hyps = judge(per_seed, settings["n_layer"])
     for h in hyps:
         v.gate(h, per_seed.values())
-    return v.Outcome(per_seed, summary, hyps, make_figures(settings, per_seed, summary))
+    return v.Outcome(per_seed, summary, hyps)
 
 
 def movement(per_seed: dict) -> dict:
@@ -243,6 +242,8 @@ def findings(result: dict) -> list[str]:
 
 
 def make_figures(settings: dict, per_seed: dict, summary: dict) -> dict:
+    from geolab.experiments import figures  # plotly, only where figures are drawn
+
     first = next(iter(per_seed.values()))["snapshots"]
     layers = list(range(1, settings["n_layer"] + 1))
     final = first[list(first)[-1]]

@@ -14,9 +14,8 @@ gap is larger than at the shallowest L; not reproduced if it is above the best b
 than the stds; inconclusive otherwise.
 """
 
-from geolab.experiments import figures
 from geolab.experiments import verdicts as v
-from geolab.experiments.runs import model_config, text_task, train_rules
+from geolab.experiments.runs import model_config, text_shape, text_task, train_rules
 from geolab.experiments.scales import SMALL_TRAIN, SMOKE, paper_train
 from geolab.model import match_params
 
@@ -85,7 +84,7 @@ def smoothed(curve: list[float], window: int = SMOOTH) -> list[float]:
 
 def planned(settings: dict) -> list:
     """(label, GeoConfig) of every trained run (``plan.protocol_plan``), widths matched."""
-    task = text_task(settings)
+    task = text_shape(settings)
     return [
         (
             f"{r}/L{d}",
@@ -134,7 +133,7 @@ def run(settings: dict, seeds: list[int], log) -> v.Outcome:
             "steps_to_threshold": v.mean_std([x["steps_to_threshold"] for x in rows]),
         }
     hyps = [v.gate(judge(settings, summary), runs)]
-    return v.Outcome(per_seed, summary, hyps, make_figures(settings, per_seed, summary))
+    return v.Outcome(per_seed, summary, hyps)
 
 
 def judge(settings: dict, summary: dict) -> v.Hypothesis:
@@ -184,6 +183,8 @@ def findings(result: dict) -> list[str]:
 
 
 def make_figures(settings: dict, per_seed: dict, summary: dict) -> dict:
+    from geolab.experiments import figures  # plotly, only where figures are drawn
+
     runs, depths = summary["runs"], settings["depths"]
     per_rule = {
         key: {r: [runs[f"{r}/L{d}"][key] for d in depths] for r in settings["rules"]}

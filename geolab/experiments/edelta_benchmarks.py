@@ -35,14 +35,14 @@ reads them): the small scale trains the reference E∆ without its gate regulari
 regulariser, whose gradient reaches the state, pulls it off the task".
 """
 
-from geolab.experiments import convergence, figures
+from geolab.experiments import convergence
 from geolab.experiments import verdicts as v
 from geolab.experiments.runs import model_config, parallel_map, train_rule
 from geolab.experiments.scales import SMOKE
 from geolab.tasks import get_task
 
 NAME = "edelta_benchmarks"
-PARALLEL = True  # --jobs N spreads its runs, one (flavor, seed) per worker process
+PARALLEL = True  # --jobs N packs its runs (flavor, seed, task, model) into worker processes
 TITLE = "E∆ table: five geometric/residual models on echo, gyroscope, inversion and near-π"
 MODELS = {
     "preln": (9, 128),
@@ -189,31 +189,32 @@ def planned(settings: dict) -> list:
     return out
 
 
-def train_flavor(flavor: str, seed: int, settings: dict, log) -> dict:
-    """FLAVOR/TASK/MODEL -> the run's numbers, every task and model of one flavor and seed."""
-    row = {}
-    for name in settings["tasks"]:
-        task = get_task(name, seed=seed, flavor=flavor, **settings["task_sizes"][name])
-        predict_zero = float(task.y["val"].double().pow(2).mean())
-        for key, (rule, changes) in models_of(settings, flavor).items():
-            run = train_rule(
-                task, settings, seed, log, rule, scale=predict_zero, flavor=flavor, **changes
-            )
-            run["predict_zero"] = predict_zero
-            relative = convergence.judge(run["val_curve"], settings["train"]["steps"])
-            run["relative_improvement"] = relative["improvement"]
-            run["best_mse"] = min(run["val_curve"]["values"])
-            run["learned"] = run["val"]["mse"] * LEARNED_FACTOR <= predict_zero
-            row[f"{flavor}/{name}/{key}"] = run
-    return row
+def train_one(flavor: str, seed: int, name: str, key: str, settings: dict, log) -> dict:
+    """The numbers of model ``key`` of ``flavor`` on task ``name`` with ``seed`` (one run)."""
+    task = get_task(name, seed=seed, flavor=flavor, **settings["task_sizes"][name])
+    predict_zero = float(task.y["val"].double().pow(2).mean())
+    rule, changes = models_of(settings, flavor)[key]
+    run = train_rule(task, settings, seed, log, rule, scale=predict_zero, flavor=flavor, **changes)
+    run["predict_zero"] = predict_zero
+    relative = convergence.judge(run["val_curve"], settings["train"]["steps"])
+    run["relative_improvement"] = relative["improvement"]
+    run["best_mse"] = min(run["val_curve"]["values"])
+    run["learned"] = run["val"]["mse"] * LEARNED_FACTOR <= predict_zero
+    return run
 
 
 def run(settings: dict, seeds: list[int], log) -> v.Outcome:
-    jobs = [(flavor, seed) for seed in seeds for flavor in settings.get("flavors", FLAVORS)]
-    rows = parallel_map(train_flavor, jobs, settings, log)
+    jobs = [
+        (flavor, seed, name, key)
+        for seed in seeds
+        for flavor in settings.get("flavors", FLAVORS)
+        for name in settings["tasks"]
+        for key in models_of(settings, flavor)
+    ]
+    rows = parallel_map(train_one, jobs, settings, log)
     per_seed = {str(seed): {} for seed in seeds}
-    for (_, seed), row in zip(jobs, rows, strict=True):
-        per_seed[str(seed)].update(row)
+    for (flavor, seed, name, key), row in zip(jobs, rows, strict=True):
+        per_seed[str(seed)][f"{flavor}/{name}/{key}"] = row
     rows = [per_seed[str(s)] for s in seeds]
     table = {}
     for key in rows[0]:
@@ -228,7 +229,7 @@ def run(settings: dict, seeds: list[int], log) -> v.Outcome:
         for flavor in flavors
         for task, models, h in judge(settings, table, flavor)
     ]
-    return v.Outcome(per_seed, summary, hyps, make_figures(settings, per_seed, summary))
+    return v.Outcome(per_seed, summary, hyps)
 
 
 def advantage(table: dict, flavors) -> dict:
@@ -454,6 +455,8 @@ def flavors_of(table: dict) -> list[str]:
 
 
 def make_figures(settings: dict, per_seed: dict, summary: dict) -> dict:
+    from geolab.experiments import figures  # plotly, only where figures are drawn
+
     table = summary["table"]
     figs = {}
     for flavor in flavors_of(table):

@@ -7,7 +7,6 @@ transformer (and, as a stronger test, geolab's addition, than pre-LN and DeepNor
 per baseline (``verdicts.sign_verdict`` on the per-seed difference baseline − MGT in perplexity).
 """
 
-from geolab.experiments import figures
 from geolab.experiments import verdicts as v
 from geolab.experiments.runs import rule_plan, train_seeds
 from geolab.experiments.scales import PAPER, SMOKE, paper_train, smoke
@@ -104,7 +103,7 @@ def run(settings: dict, seeds: list[int], log) -> v.Outcome:
         for r in rules
         if r != "mgt"
     ]
-    return v.Outcome(per_seed, summary, hyps, make_figures(settings, per_seed, summary))
+    return v.Outcome(per_seed, summary, hyps)
 
 
 def findings(result: dict) -> list[str]:
@@ -113,6 +112,8 @@ def findings(result: dict) -> list[str]:
 
 
 def make_figures(settings: dict, per_seed: dict, summary: dict) -> dict:
+    from geolab.experiments import figures  # plotly, only where figures are drawn
+
     corpus = CORPUS_NAMES[settings["task"]]
     return {
         "val-ppl": figures.dots_with_errors(

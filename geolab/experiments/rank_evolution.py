@@ -16,9 +16,8 @@ stack; H2 when the trained MGT final-layer rank at the deepest stack is above 0.
 
 import torch
 
-from geolab.experiments import figures
 from geolab.experiments import verdicts as v
-from geolab.experiments.runs import fit, model_config, text_task
+from geolab.experiments.runs import fit, model_config, text_shape, text_task
 from geolab.experiments.scales import PAPER, SMALL, SMALL_TRAIN, paper_train, smoke
 from geolab.experiments.snapshots import text_probe
 from geolab.model import GeoTransformer
@@ -105,7 +104,7 @@ def measure(settings: dict, seed: int, task, probe: torch.Tensor, log) -> dict:
 
 def planned(settings: dict) -> list:
     """(label, GeoConfig) of every trained run (``plan.protocol_plan``)."""
-    task = text_task(settings)
+    task = text_shape(settings)
     return [
         (f"{r}/L{d}", model_config(settings, task, r, n_layer=d))
         for d in trained_depths(settings)
@@ -126,12 +125,7 @@ def run(settings: dict, seeds: list[int], log) -> v.Outcome:
             for phase in ("init", "trained")
             if phase in rows[0]
         }
-    return v.Outcome(
-        per_seed,
-        summary,
-        hypotheses(settings, summary, per_seed),
-        make_figures(settings, per_seed, summary),
-    )
+    return v.Outcome(per_seed, summary, hypotheses(settings, summary, per_seed))
 
 
 def hypotheses(settings: dict, summary: dict, per_seed: dict) -> list[v.Hypothesis]:
@@ -184,6 +178,8 @@ def findings(result: dict) -> list[str]:
 
 
 def make_figures(settings: dict, per_seed: dict, summary: dict) -> dict:
+    from geolab.experiments import figures  # plotly, only where figures are drawn
+
     depths = settings["depths"]
     first = per_seed[next(iter(per_seed))]
     deepest = max(depths)

@@ -9,7 +9,7 @@ run's "learned" flag instead and reads "inconclusive: not learned".
 """
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 REPRODUCED = "reproduced"
 NOT_REPRODUCED = "not reproduced at this scale"
@@ -57,12 +57,12 @@ def gate(h: Hypothesis, runs, flag: str = "converged") -> Hypothesis:
 
 @dataclass
 class Outcome:
-    """What a protocol's ``run`` returns: JSON-ready numbers and plotly figures by name."""
+    """What a protocol's ``run`` returns: JSON-ready numbers and the hypotheses (its figures are
+    drawn from the numbers by ``make_figures``, in the runner)."""
 
     per_seed: dict
     summary: dict
     hypotheses: list[Hypothesis]
-    figures: dict = field(default_factory=dict)
 
 
 def mean_std(values) -> dict:

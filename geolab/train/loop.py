@@ -296,7 +296,9 @@ def _run(model_cfg, task, tc, callback, model, plan: Plan) -> TrainResult:
         start = saved["step"]
         history = read_history(out / METRICS, start) if rank == 0 else []
     net = raw
-    if world > 1:
+    # A process group the caller set up runs DDP even with one rank (how tests/test_gpu.py
+    # checks the DDP path on one GPU); without one, a single process trains the model plainly.
+    if world > 1 or dist.is_initialized():
         ids = [device.index] if device.type == "cuda" else None
         # The reference flavor keeps tables its wrapper never reads (see GeoTransformer).
         unused = model_cfg.flavor == "reference"
