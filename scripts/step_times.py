@@ -73,6 +73,7 @@ def step_time(cfg, task, settings: dict, steps: int, warmup: int) -> dict:
         device=train_cfg.get("device", "cpu"),
         bf16=train_cfg.get("bf16", False),
         flavor=cfg.flavor,
+        progress=False,
     )
     res = train(cfg, task, tc)
     at = [row["elapsed"] for row in res.history]

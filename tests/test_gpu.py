@@ -41,6 +41,7 @@ def fit(device: str, rule: str = "preln", tmp=None, callback=None, **changes):
     )
     base = {"steps": STEPS, "batch_size": 16, "warmup": 2, "eval_every": 0, "ckpt_every": 0}
     base |= {"device": device, "bf16": False, "seed": 3, "out_dir": tmp and str(tmp)}
+    base["progress"] = False
     tc = TrainConfig(**{**base, **changes})
     with deterministic():
         res = train(cfg, task, tc, callback=callback)

@@ -47,7 +47,7 @@ def test_two_workers_give_the_numbers_of_one_process_and_a_rerun_skips(tmp_path,
     # a rerun trains nothing; a run removed is the one run trained again
     (two / "language_model-tiny-runs" / "123-mgt.json").unlink()
     capsys.readouterr()
-    assert main([*ARGS, str(two), "--jobs", "2"]) == 0
+    assert main([*ARGS, str(two), "--jobs", "2", "--force"]) == 0
     assert "7 of 8 runs found" in capsys.readouterr().out
     c = json.loads((two / "language_model-tiny.json").read_text())
     assert per_run(c) == per_run(a)
@@ -62,11 +62,11 @@ def test_a_saved_run_of_other_settings_is_refused_not_reused(tmp_path, capsys):
     record["identity"]["settings"]["d_model"] = 99
     path.write_text(json.dumps(record))
     capsys.readouterr()
-    assert main([*ARGS, str(out), "--seeds", "1"]) == 2
+    assert main([*ARGS, str(out), "--seeds", "1", "--force"]) == 2
     err = capsys.readouterr().err.strip()
     assert "\n" not in err and "42-mgt.json" in err and "d_model differ" in err
     assert "--fresh" in err
-    assert main([*ARGS, str(out), "--seeds", "1", "--fresh"]) == 0
+    assert main([*ARGS, str(out), "--seeds", "1", "--fresh", "--force"]) == 0
     assert json.loads(path.read_text())["identity"]["settings"]["d_model"] == 16
 
 

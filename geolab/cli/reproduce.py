@@ -169,6 +169,9 @@ def check_launch_flags(args: argparse.Namespace, parallel: list[str]) -> None:
             raise ValueError(f"{flag} {cluster[flag]} is not allowed; it must be >= 1")
     if args.time_limit is not None and not args.time_limit > 0:
         raise ValueError(f"--time-limit {args.time_limit} is not allowed; it must be > 0 minutes")
+    for flag, given in (("--time-limit", args.time_limit is not None), ("--fresh", args.fresh)):
+        if given and args.dry_run:
+            raise ValueError(f"{flag} is not allowed with --dry-run (it trains nothing)")
     if args.launcher is None:
         given = [flag for flag, value in cluster.items() if value is not None]
         if given:

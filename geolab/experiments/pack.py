@@ -234,6 +234,9 @@ def run_jobs(fn, jobs: list[tuple], settings: dict, log) -> list:
     sw.found += len(found)
     if found:
         log(f"{len(found)} of {len(jobs)} runs found under {sw.run_dir}; {len(todo)} to train")
+        other = sorted(str(c) for c in sw.found_git - {sw.git()["commit"]})
+        if other:
+            log(f"  some were trained at other commits ({', '.join(other)}); --fresh retrains")
     ident = identity(fn, settings)
     workers = max(1, min(settings.get("jobs", 1), len(todo)))
     sw.workers = max(sw.workers, workers)
