@@ -28,6 +28,7 @@ import torch
 
 from bench.timing import clock_name, seconds, set_clock
 from geolab.cli.bench import add_bench_arguments
+from geolab.cli.errors import check_path_flags
 from geolab.outputs import check_dir
 from geolab.threads import check_threads
 
@@ -249,8 +250,9 @@ def main(argv: list[str] | None = None) -> int:
         if unknown:
             parser.error(f"unknown benchmark(s) {unknown}; available: {', '.join(available)}")
         wanted = [name for name in available if name in names]
-    out = (Path(args.out) if args.out else HERE).resolve()
+    out = (HERE if args.out is None else Path(args.out)).resolve()
     try:
+        check_path_flags(args)  # --out '' would be the current folder
         check_dir(out, "--out")
     except ValueError as err:
         parser.error(str(err))
