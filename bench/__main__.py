@@ -28,7 +28,9 @@ import torch
 
 from bench.timing import clock_name, seconds, set_clock
 from geolab.cli.bench import add_bench_arguments
+from geolab.cli.errors import check_path_flags
 from geolab.outputs import check_dir
+from geolab.threads import check_threads
 
 HERE = Path(__file__).resolve().parent
 ORDER = ("operators", "rules", "views", "live", "train", "memory")
@@ -232,9 +234,10 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench", description=__doc__.splitlines()[0])
     add_bench_arguments(parser)
     args = parser.parse_args(argv)
-    if args.threads < 1:
-        parser.error(f"--threads={args.threads} must be >= 1")
-    torch.set_num_threads(args.threads)
+    try:
+        torch.set_num_threads(check_threads(args.threads, "--threads"))
+    except ValueError as err:
+        parser.error(str(err))
     clock = args.clock
     if clock == "auto":
         clock = "wall" if torch.cuda.is_available() else "cpu"
@@ -247,8 +250,9 @@ def main(argv: list[str] | None = None) -> int:
         if unknown:
             parser.error(f"unknown benchmark(s) {unknown}; available: {', '.join(available)}")
         wanted = [name for name in available if name in names]
-    out = (args.out or HERE).resolve()
+    out = (HERE if args.out is None else Path(args.out)).resolve()
     try:
+        check_path_flags(args)  # --out '' would be the current folder
         check_dir(out, "--out")
     except ValueError as err:
         parser.error(str(err))

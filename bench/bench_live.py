@@ -12,22 +12,26 @@ forward's ``F.linear`` calls, recorded with a ``TorchFunctionMode`` and replayed
 preallocated inputs. Targets: rank_profile of preln, mgt, edelta ≤ 2.5× its floor; a new depth
 (weights kept) ≤ 2.5× the 4 curves' floor; a β₀ move ≤ 2× the mgt curve's floor; the cold first
 load ≤ 4× the 4 curves' floor. Medians of per-round ratios; the notes give the medians of both
-sides and the spread of the ratios.
+sides and the spread of the ratios. Training steps (bench_rules' step, 12 layers) are reported
+as their ratio to preln's divided by the ratio of their linear maps' multiply-adds (≤ 1.15).
 """
 
 import itertools
+import math
 import statistics
 
 import torch
 import torch.nn.functional as F
 from torch.overrides import TorchFunctionMode
 
-from bench.timing import interleaved, median_ratio, seconds, spread
+from bench.bench_rules import _step_fn
+from bench.timing import bracketed, interleaved, median_ratio, seconds, spread
 from geolab import explore, stack
 from geolab.metrics import effective_rank
 
 RULES = ("postln", "preln", "mgt")  # 04's default curves, with the pure-attention reference
 PROFILE_RULES = ("preln", "mgt", "edelta")
+TRAIN_RULES = ("mgt", "ddl", "hc", "mhc", "edelta")
 TARGETS = {"profile": 2.5, "depth": 2.5, "beta0": 2.0, "first": 4.0}  # issue 23
 
 
@@ -243,7 +247,52 @@ def _compare_all_ms(n_layer: int, d: int, seq: int) -> float:
     )
 
 
+def _linear_flops(fn) -> int:
+    """Multiply-adds of the linear maps one call of ``fn`` runs (``F.linear`` calls recorded)."""
+    rec = _Linears()
+    with rec:
+        fn()
+    return sum(math.prod(shape[:-1]) * w.shape[0] * w.shape[1] for shape, w, _ in rec.calls)
+
+
+def _train_rows(n_layer: int, d: int, seq: int, batch: int, rounds: int) -> list[dict]:
+    """Training step / preln's (bench_rules' step: forward + backward, 12 layers), each divided
+    by the ratio of its linear maps' multiply-adds to preln's (issue 23: ≤ 1.15): how much a rule
+    costs beyond the matrix products it adds."""
+    base, _ = _step_fn("preln", n_layer, d, seq, batch)
+    steps = {r: _step_fn(r, n_layer, d, seq, batch)[0] for r in TRAIN_RULES}
+    base_flops = _linear_flops(base)
+    flops = {r: _linear_flops(step) / base_flops for r, step in steps.items()}
+    ratios = bracketed(base, steps, rounds=rounds)
+    rows = []
+    for rule in TRAIN_RULES:
+        per_flop = [r / flops[rule] for r in ratios[rule]]
+        value = statistics.median(per_flop)
+        rows.append(
+            {
+                "group": "live",
+                "name": f"training step {rule} / preln ÷ linear-map FLOP ratio ({n_layer} layers, "
+                f"D={d}, S={seq}, B={batch})",
+                "value": value,
+                "unit": "× FLOP ratio",
+                "target": "≤ 1.15×",
+                "met": value <= 1.15,
+                "notes": f"step ratio {statistics.median(ratios[rule]):.2f}, linear-map FLOP "
+                f"ratio {flops[rule]:.2f}; {spread(per_flop)}",
+            }
+        )
+    return rows
+
+
 def run(quick: bool) -> list[dict]:
     if quick:
-        return _small_views(rounds=2, min_time=0.0) + _rank_rows(4, 32, 8, {}, rounds=2)
-    return _small_views(rounds=7, min_time=0.2) + _rank_rows(200, 128, 32, TARGETS, rounds=5)
+        return (
+            _small_views(rounds=2, min_time=0.0)
+            + _rank_rows(4, 32, 8, {}, rounds=2)
+            + _train_rows(2, 32, 16, 2, rounds=2)
+        )
+    return (
+        _small_views(rounds=7, min_time=0.2)
+        + _rank_rows(200, 128, 32, TARGETS, rounds=5)
+        + _train_rows(12, 128, 64, 16, rounds=3)
+    )

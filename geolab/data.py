@@ -32,6 +32,7 @@ import hashlib
 import os
 import socket
 import threading
+import warnings
 from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import urlparse
@@ -48,6 +49,7 @@ HUB = {
 HF_SPLITS = {"train": "train", "val": "validation", "test": "test"}
 CACHE_VERSION = 1
 PROBE_TIMEOUT_S = 2.0
+NUL = b"\x00"  # in a corpus: a binary or damaged file, not text
 # The repository's data/ folder (a source checkout or an editable install).
 REPO_DATA = Path(__file__).resolve().parents[1] / "data"
 
@@ -87,9 +89,9 @@ def _load(corpus: str, data_dir, cache_dir) -> Corpus:
         files, key = None, _digest([repr(HUB[corpus]).encode()])
     cached = root / f"{corpus}-{key[:16]}.pt"
     if cached.exists():
-        blob = torch.load(cached, weights_only=True)
-        if blob.get("version") == CACHE_VERSION:
-            return Corpus(blob["splits"], blob["vocab"])
+        corpus_cached = read_cache(cached)
+        if corpus_cached is not None:
+            return corpus_cached
     if files is None:
         online, why = hub_reachable()
         if not online:
@@ -101,6 +103,36 @@ def _load(corpus: str, data_dir, cache_dir) -> Corpus:
     torch.save({"version": CACHE_VERSION, "splits": result.splits, "vocab": result.vocab}, tmp)
     os.replace(tmp, cached)
     return result
+
+
+def read_cache(path: Path) -> Corpus | None:
+    """The corpus cached in ``path``, or None (with a warning) when the file is damaged, of
+    another version or not a cache: it is then rebuilt from the sources, which it only mirrors."""
+    try:
+        blob = torch.load(path, weights_only=True)
+    except Exception as err:  # torch reports a bad file as any of half a dozen error types
+        warnings.warn(
+            f"cache {str(path)!r} is damaged ({type(err).__name__}); rebuilding it", stacklevel=3
+        )
+        return None
+    if isinstance(blob, dict) and _is_corpus(blob.get("splits"), blob.get("vocab")):
+        if blob.get("version") == CACHE_VERSION:
+            return Corpus(blob["splits"], blob["vocab"])
+        return None  # an older version: rebuilt, as intended
+    warnings.warn(f"cache {str(path)!r} is not a geolab corpus; rebuilding it", stacklevel=3)
+    return None
+
+
+def _is_corpus(splits, vocab) -> bool:
+    """Token streams (1-D int64 ids into ``vocab``) per split, and a vocabulary of strings."""
+    if not isinstance(splits, dict) or not isinstance(vocab, list) or not splits:
+        return False
+    for ids in splits.values():
+        if not (isinstance(ids, torch.Tensor) and ids.dtype == torch.int64 and ids.ndim == 1):
+            return False
+        if ids.numel() and not (0 <= int(ids.min()) and int(ids.max()) < len(vocab)):
+            return False
+    return all(isinstance(token, str) for token in vocab)
 
 
 def bundled_dir(corpus: str) -> Path | None:
@@ -135,7 +167,10 @@ def local_files(corpus: str, directory: Path) -> dict[str, Path]:
 def check_text(path: Path) -> bytes:
     """The bytes of data file ``path``; ValueError naming it if it holds no text or is not UTF-8
     (the ``datasets`` text builder would fail on it with a long traceback)."""
-    raw = path.read_bytes()
+    try:
+        raw = path.read_bytes()
+    except OSError as err:
+        raise ValueError(f"data file {str(path)!r} cannot be read ({err.strerror})") from None
     if not raw.strip():
         raise ValueError(f"data file {str(path)!r} holds no text; it must hold UTF-8 text")
     try:
@@ -145,6 +180,11 @@ def check_text(path: Path) -> bytes:
             f"data file {str(path)!r} is not UTF-8 text (byte 0x{raw[err.start]:02x} at offset "
             f"{err.start}); convert it to UTF-8"
         ) from None
+    if NUL in raw:
+        raise ValueError(
+            f"data file {str(path)!r} holds a NUL byte (offset {raw.index(NUL)}): it is not "
+            "plain text (a binary or damaged file?); it must hold UTF-8 text"
+        )
     return raw
 
 

@@ -77,5 +77,16 @@ def check_fits(
     )
 
 
+def check_allocation(need: int, what: str, hint: str, device: str = "cpu") -> None:
+    """ValueError when ``what`` needs more than the ``need`` bytes ``device`` has free (tensors
+    built outside a model: a task's samples); ``hint`` says what to lower."""
+    free = available_bytes(torch.device(device))
+    if free is not None and need > free:
+        raise ValueError(
+            f"{what} is not allowed here: it needs at least {gib(need)}, but {device} has "
+            f"{gib(free)} free; {hint}"
+        )
+
+
 def gib(n: int) -> str:
     return f"{n / 2**30:.3g} GiB"

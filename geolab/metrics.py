@@ -13,10 +13,15 @@ except in `beta_stats`, which raises.
 """
 
 import math
+import sys
 from collections.abc import Sequence
 from numbers import Real
 
 import torch
+
+# 2^100 takes the smallest subnormal of float32 (2^-149) and float64 (2^-1074) to a normal
+# number whose inverse is finite, and cannot overflow a matrix whose largest entry is subnormal.
+SUBNORMAL_LIFT = 2.0**100
 
 
 def _real_float(x, name: str, fn: str) -> torch.Tensor:
@@ -102,13 +107,18 @@ def effective_rank(X) -> torch.Tensor:
     overflow/underflow at 1e±30); floating-point rounding above 1 is clipped to 1.
 
     X: (..., S, D), S, D >= 1 -> (...), float32 (float64 for float64 input). Matrices with a
-    non-finite entry give NaN.
+    non-finite entry give NaN; subnormal ones (a state decayed towards 0) their rank, e.g.
+    1/min(S, D) for identical rows.
     """
     fn = "effective_rank"
     X = _real_float(X, "X", fn)
     _check_matrix(X, "X", fn)
     scale = X.abs().amax(dim=(-2, -1))
     finite = torch.isfinite(scale)  # amax propagates NaN, so this is "every entry finite"
+    # A subnormal scale (a state that decayed through ~100 layers) has no finite 1/scale: lift
+    # those matrices by an exact power of two first (rank is scale-invariant); others × 1.
+    lift = torch.where(finite & (scale > 0) & torch.isinf(1 / scale), SUBNORMAL_LIFT, 1.0)
+    X, scale = X * lift[..., None, None], scale * lift
     # LAPACK refuses non-finite input; zero those matrices here and mark them NaN at the end.
     inv = torch.where(finite & (scale > 0), 1 / scale, torch.zeros_like(scale))[..., None, None]
     sigma = _singular_values(X, inv)
@@ -351,8 +361,10 @@ def _flat_beta(beta, name: str, fn: str) -> torch.Tensor:
 
 def _hist_range(lo: float, hi: float, range, fn: str) -> tuple[float, float]:
     if range is None:
-        # A constant β (e.g. at init) still gets one bin of width 1 centred on it.
-        return (lo - 0.5, hi + 0.5) if lo == hi else (lo, hi)
+        # A constant β (e.g. at init) still gets one bin of width 1 centred on it (wider where
+        # ±½ would round away: |β| ≥ 2^19).
+        half, big = max(0.5, abs(lo) * 2.0**-20), sys.float_info.max
+        return (max(lo - half, -big), min(hi + half, big)) if lo == hi else (lo, hi)
     try:
         r_lo, r_hi = (float(v) for v in range)
     except (TypeError, ValueError) as e:
@@ -362,22 +374,31 @@ def _hist_range(lo: float, hi: float, range, fn: str) -> tuple[float, float]:
     return r_lo, r_hi
 
 
+# Above this |β| the statistics are computed on β scaled by a power of two (``_stats``).
+HUGE_BETA = 2.0**500
+
+
 def _check_bins(bins, fn: str) -> None:
     if isinstance(bins, bool) or not isinstance(bins, int) or bins < 1:
         raise ValueError(f"{fn}: bins={bins!r} is not allowed; use an int >= 1")
 
 
 def _stats(b: torch.Tensor, bins: int, lo: float, hi: float) -> dict:
-    hist, edges = torch.histogram(b, bins=bins, range=(lo, hi))
+    # Sums and squares of β beyond ~1e154 overflow float64 (std of ±1e308 would be inf): such
+    # β are scaled by an exact power of two, so every number is the unscaled one's rounding.
+    top = max(abs(lo), abs(hi), b.abs().max().item())
+    shift = math.frexp(top)[1] if top >= HUGE_BETA else 0
+    scaled = b * 2.0**-shift
+    hist, edges = torch.histogram(scaled, bins=bins, range=(lo * 2.0**-shift, hi * 2.0**-shift))
     return {
         "count": b.numel(),
-        "mean": b.mean().item(),
-        "std": b.std(correction=0).item(),
+        "mean": math.ldexp(scaled.mean().item(), shift),
+        "std": math.ldexp(scaled.std(correction=0).item(), shift),
         "frac_negative": (b < 0).double().mean().item(),
         "min": b.min().item(),
         "max": b.max().item(),
         "hist": [int(c) for c in hist.tolist()],
-        "edges": edges.tolist(),
+        "edges": [math.ldexp(e, shift) for e in edges.tolist()],
     }
 
 

@@ -4,6 +4,8 @@ A pure, batched, differentiable function beside ``geolab.operators``: the residu
 on one stream, this one mixes n streams (``geolab.rules.streams``).
 """
 
+import math
+
 import torch
 
 # Below this logit spread every entry of every iterate stays a normal float32: each iterate is
@@ -26,7 +28,9 @@ def sinkhorn(logits, iters=20, return_error=False):
     ``LINEAR_SPREAD``, the rounds divide by sums (``_SinkhornLinear``); otherwise (an
     accelerator, a wider spread) they run in the log domain (``_SinkhornLog``) — identical
     iterates in exact arithmetic — so a column that underflows to zero in exp(logits − max)
-    cannot produce 0/0; every finite input gives a finite M.
+    cannot produce 0/0; every finite input gives a finite M. A row or column of −∞ logits (no
+    mass to place) is taken as the limit of a constant one (``_revive_dead``), so it gives a
+    finite M too; NaN or +∞ logits give NaN.
     """
     if not isinstance(logits, torch.Tensor) or logits.ndim < 2:
         got = (
@@ -49,11 +53,10 @@ def sinkhorn(logits, iters=20, return_error=False):
         stacked = logits.to(dtype).reshape(-1, n, n).permute(1, 2, 0).contiguous()
         # The spread is read only on a CPU: on an accelerator the read is a host sync, and the
         # log domain serves every spread.
-        linear = (
-            stacked.device.type == "cpu"
-            and stacked.numel() > 0
-            and _spread_below(stacked, LINEAR_SPREAD)
-        )
+        spread = _spread(stacked) if stacked.device.type == "cpu" and stacked.numel() else None
+        if spread is None or not math.isfinite(spread):  # a −∞ logit, or NaN, may be there
+            stacked = _revive_dead(stacked)
+        linear = spread is not None and spread < LINEAR_SPREAD
         M = (_SinkhornLinear if linear else _SinkhornLog).apply(stacked, iters)
         M = M.permute(2, 0, 1).contiguous().view(logits.shape)
     if not return_error:
@@ -62,13 +65,27 @@ def sinkhorn(logits, iters=20, return_error=False):
 
 
 @torch.compiler.disable
-def _spread_below(stacked, bound):
-    """Whether every matrix of (n, n, T) spans less than ``bound`` in its logits.
+def _spread(stacked) -> float:
+    """The largest logit spread (max − min) among the matrices of (n, n, T): inf with a −∞
+    logit, NaN with a NaN.
 
     A read back to Python: left out of torch.compile, so a compiled model breaks its graph here
     on purpose (and quietly) and traces the node this answer picks.
     """
-    return bool((stacked.amax((0, 1)) - stacked.amin((0, 1))).max() < bound)
+    return (stacked.amax((0, 1)) - stacked.amin((0, 1))).max().item()
+
+
+def _revive_dead(stacked):
+    """(n, n, T) logits with every row, then every column, that is −∞ throughout set to 0.
+
+    Such a row has no mass to normalise (0/0: NaN everywhere). Sinkhorn is invariant to adding
+    a constant to a row or a column, so a row of equal logits c gives the same M for every c,
+    and 0 is its limit as c → −∞. Finite entries pass through unchanged (bit for bit).
+    """
+    for dim in (1, 0):  # (n, n, T): a matrix's row runs along dim 1, its column along dim 0
+        dead = torch.isneginf(stacked).all(dim, keepdim=True)
+        stacked = torch.where(dead, 0.0, stacked)
+    return stacked
 
 
 class _SinkhornLinear(torch.autograd.Function):

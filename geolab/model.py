@@ -106,6 +106,8 @@ class GeoTransformer(nn.Module):
                 f"input length {seq} exceeds GeoConfig.seq_len={self.cfg.seq_len} "
                 "(learned positions); raise seq_len or use pos='rope'"
             )
+        if self.cfg.vocab_size is not None:
+            check_tokens(x, self.cfg.vocab_size)
         h = self.embed(x)
         if self.pos is not None:
             h = h + self.pos.weight[:seq]
@@ -123,6 +125,25 @@ class GeoTransformer(nn.Module):
         if not regs:
             return torch.zeros((), device=self.head.weight.device)
         return self.cfg.reg_weight * torch.stack(regs).sum()
+
+
+def check_tokens(x: torch.Tensor, vocab_size: int) -> None:
+    """ValueError unless ``x`` holds integer token ids in [0, vocab_size): the embedding would
+    raise an IndexError on a CPU and a device-side assert on a GPU. The range is read back once
+    per forward (skipped while torch.compile traces, where it would break the graph)."""
+    if x.dtype not in (torch.int64, torch.int32):
+        raise ValueError(
+            f"tokens of dtype {x.dtype} are not allowed; a token model (vocab_size={vocab_size}) "
+            "takes integer ids (torch.long)"
+        )
+    if x.numel() == 0 or torch.compiler.is_compiling():
+        return
+    low, high = (v.item() for v in torch.aminmax(x))
+    if low < 0 or high >= vocab_size:
+        raise ValueError(
+            f"token ids in [{low}, {high}] are not allowed; they must lie in [0, {vocab_size}) "
+            f"(GeoConfig.vocab_size={vocab_size})"
+        )
 
 
 def count_params(model: nn.Module) -> int:

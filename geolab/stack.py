@@ -78,8 +78,10 @@ class Sublayers:
         return sum(t.numel() for t in vars(self).values() if t is not None)
 
 
-def draw_sublayers(cfg: GeoConfig, seed: int, depth: int) -> Sublayers:
-    """``Sublayers`` of ``depth`` layers for ``cfg``'s widths, layer l from seeds (seed, l)."""
+def draw_sublayers(cfg: GeoConfig, seed: int, depth: int, previous=None) -> Sublayers:
+    """``Sublayers`` of ``depth`` layers for ``cfg``'s widths, layer l from seeds (seed, l).
+    ``previous``, an attention-only draw at least as deep, lends its tables and attention
+    weights (the same seeds give the same values), so only the MLP's are drawn."""
     w = rule_class(cfg).sublayer_width(cfg)
     rows = cfg.seq_len + 1 if cfg.flavor == "reference" else cfg.seq_len
 
@@ -90,11 +92,18 @@ def draw_sublayers(cfg: GeoConfig, seed: int, depth: int) -> Sublayers:
             torch.randn(shape, generator=gen, out=out[layer]).mul_(STD)
         return out
 
+    if previous is not None and previous.depth >= depth:
+        depth = previous.depth
+        embed, pos, qkv, attn_proj = previous.embed, previous.pos, previous.qkv, previous.attn_proj
+    else:
+        embed = _normal((cfg.vocab_size, cfg.d_model), _seed(seed, -1, 0))
+        pos = _normal((rows, cfg.d_model), _seed(seed, -1, 1))
+        qkv, attn_proj = layers((3 * w, w), 0), layers((w, w), 1)
     return Sublayers(
-        embed=_normal((cfg.vocab_size, cfg.d_model), _seed(seed, -1, 0)),
-        pos=_normal((rows, cfg.d_model), _seed(seed, -1, 1)),
-        qkv=layers((3 * w, w), 0),
-        attn_proj=layers((w, w), 1),
+        embed=embed,
+        pos=pos,
+        qkv=qkv,
+        attn_proj=attn_proj,
         fc=layers((4 * w, w), 2) if cfg.mlp else None,
         mlp_proj=layers((w, 4 * w), 3) if cfg.mlp else None,
     )
@@ -166,7 +175,9 @@ def stack_weights(cfg: GeoConfig, seed: int, draw_depth: int = DRAW_DEPTH):
     def deep_enough(sub):
         return sub.depth >= cfg.n_layer and (sub.fc is not None or not cfg.mlp)
 
-    sub = _kept(_SUBLAYERS, sub_key, deep_enough, depth, partial(draw_sublayers, cfg, seed))
+    previous = _SUBLAYERS.get(sub_key, (None, 0))[0]  # an attention-only draw lends its own
+    draw = partial(draw_sublayers, cfg, seed, previous=previous)
+    sub = _kept(_SUBLAYERS, sub_key, deep_enough, depth, draw)
     fixed = _fixed(cfg)
     rules = _kept(
         _RULES,

@@ -34,6 +34,7 @@ import torch
 import torch.nn.functional as F
 
 from geolab import data
+from geolab.memory import check_allocation
 from geolab.registry import FLAVORS
 
 SPLIT_SEED = {"train": 0, "val": 1}
@@ -155,6 +156,27 @@ def _positive(task: str, **values) -> None:
             raise ValueError(f"task {task!r}: {name}={value!r} must be a positive integer")
 
 
+def _finite(task: str, **values) -> None:
+    for name, value in values.items():
+        real = isinstance(value, int | float) and not isinstance(value, bool)
+        if not real or not math.isfinite(value):
+            raise ValueError(f"task {task!r}: {name}={value!r} must be a finite number")
+
+
+def _check_size(task: str, n_train: int, n_val: int, shape: tuple, kept: int, transient: int):
+    """Refuse, before drawing, a task whose samples cannot fit in memory: a lower bound of
+    ``kept`` bytes per value of every sample (the tensors the task holds) plus ``transient``
+    per value of the larger split (its float64 draft)."""
+    values = math.prod(shape)
+    need = (n_train + n_val) * values * kept + max(n_train, n_val) * values * transient
+    size = " × ".join(map(str, shape))
+    check_allocation(
+        need,
+        f"task {task!r} with n_train={n_train}, n_val={n_val} samples of {size} values",
+        "lower n_train, n_val or the sample size",
+    )
+
+
 def _next_step(traj: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
     """Trajectory (N, T, d) -> inputs steps 1..T−1, targets steps 2..T (float32)."""
     traj = traj.float()
@@ -207,6 +229,7 @@ def copy(seed: int = 0, m: int = 32, vocab_size: int = 16, n_train: int = 8000, 
     predictable by copying. Sizes are geolab's choices (the paper gives none).
     """
     _positive("copy", m=m, vocab_size=vocab_size, n_train=n_train, n_val=n_val)
+    _check_size("copy", n_train, n_val, (2 * m - 1,), kept=17, transient=24)  # int64 x, y; mask
     x, y, mask = {}, {}, {}
     for split, n in (("train", n_train), ("val", n_val)):
         a = torch.randint(vocab_size, (n, m), generator=_generator(seed, split))
@@ -243,8 +266,10 @@ def echo(
     trajectory the key, then its noise, train trajectories first.
     """
     _positive("echo", dim=dim, steps=steps, n_train=n_train, n_val=n_val)
-    if steps < 2 or not (math.isfinite(noise) and noise >= 0):
+    _finite("echo", noise=noise)
+    if steps < 2 or not noise >= 0:
         raise ValueError(f"task 'echo': steps={steps} must be >= 2 and noise={noise} finite >= 0")
+    _check_size("echo", n_train, n_val, (steps, dim), kept=8, transient=16)
 
     def draw(rs):
         key = rs.randn(dim)
@@ -262,6 +287,11 @@ def echo(
             noise_t = torch.randn(n, steps, dim, generator=g, dtype=key.dtype)
             traj = key[:, None, :] + noise * noise_t
         x[split], y[split] = _next_step(traj)
+        if not torch.isfinite(x[split]).all():
+            raise ValueError(
+                f"task 'echo': noise={noise:g} is not allowed; the noisy states overflow float32 "
+                "(the models' dtype, |s| < 3.4e38): choose a far smaller noise"
+            )
         info[split] = {"key": key.float()}
     return _regression("echo", x, y, dim, info=info)
 
@@ -285,11 +315,13 @@ def gyroscope(
     v₀, θ, i, j, train trajectories first.
     """
     _positive("gyroscope", dim=dim, steps=steps, n_train=n_train, n_val=n_val)
+    _finite("gyroscope", theta_min=theta_min, theta_max=theta_max)
     if dim < 2 or steps < 2 or not 0 <= theta_min <= theta_max:
         raise ValueError(
             f"task 'gyroscope': need dim >= 2 (got {dim}), steps >= 2 (got {steps}) and "
             f"0 <= theta_min <= theta_max (got {theta_min}, {theta_max})"
         )
+    _check_size("gyroscope", n_train, n_val, (steps, dim), kept=8, transient=8)
 
     def draw(rs):
         v0 = rs.randn(dim)
@@ -325,6 +357,7 @@ def inversion(
     the Householder branch). seq_len and n_val are geolab's choices.
     """
     _positive("inversion", dim=dim, seq_len=seq_len, n_train=n_train, n_val=n_val)
+    _check_size("inversion", n_train, n_val, (seq_len, dim), kept=8, transient=0)
     x, y = {}, {}
     for split, n in (("train", n_train), ("val", n_val)):
         x[split] = torch.randn(n, seq_len, dim, generator=_generator(seed, split))
@@ -354,6 +387,9 @@ def near_pi(
             f"task 'near_pi': need dim >= 2 (even for multi) and steps >= 2, got "
             f"dim={dim}, steps={steps}"
         )
+    if theta is not None:
+        _finite("near_pi", theta=theta)
+    _check_size("near_pi", n_train, n_val, (steps, dim), kept=8, transient=8)
     theta = (3.10 if mode == "single" else 3.14) if theta is None else float(theta)
     pairs = torch.tensor([[0, 1]]) if mode == "single" else torch.arange(dim).view(-1, 2)
     x, y = {}, {}

@@ -19,6 +19,19 @@ import torch
 
 ENV = "GEOLAB_THREADS"
 DEFAULT = 1
+# torch takes a thread count as a C int (99999999999 overflows it); far more threads than cores
+# only thrash.
+MAX_THREADS = 1024
+
+
+def check_threads(value, flag: str) -> int:
+    """``value`` as a torch thread count: ValueError naming ``flag`` unless 1..MAX_THREADS."""
+    if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= MAX_THREADS:
+        raise ValueError(
+            f"{flag} {value} is not allowed; it must be an integer in [1, {MAX_THREADS}] "
+            f"(this machine has {os.cpu_count()} CPUs)"
+        )
+    return value
 
 
 def thread_count() -> int:
@@ -28,7 +41,7 @@ def thread_count() -> int:
         return DEFAULT
     if not value.isdigit() or int(value) < 1:
         raise ValueError(f"{ENV}={value!r} is not allowed; expected a positive integer of threads")
-    return int(value)
+    return check_threads(int(value), ENV)
 
 
 def use_threads() -> int:

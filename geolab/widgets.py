@@ -203,3 +203,22 @@ def streams_explorer() -> Explorer:
             "depth": _slider(1, 200, 1, 100, "depth L", integer=True),
         },
     )
+
+
+def gradient_explorer(rules: tuple[str, ...] = ("postln", "preln", "mgt")) -> Explorer:
+    """Notebook 08: depth and rules (width 32, 16 tokens); every J_l from one backward pass."""
+    return Explorer(
+        explore.gradient_view,
+        {
+            "rules": W.SelectMultiple(
+                options=explore.rank_rules(), value=rules, description="rules", rows=6
+            ),
+            "n_layer": W.SelectionSlider(
+                options=explore.GRADIENT_DEPTHS,
+                value=24,
+                description="depth L",
+                continuous_update=False,
+            ),
+            "reference": W.Checkbox(value=True, description="pure attention reference"),
+        },
+    )

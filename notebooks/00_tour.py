@@ -1,16 +1,18 @@
 import marimo
 
 __generated_with = "0.25.2"
-app = marimo.App(width="medium", app_title="00 · geolab tour")
+app = marimo.App(width="medium", app_title="00 · geolab tour", html_head_file="offline_head.html")
 
 
 @app.cell
 def _():
+    import re
+
     import marimo as mo
 
     from geolab import explore, glossary_markdown
 
-    return explore, glossary_markdown, mo
+    return explore, glossary_markdown, mo, re
 
 
 @app.cell(hide_code=True)
@@ -36,9 +38,10 @@ def _(mo):
     mo.md(r"""
     ## Try it: one slider, one operator
 
-    $A(k, \beta) = I - \beta\, k k^\top$ for a unit vector $k$. Slide $\beta$ from $0$
-    (identity) through $1$ (erase the $k$ component) to $2$ (a mirror) and watch the one
-    eigenvalue that moves. Notebook 01 takes this apart.
+    $A(k, \beta) = I - \beta\, k k^\top$ for a unit vector $k$, in $\mathbb{R}^4$. Slide $\beta$
+    from $0$ (identity) through $1$ to $2$ and watch the eigenvalues: three of the four stay at
+    $1$, one moves (left plot; the label $\times 3$ marks the three stacked at $1$). Notebook 01
+    takes this apart.
     """)
     return
 
@@ -56,13 +59,53 @@ def _(mo):
 def _(beta, explore, mo):
     teaser = explore.delta_view(beta.value, 0.5, 1.0)
     det = round(teaser.numbers["det"], 3) + 0.0  # + 0.0: no "−0.000"
-    mo.hstack(
+    moving = teaser.numbers["eig_along_k"] + 0.0
+    mo.vstack(
         [
-            mo.md(rf"**{teaser.numbers['mode']}** &nbsp; $\det A = {det:.3f}$"),
-            teaser.figures["image"],
-        ],
-        widths=[1, 2],
-        align="center",
+            mo.md(
+                rf"**{teaser.numbers['mode']}** &nbsp; the eigenvalue that moves:"
+                rf" ${moving:.3f}$ &nbsp; $\det A = {det:.3f}$"
+            ),
+            mo.hstack([teaser.figures["spectrum"], teaser.figures["image"]], widths="equal"),
+        ]
+    )
+    return
+
+
+@app.cell
+def _(mo, re):
+    # What each notebook is about; a notebook added to notebooks/ shows up below with its title
+    # even before it has a line here.
+    about = {
+        "00_tour": "this page",
+        "01_delta_operator": "identity → eraser → mirror: the spectrum and determinant of "
+        "$A(k, \\beta)$",
+        "02_mgt_block": "MGT's per-channel gates, and what they do to the Delta operator's "
+        "spectrum",
+        "03_cayley_householder": "rotations, mirrors and their hybrid: can a rotation invert?",
+        "04_rank_collapse": "effective rank per layer over 12–200 layers for any residual rule",
+        "05_streams": "Sinkhorn residual; composite mixing gain of HC vs mHC vs orthogonal",
+        "06_training_lab": "train small models live, compare rules side by side, watch $\\beta$ "
+        "learn",
+        "07_reproduce": "the papers' claims next to geolab's small-scale numbers, with verdicts",
+        "08_gradients": "what depth does to gradients: per-layer norms, Jacobian singular values",
+        "assignments/A1_delta": "exercise: build the Delta operator (automatic checks)",
+        "assignments/A2_cayley": "exercise: Cayley and Householder (automatic checks)",
+        "assignments/A3_rank": "exercise: effective rank (automatic checks)",
+        "assignments/A4_rule": "exercise: write your own residual rule (automatic checks)",
+    }
+    folder = mo.notebook_dir()
+    files = sorted(folder.glob("*.py")) + sorted((folder / "assignments").glob("*.py"))
+    rows = []
+    for path in files:
+        name = path.relative_to(folder).with_suffix("").as_posix()
+        title = re.search(r'app_title="([^"]*)"', path.read_text(encoding="utf-8"))
+        what = about.get(name, title.group(1) if title else "")
+        rows.append(f"| [`{name}`](?file={name}.py) | {what} |")
+    mo.md(
+        "## The notebooks\n\n| notebook | what it is about |\n|:--|:--|\n"
+        + "\n".join(rows)
+        + "\n\n01–05 and 08 each ask a question first: commit to a guess, then the plot answers."
     )
     return
 
@@ -70,32 +113,18 @@ def _(beta, explore, mo):
 @app.cell(hide_code=True)
 def _(mo):
     mo.md(r"""
-    ## The notebooks
-
-    | notebook | one idea, and the invariant shown live |
-    |:--|:--|
-    | `01_delta_operator` | identity → eraser → mirror; $\det A = 1-\beta$, $d-1$ unit eigenvalues |
-    | `02_mgt_block` | MGT's per-channel gates; $\operatorname{rank}(J - I)$ is $d$, not $1$ |
-    | `03_cayley_householder` | rotations never invert: $\det Q = 1$, $\theta < \pi$; mirrors do |
-    | `04_rank_collapse` | effective rank per layer over 12–200 layers for any residual rule |
-    | `05_streams` | Sinkhorn residual; composite mixing gain of HC vs mHC vs orthogonal |
-    | `06_training_lab` | train small models live, compare rules side by side, watch $\beta$ learn |
-    | `07_reproduce` | the papers' claims next to geolab's small-scale numbers, with verdicts |
-    | `08_gradients` | what depth does to gradients: per-layer norms, Jacobian singular values |
-    | `assignments/A1`–`A4` | exercises with automatic checks: Delta, Cayley, rank, your rule |
-
-    01–05 each start with a question: commit to a guess, then the plot answers.
-
     ## How to navigate
 
-    * Open another notebook from a terminal in the repository:
-      `.venv/bin/python -m marimo edit notebooks/01_delta_operator.py` (any name from the
-      table), or browse them all with `.venv/bin/python -m marimo edit notebooks/`.
-    * `marimo run notebooks/NN_name.py` shows a notebook as an app (code hidden);
-      `python notebooks/NN_name.py` runs it top to bottom as a script.
-    * Grey prose cells hide their code; click a cell's eye icon to see it. The plots come from
-      `geolab.figures` and the numbers from `geolab.explore`, so what you read here is the
-      library's own code path.
+    * **The links above** open each notebook when marimo serves the whole folder:
+      `.venv/bin/python -m marimo run notebooks` (read-only apps) or
+      `.venv/bin/python -m marimo edit notebooks` (editable). When marimo serves this file
+      alone, a link cannot reach the others: open one from a terminal in the repository with
+      `.venv/bin/python -m marimo edit notebooks/01_delta_operator.py` (any name above).
+    * `marimo run notebooks/NN_name.py` shows a notebook as an app, its code hidden;
+      `marimo edit` shows the code too (in edit mode, each cell's code opens from the cell
+      itself); `python notebooks/NN_name.py` runs it top to bottom as a script.
+    * The plots come from `geolab.figures` and the numbers from `geolab.explore`, so what you
+      read here is the library's own code path.
     * Jupyter users: `geolab.widgets` has the same explorers as ipywidgets.
     """)
     return

@@ -1,7 +1,9 @@
 import marimo
 
 __generated_with = "0.25.2"
-app = marimo.App(width="medium", app_title="01 · The Delta operator")
+app = marimo.App(
+    width="medium", app_title="01 · The Delta operator", html_head_file="offline_head.html"
+)
 
 
 @app.cell
@@ -19,9 +21,9 @@ def _(mo):
     # 01 · The Delta operator
 
     **What you will see.** One matrix, $A(k,\beta) = I - \beta\,\dfrac{k k^\top}{\lVert k\rVert^2}$,
-    turns into the identity, an eraser and a mirror as you slide $\beta$. Its eigenvalues, its
-    determinant and the picture of the unit circle answer at once, and the invariant
-    $\det A = 1-\beta$ is checked live against a numerical determinant.
+    changes character as you slide the number $\beta$. Its eigenvalues, its determinant and the
+    picture of the unit circle answer at once, and the determinant's closed form is checked
+    live against a numerical determinant. First, a guess.
 
     The Delta operator is the heart of *Deep Delta Learning* (Su & You 2026, arXiv:2601.01014, Eq.
     1): a residual connection that can **erase** along one direction $k$ before it **writes**
@@ -50,21 +52,26 @@ def _(delta_view, guess, mo):
             mo.callout(
                 mo.md(
                     ("**Right.** " if right else f"**Not {guess.value}.** ")
-                    + rf"$\det A = 1 - \beta = {mirror.numbers['det']:+.4f}$ (computed): at"
-                    r" $\beta = 2$ the one eigenvalue along $k$ is $1-\beta = -1$ and the other"
-                    r" $d-1$ stay at $1$. $A$ is the Householder mirror: it flips $k$ and keeps"
-                    r" lengths, so the circle below maps onto itself, turned inside out."
+                    + rf"At $\beta = 2$, $\det A = {mirror.numbers['det']:+.4f}$ (computed)."
+                    r" The plot marks $\beta = 2$ on the determinant's line; beside it, $A$ at"
+                    r" $\beta = 2$ maps the unit circle onto itself, turned inside out."
                 ),
                 kind="success" if right else "warn",
             ),
             mo.hstack([mirror.figures["det"], mirror.figures["image"]], widths="equal"),
+            mo.md(
+                r"**Why?** $A$ leaves every vector orthogonal to $k$ alone ($d-1$ eigenvalues"
+                r" $1$) and scales $k$ by $1-\beta$, so $\det A = 1-\beta = -1$ at $\beta = 2$:"
+                r" $A$ is the Householder mirror, which flips $k$ and keeps lengths."
+            ),
         ]
     )
     return
 
 
 @app.cell(hide_code=True)
-def _(mo):
+def _(guess, mo):
+    mo.stop(guess.value is None)
     mo.md(r"""
     ## The spectrum in one line
 
@@ -129,13 +136,20 @@ def _(mo, view):
 
 
 @app.cell
-def _(mo, view):
+def _(guess, mo, view):
+    mo.stop(
+        guess.value is None,
+        mo.md(
+            "*The eigenvalues and the determinant along $\\beta$ appear once you have answered.*"
+        ),
+    )
     mo.hstack([view.figures["spectrum"], view.figures["det"]], widths="equal")
     return
 
 
 @app.cell(hide_code=True)
-def _(mo):
+def _(guess, mo):
+    mo.stop(guess.value is None)
     mo.md(r"""
     ## What $A$ does to the unit circle
 

@@ -1,7 +1,7 @@
 import marimo
 
 __generated_with = "0.25.2"
-app = marimo.App(width="medium", app_title="02 · The MGT block")
+app = marimo.App(width="medium", app_title="02 · The MGT block", html_head_file="offline_head.html")
 
 
 @app.cell
@@ -26,9 +26,9 @@ def _(mo):
 
     Slide $\lambda, \epsilon, \alpha, \beta_0$ and watch the range of $\beta$, its distribution
     over 64 tokens × 16 channels, the fraction that turns negative, and what the tangent gate
-    does to one token's update. The last plot tests a gap in the paper's theory (its Proposition
-    3.5): the Jacobian of this elementwise update does **not** have the $d-1$ unit eigenvalues of
-    the rank-1 Delta operator it is named after.
+    does to one token's update. The last part tests a claim of the paper's theory (its
+    Proposition 3.5): what does this elementwise update do to the spectrum of the rank-1 Delta
+    operator it is named after? Commit to a guess before the plot answers.
     """)
     return
 
@@ -127,7 +127,13 @@ def _(mo):
     $\alpha\beta$ the old state is kept and $V$ is **accumulated**; as $\alpha\beta \to 1$ the old
     value is **erased** and replaced; a negative $\beta$ amplifies the old state and subtracts
     $V$. The table's *retention* row shows $1 - \alpha\beta$ over all channels. The tangent gate
-    $\sigma(\mathrm{LN}(XW_{gate}))$ scales the write $V$ channel by channel (bars below).
+    $g = \sigma(\mathrm{LN}(XW_{gate}))$ scales the write $V$ channel by channel. The bars
+    below show the write alone, without the decay $-\alpha\beta x$: at init attention's output
+    is about a thousandth of the state, so the decay dominates the whole update and the gate's
+    effect would not show. The diamonds are $g$ itself (right axis), between 0 and 1 per
+    channel. No slider moves $g$: it reads only the tokens $X$ and $W_{gate}$, both fixed here,
+    and its mean sits near $\tfrac12$ because the layer norm centres $XW_{gate}$ before the
+    sigmoid.
     """)
     return
 
@@ -141,7 +147,7 @@ def _(mo, view):
 @app.cell(hide_code=True)
 def _(mo):
     mo.md(r"""
-    ## The Jacobian: elementwise is not rank-1
+    ## The Jacobian: does MGT keep the Delta operator's spectrum?
 
     For one token, $J = \partial x'/\partial x$ (computed by autograd through geolab's `mgt`
     rule and a real attention layer). The Delta operator $A(k, \beta_0)$ changes only one
@@ -155,32 +161,56 @@ def _(mo):
 def _(mo):
     guess = mo.ui.radio(
         options=["15 of 16, like the Delta operator", "about half", "none of them"],
-        label=r"**Predict first.** How many of the 16 eigenvalues of MGT's Jacobian $J$ are"
-        r" exactly $1$?",
+        label=r"**Predict first.** At the default settings ($\lambda = 1$, $\epsilon = 0$,"
+        r" $\alpha = 0.1$, $\beta_0 = 0.5$, $W_\beta$ scale 1), how many of the 16 eigenvalues of"
+        r" MGT's Jacobian $J$ are exactly $1$?",
     )
     mo.vstack([guess])
     return (guess,)
 
 
 @app.cell
-def _(guess, mo, view):
+def _(guess, mgt_view, mo):
     mo.stop(guess.value is None, mo.md("*Pick an answer: the plot appears once you have.*"))
-    _n = view.numbers
+    # The case asked, not the sliders: the reveal stays when a slider leaves the allowed range.
+    _asked = mgt_view(1.0, 0.0, 0.1, 0.5, 1.0)
+    _n = _asked.numbers
     _right = guess.value == "none of them"
     mo.vstack(
         [
             mo.callout(
                 mo.md(
                     ("**Right.** " if _right else "**No.** ")
-                    + f"At these sliders {_n['unit_eigs_mgt']} of 16 eigenvalues of $J$ equal 1"
-                    f" (the Delta operator: {_n['unit_eigs_delta']} of 16), and"
+                    + f"At the default settings {_n['unit_eigs_mgt']} of 16 eigenvalues of $J$"
+                    f" equal 1 (the Delta operator: {_n['unit_eigs_delta']} of 16), and"
                     f" $\\operatorname{{rank}}(J - I) = {_n['rank_mgt']}$ against"
-                    f" $\\operatorname{{rank}}(A - I) = {_n['rank_delta']}$. Every direction is"
-                    ' rescaled, so the geometric reading "erase along $k$, keep the rest" does'
-                    " not carry over. The plot puts each eigenvalue's distance from 1 on a log"
-                    " axis: the Delta operator's 15 sit on the floor, MGT's are all well above."
+                    f" $\\operatorname{{rank}}(A - I) = {_n['rank_delta']}$. The plot puts each"
+                    " eigenvalue's distance from 1 on a log axis: the Delta operator's 15 sit on"
+                    " the floor, MGT's are all well above."
                 ),
                 kind="success" if _right else "warn",
+            ),
+            _asked.figures["jacobian"],
+            mo.md(
+                r"**Why?** The update rescales every channel by its own factor"
+                r" $1 - \alpha\beta_i$ and writes on every channel, so every direction of the"
+                r" token moves: the geometric reading *erase along $k$, keep the rest* does not"
+                r" carry over from the Delta operator to MGT."
+            ),
+        ]
+    )
+    return
+
+
+@app.cell
+def _(guess, mo, view):
+    mo.stop(guess.value is None)
+    _n = view.numbers
+    mo.vstack(
+        [
+            mo.md(
+                f"**At your sliders:** {_n['unit_eigs_mgt']} of 16 eigenvalues of $J$ equal 1,"
+                f" $\\operatorname{{rank}}(J - I) = {_n['rank_mgt']}$."
             ),
             view.figures["jacobian"],
         ]

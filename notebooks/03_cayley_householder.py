@@ -1,7 +1,11 @@
 import marimo
 
 __generated_with = "0.25.2"
-app = marimo.App(width="medium", app_title="03 · Cayley, Householder and the hybrid")
+app = marimo.App(
+    width="medium",
+    app_title="03 · Cayley, Householder and the hybrid",
+    html_head_file="offline_head.html",
+)
 
 
 @app.cell
@@ -16,21 +20,68 @@ def _():
 @app.cell(hide_code=True)
 def _(mo):
     mo.md(r"""
-    # 03 · Rotations that never invert, mirrors that always do
+    # 03 · Cayley rotations, Householder mirrors and the hybrid
 
-    **What you will see.** A rotation built from two vectors by the Cayley map keeps
-    $\det Q = +1$ and $Q^\top Q = I$ for every $\beta$, and its angle $\theta$ creeps towards
-    $\pi$ but never reaches it — so $-1$ is never an eigenvalue and a Cayley layer can never
-    map $x$ to $-x$ (the *inversion problem*, Shahmansoori 2026, arXiv:2605.06729, Theorem 4.6). A
-    Householder mirror has $\det = -1$ and inverts in one step. E∆-MHC-Geo mixes the two with a gate
-    $\gamma$; the mixture is orthogonal only at the ends, and its regulariser cannot push a gate
-    that sits at $\gamma = \tfrac12$.
+    **What you will see.** The Cayley map turns two vectors $u, v$ and a scale $\beta$ into a
+    rotation $Q$ of the plane they span: $\det Q = +1$ and $Q^\top Q = I$ for every $\beta$,
+    and the angle $\theta$ it turns by grows with $\beta$. Can such a rotation map a vector $x$
+    to $-x$? That would need $\theta = \pi$ (the *inversion problem*, Shahmansoori 2026,
+    arXiv:2605.06729, Theorem 4.6). A Householder mirror has $\det = -1$. E∆-MHC-Geo mixes the
+    two with a gate $\gamma$; the mixture is orthogonal only at the ends, and its regulariser
+    cannot push a gate that sits at $\gamma = \tfrac12$.
     """)
     return
 
 
-@app.cell(hide_code=True)
+@app.cell
 def _(mo):
+    guess = mo.ui.radio(
+        options=[
+            "yes: at some finite β, θ = π and Q maps x to −x",
+            "no: θ gets ever closer to π but stays below it",
+            "θ passes π and wraps around",
+        ],
+        label=r"**Predict first.** Turn the Cayley scale up to $\beta = 1000$ (angle $a = 1.2$"
+        r" between $u$ and $v$). Does the rotation angle $\theta$ reach $\pi$?",
+    )
+    mo.vstack([guess])
+    return (guess,)
+
+
+@app.cell
+def _(explore, guess, mo):
+    mo.stop(guess.value is None, mo.md("*Pick an answer: the plot appears once you have.*"))
+    _far = explore.cayley_limit_view(1000.0, 1.2)
+    _n = _far.numbers
+    _right = guess.value.startswith("no")
+    mo.vstack(
+        [
+            mo.callout(
+                mo.md(
+                    ("**Right.** " if _right else "**No.** ")
+                    + rf"At $\beta = 1000$ (angle $a = 1.2$): $\theta/\pi = "
+                    rf"{_n['theta_over_pi']:.6f}$, $\pi - \theta = {_n['gap']:.2e}$, and the"
+                    rf" nearest eigenvalue of $Q$ is still {_n['distance_to_minus_one']:.1e}"
+                    r" away from $-1$. The plot follows $\pi - \theta$ from $\beta = 0.1$ up to"
+                    r" exactly $\beta = 1000$ on log axes: it shrinks like $1/\beta$ and never"
+                    r" reaches $0$."
+                ),
+                kind="success" if _right else "warn",
+            ),
+            _far.figures["gap"],
+            mo.md(
+                r"**Why?** $\theta = 2\arctan(\beta\omega/2)$ and $\arctan$ never reaches"
+                r" $\pi/2$, so $\pi - \theta = 2\arctan\big(2/(\beta\omega)\big) > 0$ at every"
+                r" finite $\beta$: a Cayley rotation can never invert a vector."
+            ),
+        ]
+    )
+    return
+
+
+@app.cell(hide_code=True)
+def _(guess, mo):
+    mo.stop(guess.value is None)
     mo.md(r"""
     ## The Cayley map of a rank-2 generator
 
@@ -41,45 +92,6 @@ def _(mo):
     geolab applies it in closed form with no solve; the table compares it with the dense solve.
     Here $u = e_1$, $v = \cos a\, e_1 + \sin a\, e_2$, $k = (e_2 + e_3)/\sqrt2$ in $\mathbb{R}^4$.
     """)
-    return
-
-
-@app.cell
-def _(mo):
-    guess = mo.ui.radio(
-        options=[
-            "yes: at some finite β, θ = π and Q maps x to −x",
-            "no: θ creeps towards π but stays below it",
-            "θ passes π and wraps around",
-        ],
-        label=r"**Predict first.** Turn the Cayley scale up to $\beta = 1000$. Does the"
-        r" rotation angle $\theta$ reach $\pi$?",
-    )
-    mo.vstack([guess])
-    return (guess,)
-
-
-@app.cell
-def _(cayley_view, guess, mo):
-    mo.stop(guess.value is None, mo.md("*Pick an answer: the plot appears once you have.*"))
-    _far = cayley_view(1000.0, 1.2, 0.5).numbers
-    _right = guess.value.startswith("no")
-    mo.vstack(
-        [
-            mo.callout(
-                mo.md(
-                    ("**Right.** " if _right else "**No.** ")
-                    + rf"At $\beta = 1000$ (angle $a = 1.2$): $\theta/\pi = "
-                    rf"{_far['theta_over_pi']:.6f}$, and the nearest eigenvalue of $Q$ is still "
-                    rf"{_far['distance_to_minus_one']:.1e} away from $-1$. "
-                    r"$\theta = 2\arctan(\beta\omega/2)$ and $\arctan$ never reaches"
-                    r" $\pi/2$: a Cayley rotation can never invert a vector."
-                ),
-                kind="success" if _right else "warn",
-            ),
-            cayley_view(20.0, 1.2, 0.5).figures["angle"],
-        ]
-    )
     return
 
 
@@ -135,7 +147,11 @@ def _(mo, view):
 
 
 @app.cell
-def _(mo, view):
+def _(guess, mo, view):
+    mo.stop(
+        guess.value is None,
+        mo.md("*The spectrum of $Q$ and its angle along $\\beta$ appear once you have answered.*"),
+    )
     mo.hstack([view.figures["spectrum"], view.figures["angle"]], widths="equal")
     return
 
@@ -147,7 +163,12 @@ def _(mo):
 
     $H_2(k) = I - 2kk^\top$ is a mirror ($\det = -1$). A convex combination of two orthogonal
     maps is not orthogonal: between the ends the singular values of $G_\gamma$ drop below $1$,
-    and $\det G_\gamma$ has to pass from $-1$ to $+1$ — through $0$.
+    and $\det G_\gamma$ has to pass from $-1$ to $+1$ — through $0$. It passes at
+    $\gamma = \tfrac12$, for every rotation $Q$: $G_{1/2} = \tfrac12 H_2(k)\,(H_2(k)\,Q + I)$,
+    and $H_2(k)\,Q$ is orthogonal with $\det = -1$, so it always has the eigenvalue $-1$ (its
+    real eigenvalues are $\pm1$, its complex ones come in pairs of product $1$, and they all
+    multiply to $-1$). The matching eigenvector $x$ has $G_{1/2}\,x = 0$: at $\gamma = \tfrac12$
+    the hybrid erases a whole direction, whatever $\beta$ and $a$ are.
 
     The gate regulariser $L_{gate}(\gamma) = 4\gamma(1-\gamma)$ pushes $\gamma$ to $0$ or $1$,
     but its gradient $4 - 8\gamma$ vanishes at $\gamma = \tfrac12$, exactly where the gate is

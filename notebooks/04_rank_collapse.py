@@ -1,7 +1,11 @@
 import marimo
 
 __generated_with = "0.25.2"
-app = marimo.App(width="medium", app_title="04 · Rank collapse in deep stacks")
+app = marimo.App(
+    width="medium",
+    app_title="04 · Rank collapse in deep stacks",
+    html_head_file="offline_head.html",
+)
 
 
 @app.cell
@@ -31,9 +35,9 @@ def _(mo):
     $1$ when all directions are used equally, and small when the tokens collapse onto one
     vector.
     The lower panel shows Dong et al.'s residual $\lVert X - \mathbf 1 \bar x^\top\rVert / \lVert
-    X\rVert$, the distance from "all tokens equal". Pure attention (no skip, no MLP) is the
-    reference: its rank collapses within a few layers (Dong et al. 2021). Everything here is at
-    initialisation, width $D = 128$.
+    X\rVert$, the distance from "all tokens equal". Pure attention (no skip, no MLP, Dong et al.
+    2021) is the reference. Everything here is at initialisation, width $D = 128$; layer 0 is the
+    input, the embedded tokens before any layer.
     """)
     return
 
@@ -60,15 +64,20 @@ def _(guess, mo, rank_view):
             mo.callout(
                 mo.md(
                     ("**Right.** " if _right else "**No.** ")
-                    + f"It ends at {_pure.numbers['final_rank'][_ref]:.4f}, and Dong's"
-                    f" residual at {_pure.numbers['final_residual'][_ref]:.1e}: the 32"
-                    " tokens are one vector. The effective rank cannot go below $1/S$: even a"
-                    r" single direction has entropy $H = 0$, so $\exp(H)/\min(S, D) = 1/32$."
-                    " That floor, not 0, is what collapse looks like here."
+                    + f"Pure attention, 24 layers, 32 tokens: its effective rank ends at"
+                    f" {_pure.numbers['final_rank'][_ref]:.4f}, and Dong's residual at"
+                    f" {_pure.numbers['final_residual'][_ref]:.1e}: the 32 tokens are one"
+                    " vector, within a few layers."
                 ),
                 kind="success" if _right else "warn",
             ),
             _pure.figures["rank"],
+            mo.md(
+                r"**Why?** Each attention layer replaces every token by an average of tokens,"
+                r" and with no skip nothing restores their differences. The effective rank"
+                r" cannot go below $1/S$: even a single direction has entropy $H = 0$, so"
+                r" $\exp(H)/\min(S, D) = 1/32$. That floor, not 0, is what collapse looks like."
+            ),
         ]
     )
     return
@@ -111,10 +120,15 @@ def _(mo):
     mo.md(r"""
     The MGT rules with a Delta controller (`mgt`, `mgt_ddl`) start every token at
     $\beta = \beta_0$ with range $\lambda$ and decay $\alpha$. **$\gamma_0$ only matters for
-    `edelta`**, which starts its hybrid gate there: add `edelta` to the rules to see it move.
+    `edelta`**, which starts its hybrid gate there, and only a little at init: at 24 layers
+    `edelta`'s final rank goes from 0.94 at $\gamma_0 = 0.05$ to 0.90 at $\gamma_0 = 0.9$
+    (add `edelta` to the rules and look at the readout's digits, not the plot). The gate
+    matters for how E∆ trains, not for its rank at initialisation.
     The other rules read none of these sliders, so moving one recomputes only the curves it
     changes. A $\beta_0$ outside $(-\lambda, \lambda)$ leaves the MGT curves out (with a
-    note) and keeps every other curve.
+    note) and keeps every other curve; so does a $\beta_0 < 0$ with $\alpha_0 > 0$ deep enough
+    that the stream, scaled by $1 - \alpha_0\beta_0 > 1$ at every step, would overflow float32
+    (past $|1 - \alpha_0\beta_0|^{2L} = 10^{15}$, the note says).
     """)
     return
 
@@ -198,7 +212,11 @@ def _(depth, explore, gates, mo, reference, rules):
 
 
 @app.cell
-def _(mo, rules, view):
+def _(guess, mo, rules, view):
+    mo.stop(
+        guess.value is None,
+        mo.md("*The curves of your rules appear once you have answered the question above.*"),
+    )
     _notes = [
         mo.callout(mo.md(f"`{name}` is not drawn: {message}"), kind="warn")
         for name, message in view.numbers["rejected"].items()
@@ -210,7 +228,8 @@ def _(mo, rules, view):
 
 
 @app.cell
-def _(view):
+def _(guess, mo, view):
+    mo.stop(guess.value is None)
     view.figures["rank"]
     return
 
@@ -230,9 +249,10 @@ def _(mo):
 
     ## The tokens themselves
 
-    Each panel shows the 32 token vectors after one layer, projected on that layer's two main
-    directions (scaled to unit mean norm). Healthy tokens form a cloud; collapsed tokens are one
-    point. Slide the layer.
+    Each panel shows the 32 token vectors after one layer (layer 0: the input), projected on
+    that layer's two main directions (scaled to unit mean norm) and centred on their mean.
+    Healthy tokens form a cloud; collapsed tokens are one point in the middle of the panel.
+    Every panel has the same scale. Slide the layer.
     """)
     return
 
@@ -240,7 +260,7 @@ def _(mo):
 @app.cell
 def _(depth, mo):
     layer = mo.ui.slider(
-        1,
+        0,
         depth.value,
         value=depth.value,
         label="layer",

@@ -1,7 +1,9 @@
 import marimo
 
 __generated_with = "0.25.2"
-app = marimo.App(width="medium", app_title="05 · Streams and their mixers")
+app = marimo.App(
+    width="medium", app_title="05 · Streams and their mixers", html_head_file="offline_head.html"
+)
 
 
 @app.cell
@@ -20,11 +22,12 @@ def _(mo):
 
     **What you will see.** Hyper-connections keep $n = 4$ parallel residual streams and mix
     them at every step with an $n \times n$ matrix $H_{res}$. Over $L$ steps the signal is
-    multiplied by $H_L \cdots H_1$. Unconstrained mixers (HC) make that product explode or
-    vanish; mHC projects each mixer onto the **doubly stochastic** matrices with Sinkhorn–Knopp,
-    whose products stay doubly stochastic with gain $1$; orthogonal mixers (JPmHC, E∆) keep
+    multiplied by $H_L \cdots H_1$. Hyper-connections (HC) leave each mixer unconstrained; mHC
+    projects each mixer onto the **doubly stochastic** matrices with Sinkhorn–Knopp, whose
+    products stay doubly stochastic with gain $1$; orthogonal mixers (JPmHC, E∆) keep
     Euclidean lengths ($\lVert Qx\rVert_2 = \lVert x\rVert_2$). The catch (Shahmansoori 2026,
-    arXiv:2605.06729): finite Sinkhorn is only *approximately* doubly stochastic.
+    arXiv:2605.06729): finite Sinkhorn is only *approximately* doubly stochastic. First, a guess
+    about the product.
     """)
     return
 
@@ -52,14 +55,18 @@ def _(guess, mo, streams_view):
             mo.callout(
                 mo.md(
                     ("**Right.** " if _right else "**No.** ")
-                    + f"It is {_gain:.2e}: each HC mixer stretches some direction by a factor"
-                    " above 1 and the product compounds it, layer after layer. mHC's"
-                    " Sinkhorn-projected mixers stay at 1 (top panel: the flat lines; bottom"
-                    " panel: the same lines on a linear axis)."
+                    + f"100 HC mixers with $\\sigma = 2$: the forward Amax gain of the product is"
+                    f" {_gain:.2e}. mHC's Sinkhorn-projected mixers stay at 1 (top panel: the"
+                    " flat lines; bottom panel: the same lines on a linear axis)."
                 ),
                 kind="success" if _right else "warn",
             ),
             _hc.figures["gain"],
+            mo.md(
+                "**Why?** Each HC mixer $I + \\tanh(2G)$ stretches some direction by a factor"
+                " above 1, and nothing pulls the product back: the stretch compounds layer after"
+                " layer, exponentially in depth."
+            ),
         ]
     )
     return
@@ -118,7 +125,11 @@ def _(depth, iters, spread, streams_view):
 
 
 @app.cell
-def _(mo, view):
+def _(guess, mo, view):
+    mo.stop(
+        guess.value is None,
+        mo.md("*The readout and the gains appear once you have answered the question above.*"),
+    )
     mo.md(view.markdown())
     return
 
@@ -158,13 +169,22 @@ def _(mo):
     $\sqrt n = 2$ (a row $(\tfrac12, \tfrac12, \tfrac12, \tfrac12)$), because
     $\lVert P\rVert_\infty \le \sqrt n\,\lVert P\rVert_2$. So the orthogonal mixer's Amax
     gain around $1.7$ is not growth: its 2-norm line sits at $1$. The bottom panel zooms on
-    everything but HC, with the $\sqrt n$ bound dotted.
+    everything but HC, from $0$ to $1.3\sqrt n$, with the $\sqrt n$ bound dotted. One colour per
+    mixer family; solid: Amax forward, dashed: Amax backward, dotted: 2-norm.
+
+    **Why JPmHC can grow.** Two fixed-point steps only approximate the Cayley map, so each
+    JPmHC mixer is orthogonal only up to its truncation error, which grows quickly with the
+    size of its generator: the last row of the table shows the mean 2-norm of one mixer
+    ($1$ would be orthogonal). A product of $L$ mixers that each stretch by $1 + \varepsilon$
+    grows like $(1 + \varepsilon)^L$: raise $\sigma$ to 4 at depth 200 and JPmHC's gain leaves
+    the zoom for $10^{15}$, while the exact Cayley mixers stay at $1$.
     """)
     return
 
 
 @app.cell
-def _(view):
+def _(guess, mo, view):
+    mo.stop(guess.value is None)
     view.figures["gain"]
     return
 

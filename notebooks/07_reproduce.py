@@ -1,7 +1,9 @@
 import marimo
 
 __generated_with = "0.25.2"
-app = marimo.App(width="medium", app_title="07 · Reproducing the papers")
+app = marimo.App(
+    width="medium", app_title="07 · Reproducing the papers", html_head_file="offline_head.html"
+)
 
 
 @app.cell
@@ -132,7 +134,8 @@ def _(mo):
     ## Rerun it yourself
 
     The button reruns the chosen protocol at *tiny* scale (seconds; a smoke test of the same
-    code, not a measurement). It needs no network: the protocols that train on text read the
+    code, not a measurement: its verdicts are printed as "not comparable" beside the committed
+    ones). It needs no network: the protocols that train on text read the
     copy of tiny-shakespeare shipped in the repository's `data/` unless `$GEOLAB_DATA` points
     elsewhere. If a run fails, the error is shown here. From a terminal,
     `geolab reproduce NAME --scale small` regenerates the committed numbers; with the same seed
@@ -149,7 +152,7 @@ def _(mo):
 
 
 @app.cell
-def _(get_protocol, mo, protocol, rerun, run_protocol):
+def _(get_protocol, mo, protocol, report, rerun, results, run_protocol):
     mo.stop(not rerun.value, mo.md("*Press the button to rerun the chosen protocol.*"))
     messages = []
     try:
@@ -167,17 +170,21 @@ def _(get_protocol, mo, protocol, rerun, run_protocol):
             kind="danger",
         )
     else:
-        verdicts = "\n".join(
-            f"- {h['id']}: **{h['verdict']}** — {h['measured']}" for h in fresh["hypotheses"]
-        )
         rerun_output = mo.vstack(
             [
                 mo.md(
-                    f"Tiny run finished in {fresh['provenance']['wall_time_s']:.1f} s."
-                    f"\n\n{verdicts}"
+                    f"Tiny run finished in {fresh['provenance']['wall_time_s']:.1f} s.\n\n"
+                    + report.smoke_markdown(fresh, results.get(protocol.value))
                 ),
                 *fresh_figs.values(),
-                mo.accordion({"log": mo.plain_text("\n".join(messages))}),
+                mo.accordion(
+                    {
+                        "reductions of this tiny run": mo.md(
+                            "\n".join(f"- {k}: {v}" for k, v in fresh["reductions"].items())
+                        ),
+                        "log": mo.plain_text("\n".join(messages)),
+                    }
+                ),
             ]
         )
     rerun_output  # noqa: B018 (the cell's output)

@@ -1,7 +1,11 @@
 import marimo
 
 __generated_with = "0.25.2"
-app = marimo.App(width="medium", app_title="08 · What depth does to gradients")
+app = marimo.App(
+    width="medium",
+    app_title="08 · What depth does to gradients",
+    html_head_file="offline_head.html",
+)
 
 
 @app.cell
@@ -118,13 +122,18 @@ def _(depth, gradient_view, mo, reference, rules):
 
 
 @app.cell
-def _(mo, view):
+def _(guess, mo, view):
+    mo.stop(
+        guess.value is None,
+        mo.md("*The curves of your rules appear once you have answered the question above.*"),
+    )
     mo.md(view.markdown())
     return
 
 
 @app.cell
-def _(view):
+def _(guess, mo, view):
+    mo.stop(guess.value is None)
     view.figures["jacobian"]
     return
 
@@ -147,7 +156,8 @@ def _(mo):
 
 
 @app.cell
-def _(view):
+def _(guess, mo, view):
+    mo.stop(guess.value is None)
     view.figures["grad"]
     return
 
@@ -167,7 +177,8 @@ def _(mo):
 
     What training does with these starting points: notebook 04 ends with the committed
     rank-evolution runs, the same rank curves before and after 800 training steps; notebook 06
-    trains models live.
+    trains models live. Back to the map of all notebooks: `00_tour`; exercises with automatic
+    checks: `notebooks/assignments/` (A3 measures rank collapse yourself).
     """)
     return
 

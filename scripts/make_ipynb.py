@@ -1,4 +1,4 @@
-"""Build Jupyter tutorials from the marimo notebooks 00–05:
+"""Build Jupyter tutorials from the marimo notebooks 00–05 and 08:
 ``python scripts/make_ipynb.py [OUT_DIR]`` (default build/ipynb; ``--no-execute`` skips running).
 
 Each tutorial is Jupyter-native: the notebook's prose as markdown cells (the same text, read from
@@ -30,6 +30,7 @@ EXPLORERS = {
     "03_cayley_householder": "cayley_explorer",
     "04_rank_collapse": "rank_explorer",
     "05_streams": "streams_explorer",
+    "08_gradients": "gradient_explorer",
 }
 HEADER = (
     "> Jupyter edition of `notebooks/{name}.py`, built by `make notebooks-ipynb`. The explorer "

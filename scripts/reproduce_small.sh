@@ -31,7 +31,9 @@ lane_b="rank_evolution beta_dynamics ablation depth_scaling reflection"
 run_lane() {
   for name in "$@"; do
     echo "$(date -u +%FT%TZ) start $name" >>"$logs/schedule.log"
-    "$py" -m geolab reproduce "$name" --scale small --threads 1 --out "$out" \
+    # --fresh: every run retrained at this commit, none reused from OUT/NAME-small-runs/;
+    # --force: the committed NAME-small.json is replaced
+    "$py" -m geolab reproduce "$name" --scale small --threads 1 --fresh --out "$out" --force \
       >"$logs/$name.log" 2>&1 || echo "$(date -u +%FT%TZ) FAILED $name" >>"$logs/schedule.log"
     echo "$(date -u +%FT%TZ) done $name" >>"$logs/schedule.log"
   done

@@ -7,6 +7,7 @@ which needs processes, has its own test below.
 """
 
 import json
+import math
 import os
 import shutil
 import socket
@@ -14,6 +15,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
 import torch
 from conftest import TINY_TRAIN
@@ -74,6 +76,28 @@ def damage(kind: str):
     return setup
 
 
+def damage_state(kind: str):
+    """A run whose checkpoint loads but does not fit: weights of other shapes, RNG states cut."""
+
+    def setup(tmp: Path, finished: Path) -> None:
+        ckpt = _run_copy(tmp, finished)
+        state = load_checkpoint(ckpt)
+        if kind == "shapes":
+            state["model"]["head.weight"] = torch.zeros(3, 5)
+        elif kind == "rng":
+            state["rng"][0]["cpu"] = state["rng"][0]["cpu"][:100]
+        elif kind == "data-rng":
+            state["data_rng"] = torch.zeros(7, dtype=torch.uint8)
+        torch.save(state, ckpt)
+
+    return setup
+
+
+def users_folder(tmp: Path, finished: Path) -> None:
+    (tmp / "mine").mkdir()
+    (tmp / "mine" / "config.json").write_text('{"my": "settings"}\n')
+
+
 def a_file(tmp: Path, finished: Path) -> None:
     (tmp / "file").write_text("not a folder\n")
 
@@ -109,6 +133,47 @@ def submissions(tmp: Path, finished: Path) -> None:
     (tmp / "subs").mkdir()
     (tmp / "subs" / "alice.py").write_text("x = 1\n")
     a_file(tmp, finished)
+
+
+def two_ids(tmp: Path, finished: Path) -> None:
+    submissions(tmp, finished)
+    (tmp / "subs" / "Alice.PY").write_text("x = 2\n")
+
+
+def hand_csv(text: str):
+    def setup(tmp: Path, finished: Path) -> None:
+        submissions(tmp, finished)
+        (tmp / "hand.csv").write_text(text)
+
+    return setup
+
+
+def earlier_gradebook(tmp: Path, finished: Path) -> None:
+    submissions(tmp, finished)
+    (tmp / "gb.csv").write_text("submission,total\nbob.py,3\n")
+    (tmp / "gb_feedback").mkdir()
+    (tmp / "gb_feedback" / "bob.md").write_text("# bob.py\n")
+
+
+def a_folder(name: str):
+    def setup(tmp: Path, finished: Path) -> None:
+        submissions(tmp, finished)
+        (tmp / name).mkdir()
+
+    return setup
+
+
+def bad_second_source(tmp: Path, finished: Path) -> None:
+    instructor_copy(tmp, finished)
+    (tmp / "src" / "B_broken.py").write_text("### BEGIN SOLUTION\nx = 1\n")
+
+
+def result_file(name: str, result: dict):
+    def setup(tmp: Path, finished: Path) -> None:
+        (tmp / "res").mkdir()
+        (tmp / "res" / name).write_text(json.dumps(result))
+
+    return setup
 
 
 G = ["grade", "{tmp}/subs", "--assignment", "A1", "--sandbox", "none"]
@@ -173,6 +238,62 @@ CASES = [
         [*TINY, "--out", "{tmp}/run"],
         a_run,
         "already holds a run; pass resume=True",
+    ),
+    (
+        "train-out-holds-users-config",
+        [*TINY, "--out", "{tmp}/mine"],
+        users_folder,
+        "its config.json is not a geolab run's and a run would overwrite it",
+    ),
+    (
+        "train-out-empty",
+        [*TINY, "--out", ""],
+        None,
+        "--out '' is not allowed: it names no file or folder",
+    ),
+    (
+        "train-warmup-longer-than-steps",
+        [*TINY, "--warmup", "5", "--out", "{tmp}/never"],
+        None,
+        "--warmup 5 is not allowed; it must be <= --steps 3",
+    ),
+    pytest.param(
+        "train-n-train-huge",
+        [*TINY, "--n-train", "10000000000", "--out", "{tmp}/never"],
+        None,
+        "task 'gyroscope' with n_train=10000000000, n_val=4 samples of 256 × 16 values",
+        marks=HUGE,
+    ),
+    pytest.param(
+        "train-inversion-huge-seq",
+        [*TINY[:2], "inversion", *TINY[3:], "--seq-len", "100000000", "--out", "{tmp}/never"],
+        None,
+        "samples of 100000000 × 64 values is not allowed here: it needs at least",
+        marks=HUGE,
+    ),
+    (
+        "resume-other-n-train",
+        [*TINY, "--out", "{tmp}/run", "--resume", "--n-train", "32"],
+        a_run,
+        "resume: n_train=32 differs from the run's n_train=16",
+    ),
+    (
+        "resume-other-shapes",
+        [*TINY, "--out", "{tmp}/run", "--resume"],
+        damage_state("shapes"),
+        "does not fit this run (its model weights differ in names or shapes: ",
+    ),
+    (
+        "resume-rng-state-cut",
+        [*TINY, "--out", "{tmp}/run", "--resume"],
+        damage_state("rng"),
+        "does not fit this run (its RNG state is damaged",
+    ),
+    (
+        "resume-data-rng-state-damaged",
+        [*TINY, "--out", "{tmp}/run", "--resume"],
+        damage_state("data-rng"),
+        "does not fit this run (its data generator state is damaged",
     ),
     # train --resume: a checkpoint that is not geolab's is never loaded, and never unpickled
     (
@@ -242,6 +363,12 @@ CASES = [
         text_data("wikitext2", b"\xc3\x28"),
         "train.txt' is not UTF-8 text",
     ),
+    (
+        "shakespeare-nul-byte",
+        ["train", "--task", "shakespeare", "--data-dir", "{tmp}/data", "--out", "{tmp}/never"],
+        text_data("shakespeare", b"to be\x00 or not to be, that is the question\n" * 20),
+        "input.txt' holds a NUL byte (offset 5)",
+    ),
     # grade: the gradebook's place is checked before grading
     (
         "grade-out-under-file",
@@ -262,6 +389,68 @@ CASES = [
         "cannot write in '/sys'",
         marks=NO_SYSFS,
     ),
+    (
+        "grade-timeout-inf",
+        [*G, "--timeout", "inf", "--out", "{tmp}/gb.csv"],
+        submissions,
+        "--timeout inf is not allowed; it must be a finite number in (0, 1e+06]",
+    ),
+    (
+        "grade-task-timeout-nan",
+        [*G, "--task-timeout", "nan", "--out", "{tmp}/gb.csv"],
+        submissions,
+        "--task-timeout nan is not allowed",
+    ),
+    (
+        "grade-memory-gb-inf",
+        [*G, "--memory-gb", "inf", "--out", "{tmp}/gb.csv"],
+        submissions,
+        "--memory-gb inf is not allowed; it must be a finite number in (0, 1e+06]",
+    ),
+    (
+        "grade-out-txt",
+        [*G, "--out", "{tmp}/grades.txt"],
+        submissions,
+        "--out='{tmp}/grades.txt' is not allowed: the gradebook is a CSV file; name it "
+        "'{tmp}/grades.csv'",
+    ),
+    (
+        "grade-out-existing-folder",
+        [*G, "--out", "{tmp}/results"],
+        a_folder("results"),
+        "--out='{tmp}/results' is not allowed: it is a folder; name the gradebook CSV, e.g. "
+        "'{tmp}/results/gradebook.csv'",
+    ),
+    (
+        "grade-over-earlier-gradebook",
+        [*G, "--out", "{tmp}/gb.csv"],
+        earlier_gradebook,
+        "--out='{tmp}/gb.csv' already holds a gradebook (gb.csv, gb_feedback); pass --force",
+    ),
+    (
+        "grade-two-submissions-one-id",
+        [*G, "--out", "{tmp}/gb.csv"],
+        two_ids,
+        "holds submissions of one student id: Alice.PY and alice.py",
+    ),
+    (
+        "grade-hand-graded-twice",
+        [*G, "--out", "{tmp}/gb.csv", "--hand-graded", "{tmp}/hand.csv"],
+        hand_csv("student,points,max\nalice,2,5\nbob,1,5\nalice,4,5\n"),
+        "hand.csv:4: student 'alice' is graded twice (first on line 2)",
+    ),
+    (
+        "grade-hand-graded-inf",
+        [*G, "--out", "{tmp}/gb.csv", "--hand-graded", "{tmp}/hand.csv"],
+        hand_csv("student,points,max\nalice,inf,inf\n"),
+        "hand.csv:2: points=inf, max=inf: both must be finite, max > 0",
+    ),
+    (
+        "grade-out-empty",
+        [*G, "--out", ""],
+        submissions,
+        "--out '' is not allowed: it names no file or folder",
+    ),
     # release, bench, reproduce: --out an existing file, or over the instructor sources
     (
         "release-out-is-file",
@@ -280,6 +469,38 @@ CASES = [
         ["release", "--src", "{tmp}/src", "--out", "{tmp}/src/student"],
         instructor_copy,
         "is the instructor folder",
+    ),
+    (
+        "release-bad-source-writes-nothing",
+        ["release", "--src", "{tmp}/src", "--out", "{tmp}/release"],
+        bad_second_source,
+        "B_broken.py:1: ### BEGIN SOLUTION is never closed",
+    ),
+    (
+        "bench-threads-huge",
+        ["bench", "--quick", "--only", "rules", "--threads", "99999999999", "--out", "{tmp}/b"],
+        None,
+        "--threads 99999999999 is not allowed; it must be an integer in [1, 1024]",
+    ),
+    (
+        "reproduce-threads-huge",
+        ["reproduce", "ablation", "--threads", "99999999999", "--out", "{tmp}/never"],
+        None,
+        "--threads 99999999999 is not allowed",
+    ),
+    (
+        "reproduce-over-an-earlier-result",
+        ["reproduce", "ablation", "--out", "{tmp}/res"],
+        result_file("ablation-tiny.json", {"protocol": "ablation"}),
+        "--out '{tmp}/res' already holds ablation-tiny.json, an earlier ablation result at "
+        "scale tiny; pass --force",
+    ),
+    (
+        "reproduce-readme-result-without-config",
+        ["reproduce", "--readme", "--out", "{tmp}/res"],
+        result_file("ablation-small.json", {"protocol": "ablation", "summary": {}}),
+        "ablation-small.json' is not a result of ablation written by `geolab reproduce` (it lacks "
+        "['config', 'per_seed', 'hypotheses'])",
     ),
     (
         "bench-out-is-file",
@@ -319,6 +540,7 @@ def test_bad_input_is_one_line_and_exit_2(
 ):
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     monkeypatch.setenv("GEOLAB_CACHE", str(tmp_path / "cache"))
+    monkeypatch.chdir(tmp_path)  # what an empty path would quietly write to is watched too
     if setup is not None:
         setup(tmp_path, finished_run)
     before = {p: p.read_bytes() for p in tmp_path.rglob("*") if p.is_file()}
@@ -359,7 +581,7 @@ def test_a_folder_left_before_the_first_checkpoint_is_rerun(tmp_path, capsys):
     saying so; half-written temporary files of dead processes are removed."""
     out = tmp_path / "run"
     out.mkdir()
-    (out / "config.json").write_text("{}\n")
+    (out / "config.json").write_text('{"task": {}, "model": {}, "train": {}}\n')
     (out / "metrics.jsonl").write_text('{"step": 1}\n')
     (out / ".ckpt.pt.tmp999999999").write_bytes(b"half")  # no such process
     (out / f".ckpt.pt.tmp{os.getppid()}").write_bytes(b"live")  # a live process: kept
@@ -413,3 +635,327 @@ def test_torchrun_user_error_prints_once_and_every_rank_exits_2(tmp_path):
     assert text.count("exitcode  : 2") == 2, text  # torchrun's summary: both ranks exited 2
     assert f'File "{REPO / "geolab"}' not in text  # no traceback through geolab
     assert not (tmp_path / "never").exists()
+
+
+# --- the Python API: non-finite or huge numbers, NaN from degenerate input, lost data -----------
+
+
+@pytest.mark.parametrize(
+    "view, kwargs, fragment",
+    [
+        ("rank_view", dict(rules=("preln",), n_layer=float("inf")), "n_layer=inf is not allowed"),
+        ("rank_view", dict(rules=("preln",), n_layer=float("nan")), "n_layer=nan is not allowed"),
+        ("rank_view", dict(rules=("preln",), n_layer=10**400), "is not allowed; expected an int"),
+        ("delta_view", dict(beta=0.5, phi=0.1, v=0.2, d=float("inf")), "d=inf is not allowed"),
+        ("delta_view", dict(beta=float("inf"), phi=0.1, v=0.2), "beta=inf is not allowed"),
+        ("streams_view", dict(iters=float("inf"), spread=1.0, depth=4), "iters=inf is not"),
+        ("streams_view", dict(iters=5, spread=1.0, depth=True), "depth=True is not allowed"),
+        ("cayley_view", dict(beta=10**400, angle=1.0, gamma=0.5), "is not allowed; expected a"),
+    ],
+)
+def test_a_view_refuses_a_non_finite_or_huge_slider_value(view, kwargs, fragment):
+    from geolab import explore
+
+    with pytest.raises(ValueError, match=".*") as err:
+        getattr(explore, view)(**kwargs)
+    assert fragment in str(err.value)
+
+
+def test_a_view_takes_integral_floats_and_numpy_ints():
+    import numpy as np
+
+    from geolab.explore.view import check_int
+
+    assert check_int("n", 12.0, 1, 400) == 12 and check_int("n", np.int64(24), 1, 400) == 24
+
+
+@pytest.mark.parametrize(
+    "name, options, fragment",
+    [
+        ("echo", dict(noise=1e300), "noise=1e+300 is not allowed; the noisy states overflow"),
+        ("echo", dict(noise=float("inf")), "noise=inf must be a finite number"),
+        ("near_pi", dict(theta=float("nan")), "theta=nan must be a finite number"),
+        ("near_pi", dict(theta=float("inf")), "theta=inf must be a finite number"),
+        ("near_pi_multi", dict(theta=float("-inf")), "theta=-inf must be a finite number"),
+        ("gyroscope", dict(theta_max=float("inf")), "theta_max=inf must be a finite number"),
+        ("gyroscope", dict(theta_min=float("nan")), "theta_min=nan must be a finite number"),
+        pytest.param(
+            "inversion", dict(seq_len=10**8), "it needs at least", marks=HUGE, id="inversion-seq"
+        ),
+        pytest.param("copy", dict(n_train=10**12), "it needs at least", marks=HUGE, id="copy-n"),
+    ],
+)
+def test_a_task_refuses_what_would_be_nan_or_not_fit(name, options, fragment):
+    from geolab.tasks import get_task
+
+    small = {"n_train": 4, "n_val": 2, **options}
+    with pytest.raises(ValueError) as err:
+        get_task(name, **small)
+    assert fragment in str(err.value)
+
+
+@pytest.mark.parametrize(
+    "tokens, fragment",
+    [
+        (torch.tensor([[1.0, 2.0]]), "tokens of dtype torch.float32 are not allowed"),
+        (torch.tensor([[1, 8]]), "token ids in [1, 8] are not allowed; they must lie in [0, 8)"),
+        (torch.tensor([[-1, 3]]), "token ids in [-1, 3] are not allowed"),
+    ],
+)
+def test_a_token_model_refuses_float_or_out_of_range_ids(tokens, fragment):
+    from geolab.model import GeoTransformer
+
+    model = GeoTransformer(GeoConfig(vocab_size=8, n_layer=1, d_model=16, n_head=2, seq_len=4))
+    with pytest.raises(ValueError) as err:
+        model(tokens)
+    assert fragment in str(err.value)
+    assert model(torch.tensor([[0, 7]])).isfinite().all()  # the edges of the range are fine
+
+
+def _with_rows_at_zero(logits: torch.Tensor) -> torch.Tensor:
+    """The logits with every all −∞ row (then column) set to 0: what sinkhorn must equal."""
+    out = logits.clone()
+    for m in out.view(-1, *out.shape[-2:]):
+        m[torch.isneginf(m).all(1)] = 0.0
+        m[:, torch.isneginf(m).all(0)] = 0.0
+    return out
+
+
+@pytest.mark.parametrize("where", ["row", "column", "matrix", "row-and-column"])
+def test_sinkhorn_of_a_row_of_minus_inf_is_finite(where):
+    from geolab.mixing import sinkhorn
+
+    torch.manual_seed(0)
+    logits = torch.randn(3, 4, 4, dtype=torch.float64)
+    inf = float("-inf")
+    if where in ("row", "row-and-column"):
+        logits[1, 2, :] = inf
+    if where in ("column", "row-and-column"):
+        logits[2, :, 0] = inf
+        logits[2, 3, 1] = inf  # a lone −∞ next to finite logits: weight 0 there
+    if where == "matrix":
+        logits[0] = inf
+    logits.requires_grad_(True)
+    M = sinkhorn(logits, iters=30)
+    assert M.isfinite().all()
+    assert torch.allclose(M.sum(-1), torch.ones(3, 4, dtype=torch.float64))
+    assert torch.allclose(M, sinkhorn(_with_rows_at_zero(logits.detach()), iters=30), atol=1e-12)
+    M.sum().backward()
+    assert logits.grad.isfinite().all()
+
+
+def test_sinkhorn_of_finite_logits_is_unchanged_by_the_minus_inf_guard():
+    from geolab.mixing import _SinkhornLinear, _SinkhornLog, sinkhorn
+
+    torch.manual_seed(1)
+    small, wide = torch.randn(5, 4, 4), 40 * torch.randn(5, 4, 4)
+    stack = lambda x: x.reshape(-1, 4, 4).permute(1, 2, 0).contiguous()  # noqa: E731
+    unstack = lambda M: M.permute(2, 0, 1).reshape(5, 4, 4)  # noqa: E731
+    assert torch.equal(sinkhorn(small, 20), unstack(_SinkhornLinear.apply(stack(small), 20)))
+    assert torch.equal(sinkhorn(wide, 20), unstack(_SinkhornLog.apply(stack(wide), 20)))
+
+
+def _exact_stats(values: list[float]) -> tuple[float, float]:
+    """Mean and population std by exact rational arithmetic (no overflow), an independent
+    computation of beta_stats' two numbers."""
+    from fractions import Fraction
+
+    exact = [Fraction(v) for v in values]
+    mean = sum(exact) / len(exact)
+    var = sum((v - mean) ** 2 for v in exact) / len(exact)
+    top = max(abs(v) for v in exact)
+    return float(mean), float(top) * math.sqrt(float(var / top**2))
+
+
+@pytest.mark.parametrize(
+    "values",
+    [[1e308, -1e308, 1e308], [1e308] * 3, [-1.7e308, 1.7e308, 0.0, 3.0], [1e200, -2e200]],
+)
+def test_beta_stats_of_huge_betas_is_finite_and_exact(values):
+    from geolab.metrics import beta_stats
+
+    stats = beta_stats(torch.tensor(values, dtype=torch.float64), bins=8)
+    mean, std = _exact_stats(values)
+    assert stats["mean"] == pytest.approx(mean, rel=1e-12, abs=1e-300)
+    assert stats["std"] == pytest.approx(std, rel=1e-12, abs=1e-300)
+    assert all(math.isfinite(e) for e in stats["edges"]) and sum(stats["hist"]) == len(values)
+    assert stats["edges"][0] <= min(values) and stats["edges"][-1] >= max(values)
+
+
+def test_beta_stats_of_ordinary_betas_is_the_plain_computation():
+    from geolab.metrics import beta_stats
+
+    b = torch.randn(1000, dtype=torch.float64, generator=torch.Generator().manual_seed(3))
+    stats = beta_stats(b, bins=10)
+    hist, edges = torch.histogram(b, bins=10, range=(b.min().item(), b.max().item()))
+    assert stats["mean"] == b.mean().item() and stats["std"] == b.std(correction=0).item()
+    assert stats["edges"] == edges.tolist() and stats["hist"] == hist.long().tolist()
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+def test_effective_rank_of_a_subnormal_state(dtype):
+    """A state that decayed through hundreds of attention-only layers is subnormal: 1/max|x|
+    overflows, and eigh failed on the inf·0 it made. Its rank is that of the same matrix at a
+    normal scale (an exact power of two apart), 1/S for identical rows."""
+    from geolab.metrics import effective_rank
+
+    tiny = torch.finfo(dtype).tiny  # the smallest normal number: below it, subnormal
+    rows = torch.randn(1, 64, dtype=dtype).expand(16, 64) * tiny / 8
+    noise = torch.randn(16, 64, dtype=dtype, generator=torch.Generator().manual_seed(0))
+    for X in (rows, noise * tiny / 16):
+        assert torch.equal(X * 2.0**60 / 2.0**60, X)  # exactly representable when lifted
+        got = effective_rank(X)
+        assert got.isfinite() and got == pytest.approx(effective_rank(X * 2.0**60).item(), 1e-5)
+    assert effective_rank(rows).item() == pytest.approx(1 / 16, rel=1e-4)
+
+
+def test_rank_of_400_attention_only_layers_is_the_floor(capsys):
+    """`rank --residual noskip --no-mlp` deep enough to decay the state below float32's normal
+    range: every rank finite, the last at the floor 1/S (within 5 %: a subnormal keeps only a
+    few bits, so the collapsed rows differ by their rounding)."""
+    argv = ["rank", "--residual", "noskip", "--no-mlp", "--layers", "400", "--batch", "1"]
+    assert main([*argv, "--json"]) == 0
+    ranks = [row["effective_rank"] for row in json.loads(capsys.readouterr().out)["profile"]]
+    assert all(math.isfinite(r) for r in ranks) and ranks[-1] == pytest.approx(1 / 32, rel=0.05)
+
+
+def test_mgt_refuses_an_init_that_overflows_and_04_draws_no_nan():
+    """β₀ < 0 makes MGT's stream grow by |1 − α₀β₀| per step at init: 04 drew 40 of 100 ranks
+    NaN at β₀ = −0.5, α₀ = 1. Such configs are refused with the reason, 04 names them, and every
+    curve it does draw at the sliders' reachable extremes is finite."""
+    from geolab import explore
+    from geolab.rules.delta import MAX_INIT_GROWTH
+
+    with pytest.raises(ValueError) as err:
+        GeoConfig(residual="mgt", vocab_size=8, n_layer=50, beta0=-0.5, alpha0=1.0)
+    assert "grows by |1 − α₀β₀|^steps = 1.5^100 = 1e18 at init and overflows float32" in str(
+        err.value
+    )
+    view = explore.rank_view(("mgt", "mgt_ddl"), 100, beta0=-0.5, alpha0=1.0, reference=False)
+    assert set(view.numbers["rejected"]) == {"mgt", "mgt_ddl"}
+    assert any("not drawn" in label for label, _ in view.readout)
+    # the sliders' extremes: β₀ = ±0.95 and the most negative β₀ allowed, α₀ = 1, both depths
+    for depth, beta0 in ((12, -0.95), (200, -0.05), (200, 0.95)):
+        assert (1 + 0.05) ** 400 <= MAX_INIT_GROWTH  # -0.05 is allowed at 200 layers
+        view = explore.rank_view(("mgt", "mgt_ddl", "edelta"), depth, beta0=beta0, alpha0=1.0)
+        assert not view.numbers["rejected"], view.numbers["rejected"]
+        for curves in (view.numbers["ranks"], view.numbers["residuals"], view.numbers["clouds"]):
+            assert all(np.isfinite(c).all() for c in curves.values())
+
+
+def test_an_empty_out_dir_is_refused_by_the_python_api():
+    from geolab.train import TrainConfig
+
+    with pytest.raises(ValueError, match="TrainConfig.out_dir='' is not allowed; name a folder"):
+        TrainConfig(out_dir="")
+
+
+def test_resume_on_another_task_of_the_same_shape_is_refused(tmp_path):
+    """echo and near_pi feed the same model (64-dim vectors, 7 steps): only config.json's task
+    record tells them apart."""
+    from geolab.tasks import get_task
+    from geolab.train import TrainConfig, train
+
+    echo = get_task("echo", steps=8, n_train=8, n_val=2)
+    near = get_task("near_pi", steps=8, n_train=8, n_val=2)
+    cfg = GeoConfig(n_layer=1, d_model=16, n_head=2, **echo.model_fields())
+    tc = dict(steps=2, batch_size=2, warmup=1, device="cpu", out_dir=str(tmp_path / "run"))
+    train(cfg, echo, TrainConfig(**tc))
+    with pytest.raises(ValueError) as err:
+        train(cfg, near, TrainConfig(**tc, resume=True))
+    assert "resume: task='near_pi' differs from the run's task='echo'" in str(err.value)
+
+
+def test_resume_after_config_json_was_deleted_writes_it_anew(tmp_path, finished_run, capsys):
+    out = tmp_path / "run"
+    shutil.copytree(finished_run, out)
+    (out / "config.json").unlink()
+    assert main([*TINY, "--out", str(out), "--resume", "--steps", "4"]) == 0
+    assert "config.json' is missing or damaged: it is written anew" in capsys.readouterr().err
+    config = json.loads((out / "config.json").read_text())
+    assert config["task"] == {"name": "gyroscope", "seq_len": 255, "n_train": 16}
+    assert config["train"]["steps"] == 4 and config["resumes"] == [{"step": 3, "steps": [3, 4]}]
+
+
+def test_the_default_warmup_longer_than_steps_is_said(tmp_path, capsys):
+    assert main([*TINY, "--out", str(tmp_path / "run")]) == 0
+    err = capsys.readouterr().err
+    assert (
+        "note: --warmup 100 is longer than --steps 3: the learning rate rises only to 3e-05, "
+        "not --lr 0.001" in err
+    )
+
+
+def _rows(*names):
+    check = {"name": "c", "passed": True, "points": 1.0, "message": "ok"}
+    return [
+        {"submission": n, "status": "ok", "score": 1.0, "max_score": 1.0, "seconds": 0.1,
+         "seed": 1, "error": "", "checks": [check]}
+        for n in names
+    ]  # fmt: skip
+
+
+def test_a_gradebook_is_replaced_only_with_force_and_without_stale_feedback(tmp_path):
+    from geolab.assignments.gradebook import check_gradebook, write_gradebook
+
+    out = tmp_path / "gb.csv"
+    check_gradebook(out)  # nothing there yet
+    write_gradebook(_rows("alice.py", "bob.py"), out)
+    with pytest.raises(ValueError, match="already holds a gradebook"):
+        check_gradebook(out)
+    check_gradebook(out, force=True)
+    _, notes = write_gradebook(_rows("alice.py"), out)
+    assert sorted(p.name for p in (tmp_path / "gb_feedback").iterdir()) == ["alice.md"]
+    assert notes == [
+        "removed 1 feedback file(s) of an earlier gradebook for students not in this run: bob.md"
+    ]
+    with pytest.raises(ValueError, match="one student id: alice.py and Alice.PY"):
+        write_gradebook(_rows("alice.py", "Alice.PY"), out)
+
+
+def test_a_broken_hidden_checks_file_is_one_line(tmp_path):
+    from geolab.assignments.catalog import hidden_tasks
+
+    (tmp_path / "A1.py").write_text("TASKS = {\n    'x': (\n")
+    with pytest.raises(ValueError) as err:
+        hidden_tasks(tmp_path, "A1")
+    assert f"hidden checks {str(tmp_path / 'A1.py')!r} cannot be loaded (SyntaxError line" in str(
+        err.value
+    )
+
+
+def test_text_data_that_cannot_be_read_is_one_line(tmp_path, monkeypatch):
+    from geolab.data import check_text
+
+    path = tmp_path / "input.txt"
+    path.write_text("text\n")
+    if os.geteuid() == 0:  # root reads any file: make the read itself fail as it would
+        monkeypatch.setattr(Path, "read_bytes", lambda self: (_ for _ in ()).throw(
+            PermissionError(13, "Permission denied")))  # fmt: skip
+    else:
+        path.chmod(0)
+    with pytest.raises(ValueError, match=r"input.txt' cannot be read \(Permission denied\)"):
+        check_text(path)
+
+
+def test_a_damaged_corpus_cache_is_rebuilt(tmp_path):
+    from geolab.data import load_shakespeare
+
+    (tmp_path / "data").mkdir()
+    (tmp_path / "data" / "input.txt").write_text("to be or not to be\n" * 30)
+    first = load_shakespeare(tmp_path / "data", tmp_path / "cache")
+    (cached,) = (tmp_path / "cache").glob("*.pt")
+    for damaged in (cached.read_bytes()[:100], b"", torch_bytes({"version": 1, "splits": 3})):
+        cached.write_bytes(damaged)
+        with pytest.warns(UserWarning, match="rebuilding it"):
+            again = load_shakespeare(tmp_path / "data", tmp_path / "cache")
+        assert again.vocab == first.vocab
+        assert all(torch.equal(again.splits[k], first.splits[k]) for k in first.splits)
+
+
+def torch_bytes(obj) -> bytes:
+    import io
+
+    buffer = io.BytesIO()
+    torch.save(obj, buffer)
+    return buffer.getvalue()

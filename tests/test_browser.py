@@ -1,8 +1,10 @@
 """Real browser: ``marimo run`` serves every notebook 00–07 and assignment A1, chromium loads
-each with no error output, moves every slider once with the keyboard and sees the shown numbers
-change; 01 and 04 are checked against the values geolab.explore computes, each predict-first
-question reveals its answer, 06 keeps finished runs side by side, and 07 reruns a protocol with
-no network.
+each with no error output and no request leaving 127.0.0.1, moves every slider once with the
+keyboard and sees the shown numbers change; 01 and 04 are checked against the values
+geolab.explore computes, each predict-first question hides its answering plot until answered and
+then reveals it (02's reveal survives a slider out of range), 05 draws one heatmap panel per
+iteration count, 06 keeps finished runs side by side with no heading in its β lines, and 07
+reruns a protocol with no network.
 
 One marimo server per notebook, one browser for the module. Needs Debian's chromium (.ci/run
 installs it); skips with instructions where it is missing.
@@ -64,16 +66,24 @@ class Notebook:
     def __init__(self, browser, path: Path, tmp_path, env=None):
         self.server = mb.serve(path, tmp_path / f"{path.stem}.log", env=env)
         self.browser = browser
+        self.external = []  # requests that left the machine (MathJax from a CDN, once)
 
     def __enter__(self):
         url = self.server.__enter__()
         self.page = self.browser.new_page(viewport={"width": 1400, "height": 1000})
+        self.page.on("request", self._note_request)
         self.page.goto(url, wait_until="domcontentloaded", timeout=LOAD_S * 1000)
         return self
+
+    def _note_request(self, request) -> None:
+        if not request.url.startswith(("http://127.0.0.1", "ws://127.0.0.1", "data:", "blob:")):
+            self.external.append(request.url)
 
     def __exit__(self, *exc):
         self.page.close()
         self.server.__exit__(None, None, None)
+        if exc[0] is None:
+            assert not self.external, self.external
 
     def settled(self, timeout_s: float = LOAD_S) -> None:
         """The page has stopped changing (the same numbers and plots for a second, no cell
@@ -136,24 +146,35 @@ class Notebook:
             self.settled(MOVE_S)
         return count
 
-    def predict(self, answer: str, verdict: str) -> None:
-        """Commit to ``answer`` in the predict-first question; the reveal says ``verdict``."""
+    def titles(self) -> list[str]:
+        return [p["title"] for p in mb.plots(self.page)]
+
+    def predict(self, answer: str, verdict: str, answer_plot: str | None = None) -> None:
+        """Commit to ``answer`` in the predict-first question; the reveal says ``verdict``. With
+        ``answer_plot``: before the answer no plot with that title (the one that answers) is on
+        the page; after it, that plot is there and a "Why?" line follows."""
         assert self.page.get_by_text("Pick an answer").count() == 1
+        if answer_plot is not None:
+            assert not [t for t in self.titles() if t.startswith(answer_plot)], self.titles()
         self.page.get_by_text(answer, exact=False).first.click()
         self.page.wait_for_selector(f"text={verdict}", timeout=MOVE_S * 1000)
         self.settled(MOVE_S)
+        if answer_plot is not None:
+            assert [t for t in self.titles() if t.startswith(answer_plot)], self.titles()
+            assert self.page.get_by_text("Why?").count() >= 1
 
 
 def notebook(name: str) -> Path:
     return REPO / "notebooks" / f"{name}.py"
 
 
+# answer to pick, what the reveal then says, and the title of the plot that answers
 PREDICTIONS = {
-    "01_delta_operator": ("−1", "Right."),
-    "02_mgt_block": ("15 of 16", "No."),
-    "03_cayley_householder": ("no: θ creeps", "Right."),
-    "04_rank_collapse": ("exactly 0", "No."),
-    "05_streams": ("10¹⁰ or more", "Right."),
+    "01_delta_operator": ("−1", "Right.", "Determinant along"),
+    "02_mgt_block": ("15 of 16", "No.", "How far each eigenvalue sits from 1"),
+    "03_cayley_householder": ("no: θ gets ever closer", "Right.", "How far θ stays from π"),
+    "04_rank_collapse": ("exactly 0", "No.", "Effective rank per layer at init"),
+    "05_streams": ("10¹⁰ or more", "Right.", "Gain of the composite mixing product"),
 }
 
 
@@ -167,14 +188,56 @@ def test_notebook_loads_clean_and_every_slider_moves_the_numbers(browser, tmp_pa
         nb.each_slider_changes_the_numbers()
 
 
+def test_08_no_plot_before_the_answer_then_every_slider(browser, tmp_path):
+    with Notebook(browser, notebook("08_gradients"), tmp_path) as nb:
+        wait_until(lambda: nb.page.get_by_text("Pick an answer").count(), LOAD_S, "the question")
+        nb.settled()
+        assert mb.plots(nb.page) == []  # nothing that answers it is drawn yet
+        nb.predict("far below 1", "Right.")
+        wait_until(lambda: len(mb.plots(nb.page)) >= 3, LOAD_S, "the reveal and the curves")
+        nb.each_slider_changes_the_numbers()
+
+
+def test_02_reveal_stays_when_a_slider_leaves_the_allowed_range(browser, tmp_path):
+    with Notebook(browser, notebook("02_mgt_block"), tmp_path) as nb:
+        page = nb.page
+        page.wait_for_selector("text=Pick an answer", timeout=LOAD_S * 1000)
+        nb.settled()
+        nb.predict(*PREDICTIONS["02_mgt_block"])
+        lam = nb.sliders().first  # λ; β₀ = 0.5 leaves (−λ, λ) at λ = 0.1
+        lam.focus()
+        page.keyboard.press("Home")
+        page.wait_for_selector("text=lies outside", timeout=MOVE_S * 1000)
+        nb.settled(MOVE_S)
+        assert page.get_by_text("the Delta operator: 15 of 16").count() == 1  # the reveal
+        assert mb.plot(page, "How far each eigenvalue sits from 1")  # the reveal's, one left
+
+
+def test_05_one_heatmap_panel_per_iteration_count(browser, tmp_path):
+    with Notebook(browser, notebook("05_streams"), tmp_path) as nb:
+        page = nb.page
+        wait_until(lambda: mb.plots(page), LOAD_S, "a plot")
+        nb.settled()
+        assert len(mb.plot(page, "Sinkhorn iterations")["traces"]) == 3
+        iters = nb.sliders().first
+        iters.focus()
+        page.keyboard.press("Home")  # 1 iteration
+        wait_until(
+            lambda: len(mb.plot(page, "Sinkhorn iterations")["traces"]) == 2, MOVE_S, "2 panels"
+        )
+        nb.settled(MOVE_S)
+        assert "1 iterations" not in page.inner_text("body")
+
+
 def test_01_beta_slider_by_keyboard_and_every_slider(browser, tmp_path):
     with Notebook(browser, notebook("01_delta_operator"), tmp_path) as nb:
         page = nb.page
         page.wait_for_selector("text=partial erasure along k", timeout=LOAD_S * 1000)
         nb.settled()
-        wait_until(lambda: len(mb.plots(page)) == 4, LOAD_S, "four plots")
+        wait_until(lambda: len(mb.plots(page)) == 2, LOAD_S, "two plots")  # circle, update
         nb.predict(*PREDICTIONS["01_delta_operator"])
-        assert len(mb.plots(page)) == 6  # the reveal adds det and the mirror's circle
+        # the reveal's det and mirror, then the live spectrum and det, circle and update
+        assert len(mb.plots(page)) == 6
         beta = nb.sliders().first
         assert float(beta.get_attribute("aria-valuenow")) == pytest.approx(0.5)
         dets = [p for p in mb.plots(page) if p["title"].startswith("Determinant")]
@@ -207,9 +270,11 @@ def test_01_beta_slider_by_keyboard_and_every_slider(browser, tmp_path):
 def test_04_depth_beta0_and_every_slider(browser, tmp_path):
     with Notebook(browser, notebook("04_rank_collapse"), tmp_path) as nb:
         page = nb.page
-        page.wait_for_selector("text=rank / residual at layer 24", timeout=LOAD_S * 1000)
+        page.wait_for_selector("text=Pick an answer", timeout=LOAD_S * 1000)
         nb.settled()
+        assert page.get_by_text("rank / residual at layer 24").count() == 0
         nb.predict(*PREDICTIONS["04_rank_collapse"])
+        page.wait_for_selector("text=rank / residual at layer 24", timeout=LOAD_S * 1000)
         nb.sliders().first.focus()
         page.keyboard.press("ArrowLeft")  # depth steps 12, 24, 48, 100, 200: 24 → 12
         page.wait_for_selector("text=rank / residual at layer 12", timeout=LOAD_S * 1000)
@@ -258,6 +323,9 @@ def test_06_runs_stay_side_by_side_until_cleared(browser, tmp_path):
             nb.settled()
         table = page.locator("table").last.inner_text()
         assert "#1 copy L=1" in table and "#2 copy L=1" in table
+        # the β check lines ("run 1 `mgt`: …") are list items, not "#1 …" read as headings
+        assert page.get_by_text("run 1 mgt").count() + page.get_by_text("run 2 ddl").count() >= 1
+        assert page.locator("h1").count() == 1  # the notebook's title only
         assert mb.plot(page, "Training loss per step, every run")["traces"]
         # a control moved after training keeps the runs (they used to vanish)
         before = nb.shown()

@@ -34,7 +34,8 @@ def test_rank_table_and_json(capsys):
     [("mgt", ["--residual", "mgt"]), ("pure attention", ["--residual", "noskip", "--no-mlp"])],
 )
 def test_rank_gives_notebook_04s_numbers(capsys, rule, cli):
-    """Same rule, depth, width, sequence length and seed: each layer's last step is 04's curve."""
+    """Same rule, depth, width, sequence length and seed: each layer's last step is 04's curve,
+    and step 0 (the embedding) is 04's layer 0."""
     args = ["rank", *cli, "--layers", "5", "--d-model", "32", "--seq-len", "8", "--seed", "2"]
     assert main([*args, "--json"]) == 0
     rows = json.loads(capsys.readouterr().out)["profile"]
@@ -47,10 +48,9 @@ def test_rank_gives_notebook_04s_numbers(capsys, rule, cli):
         seed=2,
         reference=rule == explore.REFERENCE,
     )
-    assert [last[i]["effective_rank"] for i in range(1, 6)] == view.numbers["ranks"][rule].tolist()
-    assert [last[i]["dong_residual"] for i in range(1, 6)] == view.numbers["residuals"][
-        rule
-    ].tolist()
+    # layer 0 (the input) included: 04's curves start there too
+    assert [last[i]["effective_rank"] for i in range(6)] == view.numbers["ranks"][rule].tolist()
+    assert [last[i]["dong_residual"] for i in range(6)] == view.numbers["residuals"][rule].tolist()
 
 
 def test_rank_bad_rule_is_a_clear_error(capsys):
@@ -68,3 +68,32 @@ def test_python_dash_m_geolab():
     )
     assert out.returncode == 0, out.stderr
     assert len([line for line in out.stdout.splitlines() if line.split()[:1] == ["200"]]) == 1
+
+
+def test_help_speaks_to_a_user(capsys):
+    with pytest.raises(SystemExit):
+        main(["--help"])
+    out = capsys.readouterr().out
+    assert "argparse" not in out and "``" not in out  # no developer docstring
+    assert "first steps" in out and "geolab train --task gyroscope" in out
+    for command in ("info", "rank", "tasks", "train", "reproduce", "bench", "grade", "release"):
+        assert f"    {command} " in out
+
+
+def test_info_sentences_end_whole_and_a_closed_pipe_is_no_error(tmp_path):
+    """Each rule's description ends its sentence (nothing cut); `geolab info | head -1`
+    exits 0 without a BrokenPipeError traceback."""
+    lines = subprocess.run(
+        [sys.executable, "-m", "geolab", "info"], capture_output=True, text=True, timeout=120
+    ).stdout.splitlines()
+    rules = [line for line in lines if line.startswith("  ") and line.split()[0] in RESIDUALS]
+    assert len(rules) == len(RESIDUALS) and all(line.endswith(".") for line in rules)
+    head = subprocess.run(
+        f"{sys.executable} -m geolab info | head -1",
+        shell=True,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        executable="/bin/bash",
+    )
+    assert head.stdout.startswith("geolab ") and "Traceback" not in head.stderr

@@ -112,6 +112,8 @@ def test_reproduce_tiny_writes_a_valid_result_and_figures(name, data_env, tmp_pa
     assert f"{name}-tiny-learning-curves.html" in result["figures"]
     out = capsys.readouterr().out
     assert all(h["id"] in out for h in result["hypotheses"])
+    if name == "language_model":  # the tiny scale reads tiny-shakespeare, and says so
+        assert all(h["id"].endswith("(tiny-shakespeare ppl)") for h in result["hypotheses"])
 
 
 def test_seeds_in_worker_processes_give_the_numbers_of_one_process(data_env):

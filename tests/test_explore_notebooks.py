@@ -12,6 +12,7 @@ import sys
 from pathlib import Path
 
 import numpy as np
+import plotly.graph_objects as go
 import pytest
 import torch
 from conftest import NOTEBOOK_ENV, assert_marimo_check_clean, load_app, shown, ui
@@ -19,6 +20,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from geolab import explore, stack
+from geolab.probe import rank_profile
 
 REPO = Path(__file__).resolve().parents[1]
 NOTEBOOKS = {
@@ -54,10 +56,82 @@ def test_notebook_runs_headless_with_defaults(name):
     assert len(outputs) > 3
     assert "view" in defs or name == "00_tour"
     if name == "04_rank_collapse":
-        assert len(defs["view"].numbers["ranks"]["preln"]) == 24
+        assert len(defs["view"].numbers["ranks"]["preln"]) == 25  # the input, then 24 layers
         assert set(defs["bridge"].numbers["final"]) == {"postln", "preln", "deepnorm", "mgt"}
     if name == "08_gradients":
         assert defs["view"].numbers["singular_values"]["preln"].shape[0] == 25
+
+
+def seen(outputs) -> str:
+    """``shown`` plus the JSON of every figure a cell outputs on its own (a bare figure has no
+    HTML text until marimo renders it)."""
+    figs = [o.to_json() for o in outputs if isinstance(o, go.Figure)]
+    return shown(outputs) + "\n".join(figs)
+
+
+# The predict-first question of each notebook: a wrong and the right answer, and a title of the
+# plot that answers it (in the reveal and in the live explorer; ASCII, as the HTML escapes the
+# rest).
+QUESTIONS = {
+    "01_delta_operator": ("1", "−1", "Determinant along"),
+    "02_mgt_block": ("about half", "none of them", "How far each eigenvalue sits from 1"),
+    "03_cayley_householder": (
+        "θ passes π and wraps around",
+        "no: θ gets ever closer to π but stays below it",
+        "stays from",
+    ),
+    "04_rank_collapse": ("exactly 0", "1/32 ≈ 0.031", "Effective rank per layer at init"),
+    "05_streams": ("about 1", "10¹⁰ or more", "Gain of the composite mixing product"),
+}
+
+
+@pytest.mark.parametrize("name", list(QUESTIONS))
+def test_predict_first_hides_the_answer_until_one_is_picked(name):
+    wrong, right, answer_plot = QUESTIONS[name]
+    before, _ = load_notebook(name).run()
+    assert "Pick an answer" in shown(before)
+    assert answer_plot not in seen(before)
+    for guess, verdict in ((wrong, "No"), (right, "Right.")):
+        after, _ = load_notebook(name).run(defs={"guess": ui(guess)})
+        text = seen(after)
+        assert answer_plot in text and "Pick an answer" not in text
+        assert verdict in text and "Why?" in text
+
+
+def test_01_no_text_before_the_answer_states_the_determinant():
+    before, _ = load_notebook("01_delta_operator").run()
+    text = shown(before)
+    assert "\\det A = 1" not in text and "1 - \\beta" not in text and "Householder" not in text
+
+
+def test_02_reveal_is_the_default_case_and_stays_when_a_slider_leaves_the_range():
+    values = {"lam": 0.5, "eps": 0.0, "alpha": 0.1, "beta0": 0.9, "w_scale": 1.0}
+    defs = {k: ui(v) for k, v in values.items()} | {"guess": ui("none of them")}
+    outputs, glbls = load_notebook("02_mgt_block").run(defs=defs)
+    text = seen(outputs)
+    assert "view" not in glbls and "outside" in text
+    assert "At the default settings 0 of 16 eigenvalues" in text
+    assert "How far each eigenvalue sits from 1" in text
+
+
+def test_03_reveal_draws_the_case_asked_up_to_beta_1000():
+    view = explore.cayley_limit_view(1000.0, 1.2)
+    (curve, marker) = view.figures["gap"].data
+    assert curve.x[-1] == 1000.0 and list(marker.x) == [1000.0]
+    omega = math.sin(1.2)
+    assert view.numbers["gap"] == pytest.approx(2 * math.atan(2 / (1000 * omega)), rel=1e-9)
+    assert view.numbers["gap"] == pytest.approx(curve.y[-1]) and marker.y[0] == curve.y[-1]
+    assert view.numbers["theta_over_pi"] == pytest.approx(1 - view.numbers["gap"] / math.pi)
+    # the angle plot's marker sits on θ(β) only, not also on the π line
+    angle = explore.cayley_view(5.0, 1.2, 0.5).figures["angle"]
+    assert len(angle.data[-1].y) == 1
+
+
+@pytest.mark.parametrize("angle", [0.3, 1.2, 2.5])
+@pytest.mark.parametrize("beta", [0.5, 2.0, 20.0])
+def test_03_the_hybrid_at_one_half_is_singular_for_every_rotation(beta, angle):
+    n = explore.cayley_view(beta, angle, 0.5).numbers
+    assert abs(n["det_g"]) < 1e-12 and n["sv_min"] < 1e-12
 
 
 def test_notebook_runs_as_a_script():
@@ -199,10 +273,34 @@ def test_04_at_100_layers_shows_postln_and_mgt_curves_of_length_100():
     )
     n = defs["view"].numbers
     assert list(n["ranks"]) == ["postln", "mgt"]
-    assert [len(n["ranks"][r]) for r in ("postln", "mgt")] == [100, 100]
-    assert [len(t.y) for t in defs["view"].figures["rank"].data] == [100, 100, 100, 100]
+    assert [len(n["ranks"][r]) for r in ("postln", "mgt")] == [101, 101]
+    assert [len(t.y) for t in defs["view"].figures["rank"].data[:4]] == [101] * 4
     assert all(0 <= r <= 1 for curve in n["ranks"].values() for r in curve)
+    assert "rank / residual at layer 100" not in shown(outputs)  # not before an answer
+    outputs, _ = load_notebook("04_rank_collapse").run(
+        defs={"depth": ui(100), "rules": ui(["postln"]), "reference": ui(False), "guess": ui("x")}
+    )
     assert "rank / residual at layer 100" in shown(outputs)
+
+
+def test_04_layer_0_is_the_input_the_same_for_every_rule_and_colours_stay():
+    view = explore.rank_view(["postln", "mhc", "mgt"], 12)
+    n = view.numbers
+    first = {name: r[0] for name, r in n["ranks"].items()}
+    assert len(set(first.values())) == 1  # the same embedded tokens enter every stack
+    # index 0 is the embedded input (geolab rank's step 0); its rank by an SVD done here
+    cfg = explore.rank_config("postln", 12, 128, 32)
+    x0 = stack.stack_states(cfg, 0, explore.rank_tokens(32, 0), every_step=True)[0, 0]
+    sigma = np.linalg.svd(x0.double().numpy(), compute_uv=False)
+    p = sigma / sigma.sum()
+    assert first["postln"] == pytest.approx(np.exp(-(p * np.log(p)).sum()) / 32, rel=1e-5)
+    colors = explore.rule_colors()
+    fig = view.figures["rank"]
+    assert [t.line.color for t in fig.data[:4]] == [colors[k] for k in n["ranks"]]
+    alone = explore.rank_view([], 12).figures["rank"]
+    assert alone.data[0].line.color == colors[explore.REFERENCE] == fig.data[3].line.color
+    assert len(set(colors.values())) == len(colors)  # fifteen rules, no two alike
+    assert explore.rank_view(["preln"], 12, layer=0).numbers["clouds"]["preln"].shape == (32, 2)
 
 
 def test_04_pure_attention_collapses_and_residual_rules_do_not():
@@ -215,14 +313,17 @@ def test_04_pure_attention_collapses_and_residual_rules_do_not():
 
 def test_04_curves_are_the_module_models_states():
     """rank_view's curves (the stacked model) equal the effective ranks of the module model
-    holding the same weights, probed layer by layer."""
+    holding the same weights, probed layer by layer, the input first."""
     view = explore.rank_view(["mgt", "edelta"], 6, beta0=0.3, gamma0=0.7, d_model=32, seq_len=8)
     for name in ("mgt", "edelta", explore.REFERENCE):
         fields = explore.rule_fields(name, 0.3, 1.0, 0.1, 0.7)
         cfg = explore.rank_config(name, 6, 32, 8, **fields)
         model = stack.as_module(cfg, 0)
         ranks, _ = explore.layer_profile(model, explore.rank_tokens(8, 0))
-        np.testing.assert_allclose(view.numbers["ranks"][name], ranks, rtol=1e-5)
+        np.testing.assert_allclose(view.numbers["ranks"][name][1:], ranks, rtol=1e-5)
+        # index 0 is the embedding output the module model's probe records first
+        start = rank_profile(model, explore.rank_tokens(8, 0))[0].item()
+        assert view.numbers["ranks"][name][0] == pytest.approx(start, rel=1e-5)
 
 
 def test_04_beta0_outside_lambda_leaves_mgt_out_and_keeps_every_other_curve():
@@ -232,6 +333,16 @@ def test_04_beta0_outside_lambda_leaves_mgt_out_and_keeps_every_other_curve():
     n = defs["view"].numbers
     assert set(n["ranks"]) == {"postln", "preln", explore.REFERENCE}
     assert "beta0=0.9" in n["rejected"]["mgt"]
+    assert "is not drawn" not in shown(outputs)  # the readout waits for an answer
+    outputs, _ = load_notebook("04_rank_collapse").run(
+        defs={
+            "beta0": ui(0.9),
+            "lam": ui(0.5),
+            "alpha": ui(0.1),
+            "gamma0": ui(0.5),
+            "guess": ui("exactly 0"),
+        }
+    )
     text = shown(outputs)
     assert "is not drawn" in text and "(-0.5, 0.5)" in text
     # the reference is the same curve as with valid sliders
@@ -311,7 +422,7 @@ def test_04_mgt_memory_explains_the_fall_at_200_layers():
 
 def test_05_sinkhorn_rows_exact_columns_approximate_and_gains():
     outputs, defs = load_notebook("05_streams").run(
-        defs={"iters": ui(20), "spread": ui(2.0), "depth": ui(100)}
+        defs={"iters": ui(20), "spread": ui(2.0), "depth": ui(100), "guess": ui("about 1")}
     )
     n = defs["view"].numbers
     assert n["row_error"] < 1e-6
@@ -322,6 +433,25 @@ def test_05_sinkhorn_rows_exact_columns_approximate_and_gains():
     assert gains["HC"][0] > 1e6
     assert gains["orthogonal"][0] <= 2.0 + 1e-9  # ‖P‖_∞ ≤ √n for orthogonal P, n = 4
     assert "Amax gain at depth 100" in shown(outputs)
+
+
+@pytest.mark.parametrize("iters, panels", [(1, 2), (2, 3), (20, 3)])
+def test_05_one_heatmap_panel_per_iteration_count(iters, panels):
+    fig = explore.streams_view(iters, 2.0, 10).figures["heatmaps"]
+    titles = [a.text for a in fig.layout.annotations]
+    assert len(fig.data) == panels and len(set(titles)) == panels
+    assert "1 iterations" not in titles
+
+
+def test_05_one_colour_per_family_and_the_zoom_stays_put_when_jpmhc_explodes():
+    view = explore.streams_view(20, 4.0, 200)
+    assert view.numbers["final_gain"]["JPmHC"][0] > 1e10  # what the zoom used to follow
+    assert view.numbers["jpmhc_step_norm"] > 1.0
+    fig = view.figures["gain"]
+    assert fig.layout.yaxis2.range[1] == pytest.approx(1.3 * 2.0)
+    for trace in fig.data:
+        family = trace.name.split()[0]
+        assert trace.line.color == explore.streams.FAMILY_COLORS[family]
 
 
 def test_05_fewer_iterations_leave_a_larger_column_error():
@@ -366,6 +496,7 @@ def test_08_reveal_shows_the_vanishing_jacobian_only_after_an_answer(answer, ver
     app = load_notebook("08_gradients")
     hidden = shown(app.run()[0])
     assert "Pick an answer" in hidden and "per layer on average" not in hidden
+    assert "appear once you have answered" in hidden  # the curves wait for the answer too
     text = shown(app.run(defs={"guess": ui(answer)})[0])
     hi = explore.gradient_view((), 24).numbers["input_output"][explore.REFERENCE][0]
     assert verdict in text and "per layer on average" in text and f"{hi:.2g}" in text

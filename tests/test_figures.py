@@ -101,9 +101,11 @@ def test_vectors_and_bars():
     fig = validated(F.vectors_figure({"x": [1, 2], "y": [-3, 0]}, direction=[1, 0]))
     assert names(fig) == ["x", "y", "k"]
     assert list(fig.data[1].x) == [0.0, -3.0]
-    bars = validated(F.bars_figure({"a": [1, 2, 3], "b": torch.tensor([4.0, 5.0, 6.0])}))
-    assert [t.type for t in bars.data] == ["bar", "bar"]
-    assert list(bars.data[1].y) == [4.0, 5.0, 6.0]
+    write, gate = torch.tensor([1.0, -2.0, 3.0]), torch.tensor([0.5, 0.25, 1.0])
+    bars = validated(F.gated_write_figure(write, write * gate, gate))
+    assert [t.type for t in bars.data] == ["bar", "bar", "scatter"]
+    assert list(bars.data[1].y) == [0.5, -0.5, 3.0]
+    assert bars.data[2].yaxis == "y2" and list(bars.layout.yaxis2.range) == [0, 1]
 
 
 def test_beta_histogram_marks_range_and_zero():
@@ -111,6 +113,33 @@ def test_beta_histogram_marks_range_and_zero():
     assert [t.type for t in fig.data] == ["histogram", "scatter", "scatter"]
     assert len(fig.data[0].x) == 50
     assert [v for v in fig.data[1].x if v is not None] == [-1.0, -1.0, 1.0, 1.0]
+
+
+def test_beta_histogram_bins_tile_the_allowed_range():
+    # Every β equal (W_β = 0): one narrow bar at 0.9, not plotly's unit-wide bar around it.
+    fig = validated(F.beta_histogram_figure(torch.full((64,), 0.9), -1.1, 1.1, bins=40))
+    bins = fig.data[0].xbins
+    assert (bins.start, bins.end) == (-1.1, 1.1)
+    assert bins.size == pytest.approx(2.2 / 40)
+
+
+def test_sweep_current_marks_only_the_named_curves_and_log_x():
+    x = np.array([0.1, 1.0, 10.0])
+    fig = validated(
+        F.sweep_figure(
+            x, {"θ": x, "π": np.full(3, np.pi)}, current=1.0, current_on=("θ",), log_x=True
+        )
+    )
+    assert names(fig) == ["θ", "π", "current"]
+    assert list(fig.data[2].y) == [1.0]
+    assert fig.layout.xaxis.type == "log"
+
+
+def test_spectrum_sets_label_on_their_own_side_in_their_colour():
+    fig = validated(F.spectrum_figure({"Q": [1, 1, 1j], "H": [1, 1, -1], "G": [1, 1, 0]}))
+    sides = [t.textposition for t in fig.data[1:]]
+    assert len(set(sides)) == 3
+    assert [t.textfont.color for t in fig.data[1:]] == [t.marker.color for t in fig.data[1:]]
 
 
 def test_rank_figure_one_trace_per_rule_even_at_200_layers():
@@ -122,6 +151,31 @@ def test_rank_figure_one_trace_per_rule_even_at_200_layers():
     assert len(both.data) == 6
     assert [t.yaxis or "y" for t in both.data] == ["y"] * 3 + ["y2"] * 3
     assert both.data[3].y[0] == pytest.approx(0.5)
+
+
+def test_rank_figure_colours_by_name_input_layer_and_floor_in_the_legend():
+    ranks = {"mgt": np.linspace(1, 0.5, 5), "pure attention": np.linspace(1, 0.1, 5)}
+    colors = {"pure attention": "black", "mgt": "#123456"}
+    fig = validated(F.rank_figure(ranks, floor=0.1, colors=colors, first_layer=0))
+    assert names(fig)[:2] == ["mgt", "pure attention"]
+    assert [t.line.color for t in fig.data[:2]] == ["#123456", "black"]
+    assert list(fig.data[0].x) == [0, 1, 2, 3, 4]
+    floor = fig.data[2]
+    assert floor.name.startswith("floor 1/S = 0.100") and list(floor.y) == [0.1, 0.1]
+    assert not fig.layout.annotations  # no label on the plot to cover the curves
+    assert fig.layout.xaxis.dtick == 1 and fig.layout.xaxis.tickformat == "d"
+    assert F.integer_ticks(200)["dtick"] == 20 and F.integer_ticks(24)["dtick"] == 5
+
+
+def test_token_clouds_are_centred_on_their_mean_at_one_scale():
+    collapsed = np.tile([[1.0, 0.0]], (32, 1))
+    healthy = np.random.default_rng(0).normal(size=(32, 2))
+    fig = validated(F.token_cloud_figure({"a": collapsed, "b": healthy}, colors={"a": "black"}))
+    assert sum(fig.layout.xaxis.range) / 2 == pytest.approx(1.0)  # the point is in the middle
+    width_a = fig.layout.xaxis.range[1] - fig.layout.xaxis.range[0]
+    width_b = fig.layout.xaxis2.range[1] - fig.layout.xaxis2.range[0]
+    assert width_a == pytest.approx(width_b)
+    assert fig.data[0].marker.color == "black"
 
 
 def test_heatmaps_share_a_scale_and_check_titles():
@@ -139,6 +193,17 @@ def test_composite_gain_is_log_scale():
     assert fig.layout.yaxis.type == "log"
     assert names(fig) == ["HC", "mHC"]
     assert fig.data[0].y[-1] == pytest.approx(math.pow(2, 10))
+
+
+def test_composite_gain_styles_and_a_zoom_that_stays_zoomed():
+    depths = np.arange(1, 11)
+    gains = {"HC": 2.0**depths, "JPmHC": 10.0**depths, "mHC": np.ones(10)}
+    lines = {"JPmHC": {"color": "purple", "dash": "dot"}}
+    fig = validated(
+        F.composite_gain_figure(depths, gains, zoomed=["JPmHC", "mHC"], bound=2.0, lines=lines)
+    )
+    assert fig.data[1].line.color == "purple" and fig.data[3].line.dash == "dot"
+    assert list(fig.layout.yaxis2.range) == pytest.approx([0.0, 2.6])
 
 
 def test_same_names_same_traces_for_live_updates():

@@ -5,6 +5,7 @@ The adversarial corpus is in test_grade_adversarial.py."""
 
 import csv
 import json
+import os
 from pathlib import Path
 
 import pytest
@@ -48,10 +49,17 @@ SUBMISSIONS = {
 }  # fmt: skip
 
 
+# grading needs bwrap, or an ordinary user (as root without bwrap the grader refuses to run)
+GRADES = pytest.mark.skipif(
+    not sandbox.bwrap_works() and os.geteuid() == 0, reason="root without bwrap: grading refused"
+)
+
+
 def _failed(row):
     return {c["name"] for c in row["checks"] if not c["passed"]}
 
 
+@GRADES
 def test_grade_a_folder_of_good_bad_and_broken_submissions(tmp_path, capsys):
     """One grading run (through the command line) with every assertion on its gradebook: one run
     keeps the suite fast and puts it on one pytest-xdist worker."""
@@ -109,6 +117,7 @@ def test_grade_a_folder_of_good_bad_and_broken_submissions(tmp_path, capsys):
     assert float(table["stub_hangs.py"]["score"]) == POINTS - len(MODE_CHECKS)
 
 
+@GRADES
 def test_teacher_files_hand_grades_hidden_checks_and_skipped_files(tmp_path, capsys):
     """upper-case .PY is graded, the rest is skipped with a reason; the hand-graded CSV adds a
     column and counts in the LMS total; hidden checks run; one feedback file per student."""
@@ -127,7 +136,10 @@ def test_teacher_files_hand_grades_hidden_checks_and_skipped_files(tmp_path, cap
     argv = ["grade", str(folder), "--assignment", "A1", "--out", str(out), "--seed", "7"]
     argv += ["--hand-graded", str(hand), "--hidden", str(hidden), "--task-timeout", "20"]
     assert main(argv) == 0
-    err = capsys.readouterr().err
+    shown = capsys.readouterr()
+    err = shown.err
+    assert ": 1 submission, seed 7" in shown.out  # the summary counts in words that agree
+    assert f"hand 3.5/5  total {POINTS + 5.5:g}/{POINTS + 7:g}" in shown.out
     assert "skipped notes.txt: not a .py file" in err and "skipped dir.py: not a regular" in err
     assert "skipped link.py: a symbolic link" in err and "ghost, who has no graded" in err
     (row,) = json.loads(out.with_suffix(".json").read_text(encoding="utf-8"))

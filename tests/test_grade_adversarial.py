@@ -159,7 +159,8 @@ def corpus(folder: Path, book: Path, mode: str) -> dict[str, tuple[str, str, flo
         "patch_any.py": (at_import(RELEASE, PATCH_ANY), "ok", 2.0),
         "forged_result.py": (at_import(RELEASE, FORGED_RESULT), "crash", 0.0),
         "import_reference.py": (at_import(SOLUTION, IMPORT_REFERENCE), "ok", POINTS - 6),
-        "numpy_eig.py": (at_import(SOLUTION, NUMPY_EIG), "ok", POINTS - 2),
+        # the guard names numpy.linalg; at d = 50,000 no dense matrix fits: every point of it
+        "numpy_eig.py": (at_import(SOLUTION, NUMPY_EIG), "ok", POINTS - 3),
         "detached_writer.py": (
             at_import(SOLUTION, DETACHED_WRITER.format(book=str(book))),
             "ok",
@@ -218,7 +219,7 @@ def _grade_corpus(tmp_path: Path, mode: str) -> None:
     assert all(
         "geolab" in m or "ModuleNotFound" in m for m in failed("import_reference.py").values()
     )
-    assert all("numpy.linalg" in m for m in failed("numpy_eig.py").values())
+    assert all("numpy.linalg" in m or "MemoryError" in m for m in failed("numpy_eig.py").values())
     if "fork_bomb.py" in cases:
         assert len(failed("fork_bomb.py")) == MODE_CHECKS
     if mode == "bwrap" or os.geteuid() != 0:  # nobody: the teacher's files stay untouched
@@ -231,17 +232,19 @@ def _grade_corpus(tmp_path: Path, mode: str) -> None:
     assert (book.read_text("utf-8"), book.with_suffix(".json").read_text("utf-8")) == written
 
 
-@pytest.mark.skipif(sandbox.choose("auto") != "bwrap", reason="bwrap cannot run here")
+@pytest.mark.skipif(not sandbox.bwrap_works(), reason="bwrap cannot run here")
 def test_adversarial_corpus_in_bwrap(tmp_path):
     _grade_corpus(tmp_path, "bwrap")
 
 
-@pytest.mark.skipif(sandbox.choose("auto") == "bwrap", reason="bwrap runs here: see the slow test")
+@pytest.mark.skipif(sandbox.bwrap_works(), reason="bwrap runs here: see the slow test")
+@pytest.mark.skipif(os.geteuid() == 0, reason="--sandbox none is refused as root")
 def test_adversarial_corpus_without_bwrap(tmp_path):
     _grade_corpus(tmp_path, "none")
 
 
 @pytest.mark.slow
-@pytest.mark.skipif(sandbox.choose("auto") != "bwrap", reason="covered by the default test")
+@pytest.mark.skipif(not sandbox.bwrap_works(), reason="covered by the default test")
+@pytest.mark.skipif(os.geteuid() == 0, reason="--sandbox none is refused as root")
 def test_adversarial_corpus_without_bwrap_where_bwrap_exists(tmp_path):
     _grade_corpus(tmp_path, "none")

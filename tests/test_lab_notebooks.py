@@ -60,6 +60,9 @@ def test_training_lab_trains_when_the_button_is_pressed():
     assert result["beta"]["ddl"]["0%"]["mean"] == pytest.approx([1.0, 1.0], abs=1e-6)
     text = shown(outputs)
     assert "max − min over layers" in text and "Final validation metrics" in text
+    # the β check lines are list items, not "#1 …" read as a markdown heading
+    assert "run 1 <code>mgt</code>" in text
+    assert text.count("<h1") == 1  # the notebook's title only
     # the β figures tick whole layers only
     beta_fig = glbls["figs"]["beta #1 copy L=2 D=16 4 steps lr=0.003 mgt"]
     assert beta_fig.layout.xaxis.dtick == 1 and beta_fig.layout.xaxis.tickformat == "d"
@@ -76,6 +79,44 @@ def test_lab_rows_keep_every_run_and_round_the_numbers():
     rows = lab.lab_rows(runs)
     assert [r["run"] for r in rows] == ["#1 copy", "#2 copy"]
     assert rows[0]["loss"] == 2.123 and rows[0]["parameters"] == 7
+
+
+def test_smoke_markdown_words_every_tiny_verdict_as_not_comparable():
+    fresh = {
+        "scale": "tiny",
+        "hypotheses": [
+            {"id": "H2", "verdict": "reproduced", "measured": "0.9 at L=4"},
+            {"id": "H9", "verdict": "inconclusive", "measured": "n/a"},
+        ],
+    }
+    committed = {"hypotheses": [{"id": "H2", "verdict": "not reproduced at this scale"}]}
+    text = report.smoke_markdown(fresh, committed)
+    lines = text.splitlines()
+    assert lines[0].startswith("**Smoke run at tiny scale (tiny)")
+    assert lines[1] == (
+        "- H2: tiny run says *reproduced* (not comparable) — 0.9 at L=4; committed: "
+        "**not reproduced at this scale**"
+    )
+    assert lines[2] == "- H9: tiny run says *inconclusive* (not comparable) — n/a"
+    assert "**reproduced**" not in text
+
+
+@pytest.mark.slow
+def test_training_lab_default_run_matches_what_its_prose_says():
+    # 06's intro quotes the default run's numbers: they must be what the defaults give (≈ 11 s).
+    result = lab.compare_rules(
+        lab.lab_task("copy", seed=0), ["preln", "mgt", "ddl"], 4, 32, steps=160, lr=0.003
+    )
+    val = {rule: result["val"][rule] for rule in ("preln", "mgt", "ddl")}
+    assert [round(val[r]["acc"], 3) for r in ("ddl", "mgt")] == [1.0, 0.998]
+    assert round(val["preln"]["acc"], 2) == 0.31
+    assert round(val["mgt"]["loss"], 2) == 0.85 and round(val["ddl"]["loss"], 2) == 0.15
+    ddl, mgt = result["beta"]["ddl"]["100%"]["mean"], result["beta"]["mgt"]["100%"]["mean"]
+    assert (round(min(ddl), 2), round(max(ddl), 2)) == (0.9, 1.09)
+    assert (round(min(mgt), 2), round(max(mgt), 2)) == (0.49, 0.52)
+    text = NOTEBOOKS["06_training_lab"].read_text()
+    for quoted in ("1.000 and 0.998", "(0.31;", "loss 0.85", "0.90 to 1.09", "0.49 to 0.52"):
+        assert quoted in text
 
 
 def test_training_lab_waits_for_the_button():
@@ -97,6 +138,9 @@ def test_reproduce_notebook_shows_committed_verdicts_and_reruns(monkeypatch):
     for row in report.verdict_rows(results):
         assert row["verdict"] in text
     assert "Tiny run finished" in text
+    # a tiny rerun is a smoke run: each of its verdicts says it is not comparable
+    assert "Smoke run at tiny scale" in text and "(not comparable)" in text
+    assert "committed: <strong>" in text
     if "edelta_benchmarks" in results:
         assert "GPT" in text and "paper" in text  # the E∆ table
 

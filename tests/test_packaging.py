@@ -24,6 +24,11 @@ def test_environment_yml_matches_pyproject():
     assert declared == conda
 
 
+def test_license_is_an_spdx_expression():
+    project = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]
+    assert project["license"] == "MIT"  # not the table form setuptools deprecates
+
+
 def test_ci_runs_the_readme_test_command():
     readme = (REPO / "README.md").read_text()
     ci = (REPO / ".ci" / "run").read_text()

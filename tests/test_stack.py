@@ -77,6 +77,9 @@ def test_pure_attention_reads_the_attention_weights_of_the_full_stack():
     stack.clear()
     alone = stack.stack_weights(pure, 0)[0]
     assert alone.fc is None and torch.equal(alone.qkv, shared.qkv)
+    grown = stack.stack_weights(full, 0)[0]  # the MLP's weights drawn, the rest lent
+    assert grown.qkv is alone.qkv and torch.equal(grown.fc, shared.fc)
+    assert torch.equal(grown.mlp_proj, shared.mlp_proj)
 
 
 def test_vector_models_are_refused():

@@ -372,3 +372,24 @@ def test_resuming_a_finished_run_reports_its_last_evaluation(tmp_path, capsys):
     assert "steps/s" not in again
     # the same numbers as the run's own final line, read back from metrics.jsonl
     assert f"last evaluation: {first.split('done: ')[1].split('  (')[0]}" in again
+
+
+def test_python_api_stops_at_a_step_boundary_on_sigint_and_restores_handlers(gyro, tmp_path):
+    """A Ctrl-C after step 3's stop check (here: sent by its callback) is honoured at the end
+    of step 4, whose checkpoint is saved before TrainingInterrupted, a KeyboardInterrupt, is
+    raised; the process's own SIGINT/SIGTERM handlers are back afterwards."""
+    before = signal.getsignal(signal.SIGINT), signal.getsignal(signal.SIGTERM)
+
+    def ctrl_c(record):
+        if record["step"] == 3:
+            os.kill(os.getpid(), signal.SIGINT)
+
+    tc = TrainConfig(steps=50, batch_size=8, out_dir=str(tmp_path), progress=False, **QUICK)
+    with pytest.raises(KeyboardInterrupt) as stop:
+        train(tiny(gyro), gyro, tc, callback=ctrl_c)
+    assert type(stop.value).__name__ == "TrainingInterrupted"
+    assert stop.value.step == load_checkpoint(tmp_path / "ckpt.pt")["step"] == 4
+    assert str(tmp_path / "ckpt.pt") in str(stop.value)
+    assert (signal.getsignal(signal.SIGINT), signal.getsignal(signal.SIGTERM)) == before
+    resumed = train(tiny(gyro), gyro, TrainConfig(**{**vars(tc), "resume": True}))
+    assert resumed.trained_steps == 50 - stop.value.step

@@ -40,25 +40,37 @@ def test_cayley_explorer_gamma_slider():
 
 def test_mgt_explorer_rejects_beta0_outside_the_range_without_touching_the_plots():
     e = widgets.mgt_explorer()
-    before = list(e.figures["gate"].data[1].y)
+    before = list(e.figures["jacobian"].data[0].y)
     e.controls["alpha"].value = 1.0
-    after = list(e.figures["gate"].data[1].y)
+    after = list(e.figures["jacobian"].data[0].y)
     assert after != before
     e.controls["beta0"].value = 0.9  # still inside (−λ, λ) for λ = 1
-    after = list(e.figures["gate"].data[1].y)
+    after = list(e.figures["jacobian"].data[0].y)
     e.controls["lam"].value = 0.5
     assert "Not allowed" in e.readout.value and "beta0" in e.readout.value
-    assert list(e.figures["gate"].data[1].y) == after
+    assert list(e.figures["jacobian"].data[0].y) == after
 
 
 def test_rank_explorer_depth_and_rules():
     e = widgets.rank_explorer(rules=("preln",))
-    assert [len(t.y) for t in e.figures["rank"].data] == [24] * 4
+    # the input (layer 0), then each layer; the floor's dotted line last
+    assert [len(t.y) for t in e.figures["rank"].data[:4]] == [25] * 4
     e.controls["n_layer"].value = 12
-    assert [len(t.y) for t in e.figures["rank"].data] == [12] * 4
+    assert [len(t.y) for t in e.figures["rank"].data[:4]] == [13] * 4
     e.controls["rules"].value = ("preln", "postln")
     names = [t.name for t in e.figures["rank"].data]
-    assert names == ["preln", "postln", explore.REFERENCE] * 2
+    assert names[:6] == ["preln", "postln", explore.REFERENCE] * 2
+    assert names[6].startswith("floor 1/S")
+
+
+def test_gradient_explorer_depth_and_rules():
+    e = widgets.gradient_explorer(rules=("rezero",))
+    assert [len(t.y) for t in e.figures["jacobian"].data] == [25] * 4
+    e.controls["n_layer"].value = 12
+    assert [len(t.y) for t in e.figures["jacobian"].data] == [13] * 4
+    assert max(abs(v - 1) for v in e.figures["jacobian"].data[0].y) < 1e-6  # ReZero: identity
+    e.controls["rules"].value = ("rezero", "preln")
+    assert [t.name for t in e.figures["grad"].data] == ["rezero", "preln", explore.REFERENCE]
 
 
 def test_streams_explorer_depth():
@@ -81,12 +93,13 @@ def test_explorer_static_fallback_follows_the_sliders():
     assert e.tag in static[0]["text/html"] and "layer 24" in static[0]["text/html"]
     assert "`" not in static[0]["text/html"]  # no raw markdown backticks in the readout
     figs = [b["application/vnd.plotly.v1+json"] for b in static[1:]]
-    assert len(figs) == len(e.figures) and n_points(figs[0]["data"][0]["y"]) == 24
+    # the input (layer 0), then 24 layers
+    assert len(figs) == len(e.figures) and n_points(figs[0]["data"][0]["y"]) == 25
     e.controls["n_layer"].value = 12
     moved = e.static_outputs()[1]["application/vnd.plotly.v1+json"]
-    assert n_points(moved["data"][0]["y"]) == 12
+    assert n_points(moved["data"][0]["y"]) == 13
     # the synced widget state follows too, so a reloaded page draws 12 layers, not 24
-    assert len(e.figures["rank"]._widget_data[0]["y"]) == 12
+    assert len(e.figures["rank"]._widget_data[0]["y"]) == 13
     # the rank sliders update on release, as the marimo notebook's are debounced
     assert not e.controls["beta0"].continuous_update and not e.controls["n_layer"].continuous_update
 
@@ -100,7 +113,7 @@ def test_tutorials_are_jupyter_native_and_show_figures_without_a_kernel(tmp_path
         timeout=900,
     )
     paths = sorted(tmp_path.glob("*.ipynb"))
-    assert [p.stem[:2] for p in paths] == ["00", "01", "02", "03", "04", "05"]
+    assert [p.stem[:2] for p in paths] == ["00", "01", "02", "03", "04", "05", "08"]
     for path in paths:
         nb = nbformat.read(path, as_version=4)
         text = path.read_text()

@@ -8,7 +8,7 @@ Stubs: ``delta_operator(k, beta)``, ``spectrum_and_det(d, beta)``, ``delta_updat
 import torch
 
 from geolab import operators as ref
-from geolab.assignments.checks import as_tensor, close, describe, fail, forbid
+from geolab.assignments.checks import BIG_D, as_tensor, big_d, close, describe, fail, forbid
 from geolab.assignments.properties import Properties, stubs
 
 MODES = ("identity", "erase", "reflect", "general")
@@ -21,6 +21,12 @@ LINALG += ("numpy.linalg.slogdet",)
 
 def _rand(g, *shape):
     return torch.randn(*shape, generator=g, dtype=torch.float64)
+
+
+def _generic_betas(g, n: int) -> list[float]:
+    """``n`` values of β in (−1, 3), three decimals, none of the special 0, 1, 2."""
+    betas = [round(float(b), 3) for b in torch.rand(n, generator=g, dtype=torch.float64) * 4 - 1]
+    return [b + 0.0005 if b in (0.0, 1.0, 2.0) else b for b in betas]
 
 
 def check_delta_operator(fn, seed: int = 0):
@@ -86,9 +92,25 @@ def check_delta_operator(fn, seed: int = 0):
 
 
 def check_spectrum_and_det(fn, seed: int = 0):
-    """``spectrum_and_det(d, beta) -> (eigenvalues (d,) ascending, det)`` from the formula alone."""
+    """``spectrum_and_det(d, beta) -> (eigenvalues (d,) ascending, det)`` from the formula alone.
+
+    The cases are drawn from ``seed`` (a table of answers cannot pass), and at grading time one
+    has d = 50,000: a d×d matrix of that size does not fit in the worker's memory, so only the
+    formula gets it right — whatever eigen-solver or determinant the code would call."""
     g = torch.Generator().manual_seed(seed)
-    cases = [(3, 0.4), (6, 1.0), (5, 2.0), (4, -0.7), (2, 1.9)]
+    dims = torch.randint(2, 9, (5,), generator=g).tolist()
+    betas = _generic_betas(g, 3)
+    cases = list(
+        zip(dims, [*betas, 1.0, 2.0], strict=True)
+    )  # the erase and reflect cases at a random d
+    big = (big_d(fn), betas[0])
+
+    def call(d, b):
+        with forbid(LINALG + (OPS + "delta_operator",), fn, label=f"spectrum_and_det({d}, {b})"):
+            out = fn(d, b)
+        if not (isinstance(out, tuple) and len(out) == 2):
+            fail(f"spectrum_and_det({d}, {b}) should return a pair (eigenvalues, det)")
+        return out
 
     checks = Properties()
 
@@ -97,19 +119,25 @@ def check_spectrum_and_det(fn, seed: int = 0):
         for d, b in cases:
             A = ref.delta_operator(_rand(g, d), b)
             want_eig, want_det = torch.linalg.eigvalsh(A), torch.linalg.det(A)
-            with forbid(
-                LINALG + (OPS + "delta_operator",), fn, label=f"spectrum_and_det({d}, {b})"
-            ):
-                out = fn(d, b)
-            if not (isinstance(out, tuple) and len(out) == 2):
-                fail(f"spectrum_and_det({d}, {b}) should return a pair (eigenvalues, det)")
-            eig, det = out
+            eig, det = call(d, b)
             close(
                 torch.as_tensor(eig, dtype=torch.float64),
                 want_eig,
                 f"eigenvalues (ascending) for d = {d}, β = {b}",
             )
             close(torch.as_tensor(det, dtype=torch.float64), want_det, f"det for d = {d}, β = {b}")
+
+    @checks.add(f"spectrum_and_det: from the formula alone (d = {BIG_D:,} at grading)")
+    def formula():
+        d, b = big
+        eig, det = call(d, b)
+        # the spectrum checked at small d above: d − 1 ones and 1 − β, ascending
+        want = torch.ones(d, dtype=torch.float64)
+        want[0] = 1 - b
+        want = torch.sort(want).values
+        close(torch.as_tensor(eig, dtype=torch.float64), want, f"eigenvalues for d = {d}, β = {b}")
+        close(torch.as_tensor(det, dtype=torch.float64), torch.tensor(1 - b, dtype=torch.float64),
+              f"det for d = {d}, β = {b}")  # fmt: skip
 
     return checks.run()
 
@@ -172,15 +200,22 @@ def check_delta_update(fn, seed: int = 0):
 
 
 def check_mode(fn, seed: int = 0):
-    """``mode(beta) -> "identity" | "erase" | "reflect" | "general"``."""
+    """``mode(beta) -> "identity" | "erase" | "reflect" | "general"``; the generic β are drawn
+    from ``seed``."""
     g = torch.Generator().manual_seed(seed)
     k = _rand(g, 5)
+    generic = _generic_betas(g, 5)
 
     checks = Properties()
 
     @checks.add("mode: names β = 0, 1, 2 and a generic β")
     def named():
-        for b, want in ((0.0, "identity"), (1.0, "erase"), (2.0, "reflect"), (0.5, "general")):
+        for b, want in (
+            (0.0, "identity"),
+            (1.0, "erase"),
+            (2.0, "reflect"),
+            (generic[0], "general"),
+        ):
             got = fn(b)
             if got != want:
                 fail(f"mode({b}) returned {got!r}, expected one of {MODES} — here {want!r}")
@@ -188,7 +223,7 @@ def check_mode(fn, seed: int = 0):
     @checks.add("mode: orthogonal exactly for identity/reflect, singular exactly for erase")
     def consistent():
         eye = torch.eye(5, dtype=torch.float64)
-        for b in (0.0, 1.0, 2.0, 0.37, 1.5, -0.4, 2.6):
+        for b in (0.0, 1.0, 2.0, *generic[1:]):
             A = ref.delta_operator(k, b)
             orthogonal = torch.allclose(A.T @ A, eye, atol=1e-12)
             said = fn(b)

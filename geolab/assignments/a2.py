@@ -9,7 +9,16 @@ are computed with geolab's operators before the student's function runs.
 import torch
 
 from geolab import operators as ref
-from geolab.assignments.checks import as_tensor, close, describe, fail, forbid, observe
+from geolab.assignments.checks import (
+    BIG_D,
+    as_tensor,
+    big_d,
+    close,
+    describe,
+    fail,
+    forbid,
+    observe,
+)
 from geolab.assignments.properties import Properties, stubs
 
 F64 = torch.float64
@@ -111,6 +120,13 @@ def check_cayley_apply(fn, seed: int = 0):
         close(call(x1, u1, v1, 0.0), x1, "cayley_apply(x, u, v, β = 0) (must return x)")
         close(call(x1, u1, 2 * u1, 1.3), x1, "cayley_apply(x, u, 2u, 1.3): u ∥ v means A = 0")
 
+    @checks.add(f"cayley_apply: the closed form, O(d) (d = {BIG_D:,} at grading)")
+    def closed_form():
+        d = big_d(fn)
+        xb, ub, vb = _rand(g, d), _rand(g, d), _rand(g, d)
+        close(call(xb, ub, vb, 0.9), ref.cayley_apply(xb, ub, vb, 0.9),
+              f"cayley_apply at d = {d:,} (no d×d matrix fits: use the closed form)")  # fmt: skip
+
     @checks.add("cayley_apply: finite and orthogonal for β = 1e6")
     def huge_beta():
         out = as_tensor(call(x1, u1, v1, 1e6), "cayley_apply", (6,))
@@ -206,6 +222,14 @@ def check_minus_one_gap(fn, seed: int = 0):
             lam = torch.linalg.eigvals(_dense_q(u, v, b))
             want = (lam + 1).abs().min()
             close(call(u, v, b), want, f"minus_one_gap(u, v, β = {b:g}) vs numerical eigenvalues")
+
+    @checks.add(f"minus_one_gap: from θ alone (d = {BIG_D:,} at grading)")
+    def from_theta():
+        d = big_d(fn)
+        ub, vb = _rand(g, d), _rand(g, d)
+        theta = ref.cayley_angle(ub, vb, 2.5)  # |e^{iθ} + 1| = 2 cos(θ/2), θ in [0, π)
+        close(call(ub, vb, 2.5), 2 * torch.cos(theta / 2),
+              f"minus_one_gap at d = {d:,} (no d×d matrix fits: use θ)")  # fmt: skip
 
     @checks.add("minus_one_gap: positive for every finite β, shrinking as β grows")
     def positive():
@@ -312,13 +336,22 @@ def check_gate_regularizer(fn, seed: int = 0):
 
     @checks.add("gate_regularizer: zero gradient at γ = ½")
     def flat_at_half():
+        # The slope is measured here from your raw outputs; the gradient your code's autograd
+        # reports (its process says it) must equal that slope, at ½ and at random γ.
+        h = 1e-4
         half = torch.tensor(0.5, dtype=F64)
-        with forbid([OPS + "gate_regularizer"], fn, label="gate_regularizer(γ = 0.5)"):
-            seen = observe(fn, "value_and_grad", half)
-        as_tensor(seen["out"], "gate_regularizer", ())
-        if not seen["differentiable"]:
-            fail("gate_regularizer(γ) must be differentiable in γ (use torch operations)")
-        close(seen["grad"], torch.tensor(0.0, dtype=F64), "dr/dγ at γ = ½ (E∆ Theorem 7.3: 0)")
+        slope = (as_tensor(call(half + h), "gate_regularizer", ()) - call(half)) / h
+        if not abs(float(slope)) < 1e-3:
+            fail(f"the slope of r at γ = ½ is {float(slope):.3g} (E∆ Theorem 7.3: exactly 0)")
+        for point in [half, *gamma[:3]]:
+            with forbid([OPS + "gate_regularizer"], fn, label=f"gate_regularizer(γ = {point:.3g})"):
+                seen = observe(fn, "value_and_grad", point)
+            as_tensor(seen["out"], "gate_regularizer", ())
+            if seen["differentiable"] is not True:
+                fail("gate_regularizer(γ) must be differentiable in γ (use torch operations)")
+            numeric = (call(point + 1e-6) - call(point - 1e-6)) / 2e-6
+            close(seen["grad"], numeric, f"dr/dγ from autograd at γ = {point:.3g} vs the slope "
+                  "of your r there", atol=1e-5)  # fmt: skip
 
     return checks.run()
 

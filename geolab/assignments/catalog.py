@@ -23,29 +23,48 @@ class Assignment:
     """An assignment: its id, title, notebook file name and the module holding ``TASKS``
     (stub name -> check function taking the student's object and a seed, returning a list of
     Checks). ``needs_model``: the notebook itself builds geolab models, so a graded submission
-    sees the whole package; otherwise it sees only the assignment helpers."""
+    sees the whole package; otherwise it sees only the assignment helpers. ``hidden``: the
+    dotted names (functions, methods) of the reference the student re-creates, whose code the
+    graded submission's copy of the package does not contain (``sandbox.build_view``)."""
 
     id: str
     title: str
     notebook: str
     module: str
     needs_model: bool = False
+    hidden: tuple[str, ...] = ()
 
     @property
     def tasks(self) -> dict[str, Callable[..., list[Check]]]:
         return importlib.import_module(self.module).TASKS
 
 
-ASSIGNMENTS = {
+ASSIGNMENTS = {  # fmt: skip
     a.id: a
     for a in (
         Assignment("A1", "The Delta operator", "A1_delta.py", "geolab.assignments.a1"),
         Assignment("A2", "The Cayley rotation", "A2_cayley.py", "geolab.assignments.a2"),
         Assignment(
-            "A3", "Effective rank and rank collapse", "A3_rank.py", "geolab.assignments.a3", True
+            "A3",
+            "Effective rank and rank collapse",
+            "A3_rank.py",
+            "geolab.assignments.a3",
+            True,
+            (
+                "geolab.metrics.effective_rank",
+                "geolab.metrics._singular_values",
+                "geolab.probe.rank_profile",
+            ),
         ),
         Assignment(
-            "A4", "A residual rule of your own", "A4_rule.py", "geolab.assignments.a4", True
+            "A4",
+            "A residual rule of your own",
+            "A4_rule.py",
+            "geolab.assignments.a4",
+            True,
+            tuple(
+                f"geolab.rules.delta._MGTBlock.{m}" for m in ("__init__", "reset_init", "forward")
+            ),
         ),
     )
 }
@@ -65,14 +84,24 @@ def feedback(assignment: str, stub: str, obj):
     return callout(f"{assignment} · {stub}", checks)
 
 
-def _unimplemented(*args, **kwargs):
-    raise NotImplementedError
+class _Unimplemented:
+    """A stub that is not implemented, as a proxy: ``forbid`` only records its bans instead of
+    patching torch in this process, where other threads are computing references."""
+
+    runs_elsewhere = True
+    banned: list = []
+
+    def observe(self, *args, **kwargs):
+        raise NotImplementedError
+
+    def __call__(self, *args, **kwargs):
+        raise NotImplementedError
 
 
 def _task_failed(check, message: str) -> list[Check]:
     """The task's checks (names and points from a run on a stub that is not implemented), all
     failed with ``message``: a missing or hanging stub keeps the gradebook's columns."""
-    return [Check(c.name, False, message, c.points) for c in check(_unimplemented)]
+    return [Check(c.name, False, message, c.points) for c in check(_Unimplemented())]
 
 
 def all_failed(assignment: str, message: str, tasks: Mapping | None = None) -> list[Check]:
@@ -114,7 +143,14 @@ def hidden_tasks(folder: Path, assignment: str) -> dict:
         return {}
     spec = importlib.util.spec_from_file_location(f"geolab_hidden_{assignment}", path)
     module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
+    try:
+        spec.loader.exec_module(module)
+    except Exception as err:  # the instructor's own file: say where it broke, in one line
+        where = f" line {err.lineno}" if isinstance(err, SyntaxError) else ""
+        raise ValueError(
+            f"hidden checks {str(path)!r} cannot be loaded ({type(err).__name__}{where}: "
+            f"{getattr(err, 'msg', None) or err}); fix the file or leave out --hidden"
+        ) from None
     tasks = getattr(module, "TASKS", None)
     stubs = get(assignment).tasks
     if not isinstance(tasks, dict) or not set(tasks) <= set(stubs):

@@ -14,6 +14,7 @@ comparison with the reference happens where the student's code cannot reach it.
 """
 
 import importlib
+import sys
 from collections.abc import Callable, Iterable
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass
@@ -21,6 +22,16 @@ from dataclasses import asdict, dataclass
 import torch
 
 NOT_IMPLEMENTED = "not implemented yet: replace `raise NotImplementedError` in the stub"
+# "From the formula alone" / "no dense solve", as the grader can measure it: the answer at a size
+# where no d×d float64 matrix fits in the worker's memory (20 GB; 4 GiB by default) and no dense
+# O(d³) method ends within a stub's time limit, whatever function the code calls. In a notebook
+# (no memory limit) the same property runs at SMALL_D and the guard names forbidden calls.
+BIG_D, SMALL_D = 50_000, 1_000
+
+
+def big_d(obj) -> int:
+    """The large size of a "no d×d matrix" property: BIG_D at grading, SMALL_D in place."""
+    return BIG_D if getattr(obj, "runs_elsewhere", False) else SMALL_D
 
 
 @dataclass
@@ -153,8 +164,6 @@ def forbid(paths: Iterable[str], *student, label: str | None = None):
     Checks compute their reference values outside the block (the paths are patched in place).
     A proxy for a sandboxed submission gets the paths instead: they are guarded in its process.
     """
-    import geolab
-
     paths = list(paths)
     saved = []  # (owner, key, original, setter), restored in reverse order
     remote = [obj for obj in student if getattr(obj, "runs_elsewhere", False)]
@@ -181,14 +190,26 @@ def forbid(paths: Iterable[str], *student, label: str | None = None):
                     "yourself (use torch operations instead)"
                 )
 
+            if any(obj is original for obj in student):  # the stub *is* the reference
+                guard()
+
             patch(module, attr, original, setattr, guard)
-            for key, value in list(vars(geolab).items()):
-                if value is original:
-                    patch(geolab, key, value, setattr, guard)
+            for owner in _geolab_modules():  # every alias: geolab.probe.effective_rank, ...
+                for key, value in list(vars(owner).items()):
+                    if value is original:
+                        patch(owner, key, value, setattr, guard)
             for namespace in _globals_of_all(student):
                 for key, value in list(namespace.items()):
                     if value is original:
                         patch(namespace, key, value, dict.__setitem__, guard)
+            for fn in _functions_of(student):  # captured as a default: def f(x, _solve=solve)
+                if any(v is original for v in fn.__defaults__ or ()):
+                    new = tuple(guard if v is original else v for v in fn.__defaults__)
+                    patch(fn, "__defaults__", fn.__defaults__, setattr, new)
+                kw = fn.__kwdefaults__ or {}
+                if any(v is original for v in kw.values()):
+                    new = {k: guard if v is original else v for k, v in kw.items()}
+                    patch(fn, "__kwdefaults__", kw, setattr, new)
         yield
     except (Failed, ForbiddenCall, NotImplementedError):
         raise
@@ -199,6 +220,25 @@ def forbid(paths: Iterable[str], *student, label: str | None = None):
     finally:
         for owner, key, value, setter in reversed(saved):
             setter(owner, key, value)
+
+
+def _geolab_modules() -> list:
+    """The loaded modules of the geolab package (the package itself first)."""
+    return [m for name, m in list(sys.modules.items())
+            if (name == "geolab" or name.startswith("geolab.")) and m is not None]  # fmt: skip
+
+
+def _functions_of(objs) -> list:
+    """The student's functions, and the functions of its classes (methods, static and class
+    methods), each once."""
+    found = {}
+    for obj in objs:
+        values = vars(obj).values() if isinstance(obj, type) else [obj]
+        for value in values:
+            value = getattr(value, "__func__", value)
+            if hasattr(value, "__defaults__") and hasattr(value, "__code__"):
+                found[id(value)] = value
+    return list(found.values())
 
 
 def _globals_of_all(objs) -> list[dict]:

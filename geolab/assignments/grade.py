@@ -28,8 +28,15 @@ from pathlib import Path
 
 from geolab.assignments import sandbox
 from geolab.assignments.catalog import all_failed, check_all, get, hidden_tasks
-from geolab.assignments.gradebook import check_gradebook, read_hand_grades, write_gradebook
-from geolab.assignments.remote import ProcessLost, Session, Stub, SubmissionTimeout
+from geolab.assignments.checks import TaskStopped
+from geolab.assignments.gradebook import (
+    check_gradebook,
+    check_student_ids,
+    read_hand_grades,
+    totals,
+    write_gradebook,
+)
+from geolab.assignments.remote import Session, Stub, SubmissionTimeout
 
 MAX_BYTES = 2 * 2**20  # a notebook larger than this is not a hand-in
 
@@ -64,40 +71,16 @@ def find_submissions(folder: Path) -> tuple[dict[str, str], list[str]]:
 
 
 def grade_text(name: str, text: str, assignment: str, setup: dict) -> dict:
-    """Grade one submission (its file name and text) in its own sandboxed worker; its row."""
-    tasks, hidden = get(assignment).tasks, setup["hidden"]
+    """Grade one submission (its file name and text) in its own sandboxed worker; its row.
+    Whatever the worker does or sends, the row comes back: a failure of this submission's
+    process (or of the grader on it) is this submission's status, never the class's."""
     start = time.monotonic()
-    with tempfile.TemporaryDirectory(prefix="geolab-grade-") as tmp:
-        box = Path(tmp)
-        for sub in ("in", "log", "tmp"):
-            (box / sub).mkdir()
-            (box / sub).chmod(0o777 if sub != "in" else 0o755)  # worker may run as nobody
-        (box / "in" / "submission.py").write_text(text, encoding="utf-8")
-        session = Session(setup["mode"], setup["view"], box, "submission.py",
-                          setup["settings"], setup["timeout"])  # fmt: skip
-        status, error, checks = "ok", "", []
-        try:
-            report = session.open(None)
-            if "error" in report:
-                status, error = "error", str(report["error"])[:2000]
-            else:
-                found = {s: Stub(session, s) for s in report.get("loaded", []) if s in tasks}
-                limit = session.limit(setup["task_timeout"])
-                seed = setup["seed"]
-                checks = [c.to_dict() for c in check_all(assignment, found, limit, seed)]
-                extra = check_all(assignment, found, limit, seed, tasks=hidden) if hidden else []
-                checks += [{**c.to_dict(), "hidden": True} for c in extra]
-        except SubmissionTimeout as err:
-            status, error = "timeout", str(err)
-        except ProcessLost as err:
-            status, error = "crash", str(err)
-        finally:
-            session.kill()
-            log = box / "log" / "output.txt"
-            tail = log.read_bytes()[-2000:].decode("utf-8", "replace") if log.exists() else ""
+    try:
+        status, error, checks = _run(text, assignment, setup)
+    except Exception as err:  # noqa: BLE001 — one submission must not stop the class
+        status, error, checks = "crash", f"the grader could not grade this file: {err!r}", []
     if status != "ok":
-        lines = tail.strip().splitlines()
-        error += f"; last output line: {lines[-1][:200]}" if lines and status != "error" else ""
+        hidden = setup["hidden"]
         checks = [c.to_dict() for c in all_failed(assignment, error)]
         checks += [{**c.to_dict(), "hidden": True} for c in all_failed(assignment, error, hidden)]
     return {
@@ -110,6 +93,45 @@ def grade_text(name: str, text: str, assignment: str, setup: dict) -> dict:
         "error": error,
         "checks": checks,
     }
+
+
+def _run(text: str, assignment: str, setup: dict) -> tuple[str, str, list[dict]]:
+    """(status, error, checks) of one submission in its sandboxed worker."""
+    tasks, hidden = get(assignment).tasks, setup["hidden"]
+    # the student's prints: an unnamed file this process holds (no path to follow or replace)
+    with (
+        tempfile.TemporaryDirectory(prefix="geolab-grade-") as tmp,
+        tempfile.TemporaryFile() as out,
+    ):
+        box = Path(tmp)
+        for sub in ("in", "tmp"):
+            (box / sub).mkdir()
+            (box / sub).chmod(0o777 if sub != "in" else 0o755)  # worker may run as nobody
+        (box / "in" / "submission.py").write_text(text, encoding="utf-8")
+        session = Session(setup["mode"], setup["view"], box, "submission.py",
+                          setup["settings"], setup["timeout"], out.fileno())  # fmt: skip
+        status, error, checks = "ok", "", []
+        try:
+            report = session.open(None)
+            if "error" in report:
+                status, error = "error", report["error"][:2000]
+            else:
+                found = {s: Stub(session, s) for s in report["loaded"] if s in tasks}
+                limit = session.limit(setup["task_timeout"])
+                seed = setup["seed"]
+                checks = [c.to_dict() for c in check_all(assignment, found, limit, seed)]
+                extra = check_all(assignment, found, limit, seed, tasks=hidden) if hidden else []
+                checks += [{**c.to_dict(), "hidden": True} for c in extra]
+        except SubmissionTimeout as err:
+            status, error = "timeout", str(err)
+        except TaskStopped as err:  # died, or answered something that is not a reply
+            status, error = "crash", str(err)
+        finally:
+            session.kill()
+        lines = session.output_tail().strip().splitlines()
+    if status in ("timeout", "crash") and lines:
+        error += f"; last output line: {lines[-1][:200]}"
+    return status, error, checks
 
 
 def grade_dir(
@@ -135,11 +157,13 @@ def grade_dir(
     texts, _ = find_submissions(folder)
     limits = limits or sandbox.Limits()
     mode = sandbox.choose(mode)
+    if mode == "none":
+        sandbox.adopt_orphans()
     with tempfile.TemporaryDirectory(prefix="geolab-view-") as tmp:
         Path(tmp).chmod(0o755)
         setup = {
             "mode": mode,
-            "view": sandbox.build_view(Path(tmp), spec.needs_model),
+            "view": sandbox.build_view(Path(tmp), spec.needs_model, spec.hidden),
             "timeout": timeout,
             "task_timeout": task_timeout,
             "seed": secrets.randbelow(2**31) if seed is None else int(seed),
@@ -152,10 +176,11 @@ def grade_dir(
 
 
 def _cmd_grade(args) -> int:
-    check_gradebook(Path(args.out))
+    check_gradebook(Path(args.out), args.force)
     limits = sandbox.Limits(memory_gb=args.memory_gb)
     hand = read_hand_grades(Path(args.hand_graded)) if args.hand_graded else None
-    _, skipped = find_submissions(Path(args.submissions))
+    texts, skipped = find_submissions(Path(args.submissions))
+    check_student_ids(texts)
     mode = sandbox.choose(args.sandbox)
     for line in [sandbox.warning(mode), *skipped]:
         if line:
@@ -167,9 +192,14 @@ def _cmd_grade(args) -> int:
     paths, notes = write_gradebook(rows, Path(args.out), hand)
     for line in notes:
         print(line, file=sys.stderr)
-    print(f"{args.assignment} — {get(args.assignment).title}: {len(rows)} submissions, "
+    n = len(rows)
+    print(f"{args.assignment} — {get(args.assignment).title}: {n} submission{'s' * (n != 1)}, "
           f"seed {rows[0]['seed']}, sandbox {mode}")  # fmt: skip
-    for row in rows:
-        print(f"{row['submission']:<32} {row['status']:<14} {row['score']:g}/{row['max_score']:g}")
+    for row in totals(rows, hand)[0]:
+        line = f"{row['submission']:<32} {row['status']:<14} {row['score']:g}/{row['max_score']:g}"
+        if hand:
+            got = "—" if row["hand"] is None else f"{row['hand']:g}"
+            line += f"  hand {got}/{hand['max']:g}  total {row['total']:g}/{row['total_max']:g}"
+        print(line)
     print("gradebook: " + ", ".join(str(p) for p in paths))
     return 0

@@ -7,6 +7,7 @@ the submission's file name without ``.py``); its points are added to the total.
 
 import csv
 import json
+import math
 from pathlib import Path
 
 from geolab.assignments.feedback import write_feedback
@@ -30,7 +31,7 @@ def read_hand_grades(path: Path) -> dict:
         reader = csv.DictReader(f)
         if not reader.fieldnames or not {"student", "points", "max"} <= set(reader.fieldnames):
             raise ValueError(f"{path}: the header must name the columns student,points,max")
-        points, top = {}, None
+        points, top, seen = {}, None, {}
         for line, row in enumerate(reader, 2):
             try:
                 value, most = float(row["points"]), float(row["max"])
@@ -38,11 +39,24 @@ def read_hand_grades(path: Path) -> dict:
                 raise ValueError(
                     f"{path}:{line}: points={row['points']!r}, max={row['max']!r}: not numbers"
                 ) from None
+            if not (math.isfinite(value) and math.isfinite(most) and most > 0):
+                raise ValueError(
+                    f"{path}:{line}: points={value:g}, max={most:g}: both must be finite, max > 0"
+                )
             if top is not None and most != top:
                 raise ValueError(f"{path}:{line}: max={most:g}, but an earlier row has {top:g}")
             if not 0 <= value <= most:
                 raise ValueError(f"{path}:{line}: points={value:g} is not in [0, {most:g}]")
-            top, points[row["student"].strip()] = most, value
+            student = (row["student"] or "").strip()
+            if not student:
+                raise ValueError(f"{path}:{line}: the student column is empty")
+            if student in seen:
+                raise ValueError(
+                    f"{path}:{line}: student {student!r} is graded twice (first on line "
+                    f"{seen[student]}); keep one row per student"
+                )
+            seen[student] = line
+            top, points[student] = most, value
     if top is None:
         raise ValueError(f"{path}: no rows")
     return {"max": top, "points": points}
@@ -73,21 +87,67 @@ def gradebook_paths(out: Path) -> tuple[Path, Path, Path, Path]:
     return csv_path, json_path, lms_path, feedback
 
 
-def check_gradebook(out: Path) -> None:
-    """ValueError naming --out when any gradebook file cannot be written: checked before grading,
-    so a bad --out does not throw the grading away."""
+def check_gradebook(out: Path, force: bool = False) -> None:
+    """ValueError naming --out when the gradebook cannot be written, or would replace an earlier
+    one without ``force``: checked before grading, so a bad --out does not throw the grading
+    away. --out names the CSV: another suffix, or a folder, would silently become NAME.csv."""
+    out = Path(out)
+    if out.is_dir():
+        raise ValueError(
+            f"--out={str(out)!r} is not allowed: it is a folder; name the gradebook CSV, e.g. "
+            f"{str(out / 'gradebook.csv')!r}"
+        )
+    if out.suffix.lower() != ".csv":
+        raise ValueError(
+            f"--out={str(out)!r} is not allowed: the gradebook is a CSV file; name it "
+            f"{str(out.with_suffix('.csv'))!r}"
+        )
     *files, feedback = gradebook_paths(out)
     for path in files:
         check_file(path, "--out")
     check_dir(feedback, "--out (its feedback folder)")
+    earlier = [p.name for p in files if p.exists()]
+    earlier += [feedback.name] if feedback.is_dir() and any(feedback.iterdir()) else []
+    if earlier and not force:
+        raise ValueError(
+            f"--out={str(out)!r} already holds a gradebook ({', '.join(earlier)}); pass --force "
+            "to replace it (feedback files of students not in this run are removed), or choose "
+            "another --out"
+        )
+
+
+def check_student_ids(submissions) -> None:
+    """ValueError when two submissions share a student id (``alice.py`` and ``Alice.PY``): their
+    gradebook rows, LMS line and feedback file would collide. Case is ignored, as it is by the
+    file systems of macOS and Windows that the feedback folder may be opened on."""
+    owners: dict[str, list[str]] = {}
+    for name in submissions:
+        owners.setdefault(student_id(name).casefold(), []).append(name)
+    clashes = [names for names in owners.values() if len(names) > 1]
+    if clashes:
+        listed = "; ".join(" and ".join(names) for names in clashes)
+        raise ValueError(
+            f"SUBMISSIONS_DIR holds submissions of one student id: {listed}; rename or remove "
+            "all but one of each"
+        )
 
 
 def write_gradebook(rows: list[dict], out: Path, hand: dict | None = None):
     """Write ``out`` as CSV (one 0/1 column per check), ``out`` with suffix .json, the LMS CSV
     ``<out>_lms.csv`` and ``<out>_feedback/<student>.md``. Returns (paths, warnings)."""
     csv_path, json_path, lms_path, feedback = gradebook_paths(out)
+    check_student_ids(row["submission"] for row in rows)
     csv_path.parent.mkdir(parents=True, exist_ok=True)
     rows, notes = totals(rows, hand)
+    kept = {f"{student_id(row['submission'])}.md" for row in rows}
+    stale = sorted(p for p in feedback.glob("*.md") if p.name not in kept)
+    for path in stale:  # an earlier gradebook's feedback to students not graded now
+        path.unlink()
+    if stale:
+        notes.append(
+            f"removed {len(stale)} feedback file(s) of an earlier gradebook for students not in "
+            f"this run: {', '.join(p.name for p in stale)}"
+        )
     names = list(dict.fromkeys(c["name"] for row in rows for c in row["checks"]))
     head = HEAD + (["hand"] if hand else []) + ["total", "total_max"]
     with open(csv_path, "w", newline="", encoding="utf-8") as f:

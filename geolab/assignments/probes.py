@@ -32,74 +32,76 @@ def rank_profile_on_stack(fn, residual: str, depth: int, seed: int):
     return fn(*make_stack(residual, depth, seed))
 
 
-def _rule(cls, changes: dict, perturb_seed: int | None = None):
-    from geolab.assignments.setups import rule_config
+# --- A4: the student's rule as a black box the grader drives (``rules.RemoteRule``) -----------
+# A rule answers two questions: its output for (x, parameters) — asking the grader for the
+# sublayer's value at each point it calls it — and the vector-Jacobian product of any of those
+# outputs. The model, the sublayers, the loss, the optimiser and every verdict stay in the grader.
 
-    rule = cls(rule_config(**changes))
-    if perturb_seed is not None:  # random weights, so β must read X
-        g = torch.Generator().manual_seed(perturb_seed)
-        with torch.no_grad():
-            for p in rule.parameters():
-                p.add_(torch.randn(p.shape, generator=g) * 0.5)
-    return rule
-
-
-def rule_build(cls, changes: dict) -> dict:
-    """``cls(cfg)``: is it a geolab Rule, and does it reuse geolab's MGT blocks?"""
-    from geolab.rules import Rule, delta
-
-    rule = _rule(cls, changes)
-    mgt = isinstance(rule, delta._MGTBlock)
-    if isinstance(rule, torch.nn.Module):
-        mgt = mgt or any(isinstance(m, delta._MGTBlock) for m in rule.modules())
-    return {"is_rule": isinstance(rule, Rule), "reuses_mgt": mgt}
+ask = None  # set by the worker: ask(payload) -> the grader's answer (here: a sublayer's value)
+_RULES: dict[int, object] = {}
+_CALLS: dict[int, tuple] = {}
+KEEP_CALLS = 64  # graphs kept for backward: a training step makes 4, its backward uses them
 
 
-def rule_step(cls, changes: dict, x: torch.Tensor, seed: int, perturb_seed: int | None = None):
-    """One step ``rule(x, sublayer)`` of a fresh ``cls(cfg)``: its output and ``gates['beta']``."""
-    from geolab.assignments.setups import sublayer
-
-    rule = _rule(cls, changes, perturb_seed)
-    out = rule(x, sublayer(x.shape[-1], seed))
-    gates = getattr(rule, "gates", None)
-    return {"out": out, "beta": gates.get("beta") if isinstance(gates, dict) else None}
-
-
-def rule_grads(cls, changes: dict, x: torch.Tensor, seed: int) -> dict:
-    """Backpropagate ``sum(rule(x, sublayer)²)``: parameter count, parameters without gradient,
-    whether the gradient reaches x."""
-    from geolab.assignments.setups import sublayer
-
-    rule = _rule(cls, changes)
-    xg = x.detach().clone().requires_grad_(True)
-    rule(xg, sublayer(x.shape[-1], seed)).square().sum().backward()
-    params = dict(rule.named_parameters())
-    return {
-        "n_params": sum(p.numel() for p in params.values()),
-        "no_grad": [name for name, p in params.items() if p.grad is None],
-        "x_grad": xg.grad is not None,
-    }
-
-
-def rule_trains(cls, seed: int) -> float:
-    """Validation loss after 50 steps of the geolab trainer on A4's copy task."""
-    from geolab.assignments.setups import copy_task, register_rule, train_config
+def rule_new(cls, fields: dict, seed: int) -> dict:
+    """``cls(GeoConfig(**fields))`` (the residual named as the reference, which is registered
+    here; torch seeded with ``seed``): its handle, whether it is a geolab Rule, and its
+    parameters in order."""
+    from geolab.assignments.setups import REFERENCE
     from geolab.config import GeoConfig
-    from geolab.model import GeoTransformer
-    from geolab.train import train
+    from geolab.rules import Rule
 
-    task = copy_task(seed)
-    with register_rule("student_rule", cls):
-        cfg = GeoConfig(residual="student_rule", n_layer=2, d_model=32, n_head=4,
-                        **task.model_fields())  # fmt: skip
-        torch.manual_seed(seed)
-        model = GeoTransformer(cfg)
-        return float(train(cfg, task, train_config(50, seed), model=model).metrics["loss"])
+    torch.manual_seed(seed)
+    rule = cls(GeoConfig(**{**fields, "residual": REFERENCE}))
+    handle = len(_RULES)
+    _RULES[handle] = rule
+    params = dict(rule.named_parameters()) if isinstance(rule, torch.nn.Module) else {}
+    return {"handle": handle, "is_rule": isinstance(rule, Rule),
+            "params": {name: p.detach() for name, p in params.items()}}  # fmt: skip
+
+
+def rule_forward(cls, handle: int, x: torch.Tensor, params: list, grad: bool) -> dict:
+    """``rule(x, sublayer)`` with the parameters set to ``params``; each ``sublayer(h)`` is the
+    grader's answer for h. Its output, ``gates['beta']``, and the call's id for :func:`rule_vjp`."""
+    rule = _RULES[handle]
+    with torch.no_grad():
+        for p, value in zip(rule.parameters(), params, strict=True):
+            p.copy_(value)
+    inputs, outputs = [], []
+
+    def sublayer(h):
+        outputs.append(h)
+        s = ask(h.detach()).to(h.dtype).requires_grad_(grad)
+        inputs.append(s)
+        return s
+
+    with torch.set_grad_enabled(grad):
+        xl = x.clone().requires_grad_(grad)
+        y = rule(xl, sublayer)
+        outputs.append(y)
+    call = len(_CALLS)
+    if grad:
+        _CALLS[call] = (xl, list(rule.parameters()), inputs, outputs)
+        _CALLS.pop(call - KEEP_CALLS, None)
+    gates = getattr(rule, "gates", None)
+    return {"out": y, "beta": gates.get("beta") if isinstance(gates, dict) else None,
+            "call": call}  # fmt: skip
+
+
+def rule_vjp(cls, call: int, k: int, grad: torch.Tensor) -> list:
+    """The vector-Jacobian product of call ``call``'s ``k``-th output (the k-th sublayer input,
+    or last the rule's output) with ``grad``, w.r.t. x, each parameter and the sublayer values
+    before it; None where it does not depend on one."""
+    xl, params, inputs, outputs = _CALLS[call]
+    wrt = [xl, *params, *inputs[:k]]
+    out = outputs[k]
+    if not out.requires_grad:
+        return [None] * len(wrt)
+    return list(torch.autograd.grad(out, wrt, grad.to(out.dtype), retain_graph=True,
+                                    allow_unused=True))  # fmt: skip
 
 
 PROBES = {
     f.__name__: f
-    for f in (
-        call, value_and_grad, rank_profile_on_stack, rule_build, rule_step, rule_grads, rule_trains
-    )
+    for f in (call, value_and_grad, rank_profile_on_stack, rule_new, rule_forward, rule_vjp)
 }  # fmt: skip

@@ -86,16 +86,18 @@ def build(src_dir: Path = SRC_DIR, out_dir: Path = OUT_DIR, check: bool = False)
         raise ValueError(f"src_dir={str(src_dir)!r} holds no instructor notebooks (*.py)")
     if not check:
         check_dir(out_dir, "out")
-    changed = []
-    for src in sources:
-        dest = Path(out_dir) / src.name
-        text = render(src)
-        if dest.exists() and dest.read_text(encoding="utf-8") == text:
-            continue
-        changed.append(dest)
-        if not check:
+    # Every source is rendered (and a bad one refused) before the first file is written, so a
+    # refused release leaves the old one whole instead of half replaced.
+    texts = {Path(out_dir) / src.name: render(src) for src in sources}
+    changed = [
+        dest
+        for dest, text in texts.items()
+        if not (dest.exists() and dest.read_text(encoding="utf-8") == text)
+    ]
+    if not check:
+        for dest in changed:
             dest.parent.mkdir(parents=True, exist_ok=True)
-            dest.write_text(text, encoding="utf-8")
+            dest.write_text(texts[dest], encoding="utf-8")
     return changed
 
 
@@ -104,6 +106,8 @@ def _cmd_release(args) -> int:
     if args.check:
         for path in changed:
             print(f"out of date: {path} (run `geolab release`)", file=sys.stderr)
+        if not changed:
+            print(f"{args.out} is up to date with {args.src}")
         return 1 if changed else 0
     for path in changed:
         print(f"wrote {path}")

@@ -1,12 +1,16 @@
 """The grader's side of a submission's worker: a session of sandboxed processes, and proxies.
 
 :class:`Session` starts the worker (``sandbox.start``), opens one stub at a time, sends probe
-calls and reads plain-data replies, each read bounded by a deadline. A stub that runs past its
-deadline or whose process dies raises :class:`~geolab.assignments.checks.TaskStopped` (its
-checks fail, the next stub gets a fresh process); a submission past its whole time limit raises
-:class:`SubmissionTimeout`. :class:`Stub` is what the checks receive instead of the student's
-function: calling it or :func:`~geolab.assignments.checks.observe`-ing it runs the probe in the
-worker, under the guards :func:`~geolab.assignments.checks.forbid` put on it.
+calls and reads plain-data replies, each read bounded by a deadline and a size. Replies come on
+the worker's stdout, the supervisor's ``ready``/``closed`` on a control pipe no student process
+holds, and what the student prints on a file the grader holds (:meth:`Session.output_tail`).
+Whatever arrives is checked field by field; anything else is a :class:`BadReply` for that stub.
+A stub that runs past its deadline or whose process dies raises
+:class:`~geolab.assignments.checks.TaskStopped` (its checks fail, the next stub gets a fresh
+process); a submission past its whole time limit raises :class:`SubmissionTimeout`.
+:class:`Stub` is what the checks receive instead of the student's function: calling it or
+:func:`~geolab.assignments.checks.observe`-ing it runs the probe in the worker, under the
+guards :func:`~geolab.assignments.checks.forbid` put on it.
 """
 
 import os
@@ -20,7 +24,7 @@ from geolab.assignments.checks import ForbiddenCall, TaskStopped, TimeLimit
 from geolab.assignments.wire import decode, dumps, encode, loads
 from geolab.assignments.worker import kill_tree
 
-MAX_LINE = 256 * 2**20  # bytes of one reply; more is a malformed reply
+MAX_LINE = 64 * 2**20  # bytes of one reply; more is a malformed reply
 CLOSE_SECONDS = 10.0  # for a stub's processes to be gone once its checks are done
 
 
@@ -41,41 +45,70 @@ class StudentError(Exception):
 
 
 def _raise(reply: dict):
-    name = "".join(c for c in str(reply.get("raised", "Error")) if c.isalnum() or c == "_")
-    message = str(reply.get("message", ""))
-    kind = reply.get("kind")
+    """Re-raise the student's exception by name (a SystemExit as a StudentError: nothing the
+    worker sends can stop the grader)."""
+    name = "".join(c for c in str(reply["raised"]) if c.isalnum() or c == "_")[:100]
+    message = str(reply["message"])[:2000]
+    kind = reply["kind"]
     if kind == "forbidden":
         raise ForbiddenCall(message)
     if kind == "not-implemented":
         raise NotImplementedError(message)
     if kind == "exit":
-        raise SystemExit(message)
+        raise type("SystemExit", (StudentError,), {})(message)
     raise type(name or "Error", (StudentError,), {})(message)
+
+
+def _load_report(reply: dict) -> dict:
+    """A child's load report, checked: ``{"loaded": [names]}`` or ``{"error": text}``."""
+    if set(reply) == {"loaded"} and isinstance(reply["loaded"], list):
+        if all(isinstance(name, str) for name in reply["loaded"]):
+            return reply
+    if set(reply) == {"error"} and isinstance(reply["error"], str):
+        return reply
+    raise BadReply("the process sent something that is not a load report")
+
+
+def _rewrite(path: Path, text: str) -> None:
+    """Put the submission's text back at ``path`` as a new file (whatever a stub left there, a
+    link included, is replaced, not followed)."""
+    path.unlink(missing_ok=True)
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o644)
+    with os.fdopen(fd, "w", encoding="utf-8") as f:
+        f.write(text)
 
 
 class Session:
     """One submission's worker processes. ``deadline`` (monotonic seconds) bounds the current
-    stub; ``end`` the whole submission."""
+    stub; ``end`` the whole submission. ``output``: the file (a descriptor the grader holds) the
+    student's prints go to; :meth:`output_tail` reads its end."""
 
     def __init__(self, mode: str, view: Path, box: Path, submission: str, settings: dict,
-                 timeout: float):  # fmt: skip
+                 timeout: float, output: int):  # fmt: skip
         self.mode, self.view, self.box, self.submission = mode, view, box, submission
         self.text = (box / "in" / submission).read_text(encoding="utf-8")
-        self.settings = settings
+        self.settings, self.output = settings, output
         self.end = time.monotonic() + timeout
         self.timeout = timeout
         self.deadline = self.end
-        self.proc = None
-        self.buffer = b""
+        self.proc = self.control = None
+        self.buffers = {}
         self.stub = None
 
     # --- the process ---------------------------------------------------------------------
 
     def _start(self) -> None:
-        self.proc = sandbox.start(self.mode, self.view, self.box, self.submission, self.settings)
-        self.buffer = b""
-        reply = self._read()
-        if reply.get("ready") is not True:
+        read, write = os.pipe()
+        try:
+            settings = {**self.settings, "control": write}
+            self.proc = sandbox.start(self.mode, self.view, self.box, self.submission, settings,
+                                      self.output)  # fmt: skip
+        finally:
+            os.close(write)
+        self.control = read
+        self.buffers = {read: b"", self.proc.stdout.fileno(): b""}
+        if self._control() != {"ready": True}:
+            self.kill()
             raise BadReply("the grading process did not start")
 
     def kill(self) -> None:
@@ -90,9 +123,19 @@ class Session:
             pass
         self.proc.kill()
         self.proc.wait()
+        sandbox.forget(self.proc.pid)
+        if self.mode == "none":
+            sandbox.sweep_orphans()
         for pipe in (self.proc.stdin, self.proc.stdout):
             pipe.close()
-        self.proc, self.stub = None, None
+        os.close(self.control)
+        self.proc, self.control, self.stub, self.buffers = None, None, None, {}
+
+    def output_tail(self, size: int = 2000) -> str:
+        """The last ``size`` bytes the student's code printed (a bounded read of the grader's own
+        file: nothing the student left at a path is followed)."""
+        end = os.fstat(self.output).st_size
+        return os.pread(self.output, size, max(0, end - size)).decode("utf-8", "replace")
 
     def _send(self, message: dict) -> None:
         try:
@@ -101,34 +144,79 @@ class Session:
         except (BrokenPipeError, OSError):
             pass  # the read that follows reports the lost process
 
-    def _read(self) -> dict:
-        """The next reply line, or TaskStopped/SubmissionTimeout at the deadline or on EOF."""
-        fd = self.proc.stdout.fileno()
+    def _line(self, fds: tuple[int, ...]) -> tuple[int, bytes]:
+        """(fd, the next whole line from one of ``fds``); TaskStopped/SubmissionTimeout at the
+        deadline or when the process is gone, BadReply past MAX_LINE."""
         with selectors.DefaultSelector() as sel:
-            sel.register(fd, selectors.EVENT_READ)
-            while b"\n" not in self.buffer:
+            for fd in fds:
+                sel.register(fd, selectors.EVENT_READ)
+            while True:
+                for fd in fds:
+                    if b"\n" in self.buffers[fd]:
+                        line, self.buffers[fd] = self.buffers[fd].split(b"\n", 1)
+                        return fd, line
                 left = min(self.deadline, self.end) - time.monotonic()
-                if left <= 0 or not sel.select(left):
+                ready = sel.select(left) if left > 0 else []
+                if not ready:
                     self.kill()
                     if self.deadline < self.end:
                         raise TimeLimit(f"did not finish within {self.task_timeout:g} s "
                                         "(an endless loop?)")  # fmt: skip
                     raise SubmissionTimeout(f"killed after the {self.timeout:g} s time limit")
-                chunk = os.read(fd, 1 << 20)
-                if not chunk:
-                    code = self.proc.poll() if self.proc.poll() is not None else self.proc.wait()
-                    self.kill()
-                    raise ProcessLost(f"the process ended without an answer (exit code {code})")
-                self.buffer += chunk
-                if len(self.buffer) > MAX_LINE:
-                    self.kill()
-                    raise BadReply("the process sent a reply larger than the grader accepts")
-        line, self.buffer = self.buffer.split(b"\n", 1)
+                for key, _ in ready:
+                    chunk = os.read(key.fd, 1 << 20)
+                    if not chunk:
+                        code = self.proc.wait()
+                        self.kill()
+                        raise ProcessLost(f"the process ended without an answer (exit code {code})")
+                    self.buffers[key.fd] += chunk
+                    if len(self.buffers[key.fd]) > MAX_LINE:
+                        self.kill()
+                        raise BadReply("the process sent a reply larger than the grader accepts")
+
+    def _control(self) -> dict:
+        """The supervisor's next message (the child's replies meanwhile are dropped)."""
+        out = self.proc.stdout.fileno()
+        while True:
+            fd, line = self._line((self.control, out))
+            if fd == self.control:
+                return self._parse(line)
+
+    def _reply(self) -> dict:
+        """The child's next reply; ProcessLost when the supervisor reports it gone first."""
+        fd, line = self._line((self.control, self.proc.stdout.fileno()))
+        message = self._parse(line)
+        if fd == self.control:
+            if "closed" not in message:
+                self.kill()
+                raise BadReply("the grading process sent something that is not a reply")
+            self.stub = None
+            raise ProcessLost(
+                f"the process running your code ended (exit code {message['closed']}): a crash, "
+                "os._exit(), a signal or a resource limit"
+            )
+        return message
+
+    def _parse(self, line: bytes) -> dict:
         try:
             return loads(line)
         except ValueError as err:
             self.kill()
             raise BadReply(f"the process sent something that is not a reply ({err})") from err
+
+    def _drain(self) -> None:
+        """Drop whatever the last child left on the reply pipe (it is dead: the supervisor
+        killed its processes before reporting ``closed``)."""
+        fd = self.proc.stdout.fileno()
+        os.set_blocking(fd, False)
+        try:
+            while os.read(fd, 1 << 20):
+                pass
+        except BlockingIOError:
+            pass
+        finally:
+            os.set_blocking(fd, True)
+        self.buffers[fd] = b""
 
     # --- one stub at a time ------------------------------------------------------------------
 
@@ -137,54 +225,60 @@ class Session:
         [stubs found]}`` or ``{"error": message}``. ProcessLost if it died loading."""
         self.close()
         if self.mode == "none":  # no read-only mount: a stub may have rewritten its own copy
-            (self.box / "in" / self.submission).write_text(self.text, encoding="utf-8")
+            _rewrite(self.box / "in" / self.submission, self.text)
         if self.proc is None:
             self._start()
+        self._drain()
         self._send({"op": "open", "stub": stub})
-        reply = self._read()
-        if "closed" in reply:
-            raise ProcessLost(f"the process died with exit code {reply['closed']}")
+        try:
+            reply = _load_report(self._reply())
+        except BadReply:
+            self.kill()
+            raise
         if stub is None or "loaded" not in reply:
-            self._closed()
+            self._control()  # the child is done: the supervisor's "closed"
         else:
             self.stub = stub
         return reply
-
-    def _closed(self) -> None:
-        """Read up to the supervisor's ``closed`` (stray lines from the child are skipped)."""
-        while "closed" not in self._read():
-            pass
 
     def close(self) -> None:
         """End the open stub: its child and every process it left are killed."""
         if self.stub is not None and self.proc is not None:
             self.stub = None
             self._send({"op": "end"})
-            self._closed()
+            if "closed" not in self._control():
+                self.kill()
 
-    def call(self, stub: str, probe: str, args: tuple, banned: list[str]):
+    def call(self, stub: str, probe: str, args: tuple, banned: list[str], on_ask=None):
         """``probe(student's stub, *args)`` in the worker; the plain value, or the student's
-        exception re-raised."""
+        exception re-raised. ``on_ask(value)`` answers the probe's questions mid-call (computed
+        here, in the grader). Anything else the child sends is a BadReply for this stub."""
         if self.stub != stub:
             reply = self.open(stub)
             if "loaded" not in reply:
                 raise ProcessLost(reply.get("error", "the submission did not load again"))
         self._send({"op": "call", "probe": probe, "args": encode(tuple(args)), "banned": banned})
-        reply = self._read()
-        if "closed" in reply:
-            self.stub = None
-            raise ProcessLost(
-                f"the process running your code ended (exit code {reply['closed']}): a crash, "
-                "os._exit(), a signal or a resource limit"
-            )
-        if "raised" in reply:
+        reply = self._reply()
+        while set(reply) == {"ask"} and on_ask is not None:
+            try:
+                answer = on_ask(self._decode(reply["ask"]))
+            except BaseException:  # the worker waits for an answer it will not get
+                self.kill()
+                raise
+            self._send({"op": "answer", "value": encode(answer)})
+            reply = self._reply()
+        if set(reply) == {"raised", "kind", "message"}:
             _raise(reply)
-        if "value" not in reply:
+        if set(reply) != {"value"}:
             self.kill()
             raise BadReply("the process sent something that is not a reply")
+        return self._decode(reply["value"])
+
+    def _decode(self, data):
         try:
-            return decode(reply["value"])
-        except (ValueError, TypeError) as err:
+            return decode(data)
+        except (ValueError, TypeError, OverflowError) as err:
+            self.kill()
             raise BadReply(f"the reply is not plain data ({err})") from err
 
     def limit(self, task_timeout: float):
@@ -217,8 +311,8 @@ class Stub:
     def __init__(self, session: Session, name: str):
         self.session, self.name, self.banned = session, name, []
 
-    def observe(self, probe: str, *args):
-        return self.session.call(self.name, probe, args, list(self.banned))
+    def observe(self, probe: str, *args, on_ask=None):
+        return self.session.call(self.name, probe, args, list(self.banned), on_ask)
 
     def __call__(self, *args):
         return self.observe("call", *args)

@@ -5,21 +5,28 @@ Python environment and nothing else of the machine: no home folder, no repositor
 submission, no gradebook. Its own copy of its one submission is mounted read-only, /tmp is a
 private size-capped tmpfs, there is no network (new net namespace), and it runs in a new PID
 namespace tied to the grader (``--die-with-parent``): when the grader kills it, every process it
-started dies too. The geolab package it sees is a filtered copy (:func:`build_view`): for
-assignments whose notebook does not build models, only the assignment helpers — the reference
-operators cannot be imported, read or exec'd. Run as root, it drops to ``nobody`` first, since
+started dies too. No host folder is writable: what it prints goes to a file descriptor the
+grader holds. The geolab package it sees is a filtered copy (:func:`build_view`): for
+assignments whose notebook does not build models, only the assignment helpers; for the others
+the whole package with the reference functions' code removed (:func:`hide`) — the reference
+cannot be imported, borrowed, read or exec'd. Run as root, it drops to ``nobody`` first, since
 the process limit does not bind root.
 
-Without bwrap the worker is an ordinary process in its own session with the same rlimits; it
-can read what your user can read. :func:`warning` says so.
+Without bwrap the worker is an ordinary process in its own session with the same rlimits,
+importing the same filtered copy; it can read what your user can read (:func:`warning` says so).
+The grader becomes the subreaper of its workers (:func:`adopt_orphans`) and kills what escapes
+them (:func:`sweep_orphans`). As root without bwrap nothing fences a submission: refused.
 """
 
+import ast
 import json
 import os
 import shutil
+import signal
 import site
 import subprocess
 import sys
+import threading
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
@@ -73,12 +80,15 @@ def choose(mode: str) -> str:
     """'bwrap' or 'none' for a --sandbox value; ValueError when bwrap is asked for and absent."""
     if mode not in MODES:
         raise ValueError(f"sandbox={mode!r} is not allowed; choose from {', '.join(MODES)}")
-    if mode == "none":
-        return "none"
-    if bwrap_works():
+    if mode != "none" and bwrap_works():
         return "bwrap"
     if mode == "bwrap":
         raise ValueError("sandbox='bwrap' but bwrap is missing or cannot create namespaces here")
+    if os.geteuid() == 0:  # root: no process limit binds and nothing fences the processes
+        raise ValueError(
+            f"sandbox={mode!r} would run submissions as root without bwrap, which is refused: "
+            "install bubblewrap, or grade as an ordinary user"
+        )
     return "none"
 
 
@@ -94,6 +104,44 @@ def warning(mode: str) -> str | None:
     )
 
 
+_LIVE: set[int] = set()  # the workers this grader started and has not killed yet
+_LOCK = threading.Lock()
+
+
+def adopt_orphans() -> None:
+    """Without bwrap: make this process the subreaper of everything its workers start, so a
+    process that left its worker's tree (double fork, ``setsid``, its parent killed) is
+    re-parented here, where :func:`sweep_orphans` finds it."""
+    from geolab.assignments.worker import PR_SET_CHILD_SUBREAPER, _prctl
+
+    _prctl(PR_SET_CHILD_SUBREAPER, 1)
+
+
+def sweep_orphans() -> None:
+    """Kill (with their trees) and reap the children of this process that are not live workers:
+    what escaped a killed worker. Only meaningful after :func:`adopt_orphans`."""
+    from geolab.assignments.worker import children, kill_tree
+
+    with _LOCK:
+        for _ in range(100):
+            strays = [pid for pid in children(os.getpid()) if pid not in _LIVE]
+            if not strays:
+                return
+            for pid in strays:
+                kill_tree(pid, reap=False)
+                try:
+                    os.kill(pid, signal.SIGKILL)
+                    os.waitpid(pid, 0)
+                except (ProcessLookupError, ChildProcessError, PermissionError):
+                    pass
+
+
+def forget(pid: int) -> None:
+    """``pid`` (a worker) is dead and reaped."""
+    with _LOCK:
+        _LIVE.discard(pid)
+
+
 def _unshare() -> list[str]:
     if os.geteuid() == 0:  # no user namespace: the worker switches to nobody itself
         return ["--unshare-pid", "--unshare-net", "--unshare-ipc", "--unshare-uts",
@@ -101,14 +149,17 @@ def _unshare() -> list[str]:
     return ["--unshare-all"]
 
 
-def build_view(folder: Path, needs_model: bool) -> Path:
+def build_view(folder: Path, needs_model: bool, hidden: tuple[str, ...] = ()) -> Path:
     """The geolab package as a graded submission sees it, written under ``folder``: the whole
-    package (the notebook builds models), or only the assignment helpers with an empty
-    ``geolab/__init__.py``, so no reference implementation exists in the sandbox."""
+    package (the notebook builds models) with the code of each ``hidden`` function or method
+    removed (:func:`hide`), or only the assignment helpers with an empty ``geolab/__init__.py``;
+    so no reference implementation exists in the sandbox, to call, borrow, alias or exec."""
     view = Path(folder) / "geolab"
     ignore = shutil.ignore_patterns("__pycache__")
     if needs_model:
         shutil.copytree(PACKAGE, view, ignore=ignore)
+        for name in hidden:
+            hide(view, name)
     else:
         (view / "assignments").mkdir(parents=True)
         (view / "__init__.py").write_text(
@@ -119,6 +170,29 @@ def build_view(folder: Path, needs_model: bool) -> Path:
     for path in [view, *view.rglob("*")]:
         path.chmod(0o755 if path.is_dir() else 0o644)
     return view
+
+
+def hide(view: Path, name: str) -> None:
+    """Replace the body of function or method ``name`` (``geolab.module.func`` or
+    ``geolab.module.Class.method``) in the package copy ``view`` with a ``ForbiddenCall``: its
+    signature stays (imports and class definitions still work), its code is gone from the file."""
+    parts = name.split(".")
+    for split in range(len(parts) - 1, 1, -1):
+        path = view.joinpath(*parts[1:split]).with_suffix(".py")
+        if path.is_file():
+            break
+    else:
+        raise ValueError(f"hidden={name!r}: no module of geolab holds it")
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    scope, *rest = parts[split:]
+    node = next(n for n in tree.body if getattr(n, "name", None) == scope)
+    for attr in rest:
+        node = next(n for n in node.body if getattr(n, "name", None) == attr)
+    message = f"{name} is not available while your submission is graded: write it yourself"
+    node.body = ast.parse(
+        f"from geolab.assignments.checks import ForbiddenCall\nraise ForbiddenCall({message!r})"
+    ).body
+    path.write_text(ast.unparse(tree) + "\n", encoding="utf-8")
 
 
 def _environment_roots() -> list[str]:
@@ -146,12 +220,13 @@ def _mount_parents(paths: list[str]) -> list[str]:
 
 def command(mode: str, view: Path, box: Path, submission: str, settings: dict) -> list[str]:
     """The command line of one worker. ``box`` holds ``in/`` (the submission copy, read-only
-    inside), ``log/`` (its output file) and, without bwrap, ``tmp/`` (its working folder)."""
+    inside) and, without bwrap, ``tmp/`` (its working folder). Nothing of the host is writable
+    inside bwrap: the student's output goes to a file descriptor the grader holds."""
     python = [sys.executable, "-m", "geolab.assignments.worker"]
     if mode == "none":
-        settings = {**settings, "log": str(box / "log" / "output.txt"), "drop_root": False}
+        settings = {**settings, "drop_root": False}
         return [*python, str(box / "in" / submission), json.dumps(settings)]
-    settings = {**settings, "log": "/log/output.txt", "drop_root": os.geteuid() == 0}
+    settings = {**settings, "drop_root": os.geteuid() == 0}
     args = ["bwrap", *_unshare(), "--die-with-parent", "--new-session", "--clearenv"]
     # The private /tmp first: a Python or checkout that lives under /tmp is bound over it.
     args += ["--proc", "/proc", "--dev", "/dev", "--size", str(settings["tmp_bytes"])]
@@ -162,26 +237,34 @@ def command(mode: str, view: Path, box: Path, submission: str, settings: dict) -
     for root in roots:
         args += ["--ro-bind", root, root]
     args += ["--ro-bind", str(view), str(PACKAGE)]  # hides the real package (and its siblings)
-    args += ["--ro-bind", str(box / "in"), "/submission"]
-    args += ["--bind", str(box / "log"), "/log", "--chdir", "/tmp"]
+    args += ["--ro-bind", str(box / "in"), "/submission", "--chdir", "/tmp"]
     if os.geteuid() == 0:  # to switch to nobody; the worker has no capability after that
         args += ["--cap-add", "CAP_SETUID", "--cap-add", "CAP_SETGID"]
-    for key, value in {**ENV, "HOME": "/tmp", "MPLCONFIGDIR": "/tmp"}.items():
+    # geolab is imported from where the view is mounted, whatever installed the real one
+    for key, value in {**ENV, "HOME": "/tmp", "MPLCONFIGDIR": "/tmp",
+                       "PYTHONPATH": str(PACKAGE.parent)}.items():  # fmt: skip
         args += ["--setenv", key, value]
     return [*args, *python, f"/submission/{submission}", json.dumps(settings)]
 
 
-def start(mode: str, view: Path, box: Path, submission: str, settings: dict):
-    """Start one worker in its own session (the grader kills the whole process group); its
-    stdin and stdout are the protocol pipes."""
+def start(mode: str, view: Path, box: Path, submission: str, settings: dict, output: int):
+    """Start one worker in its own session (the grader kills the whole process group): its
+    stdin carries requests, its stdout the child's replies, ``settings["control"]`` (a pipe's
+    write end, passed through) the supervisor's messages, and ``output`` (a file the grader
+    opened) everything the student's code prints."""
     tmp = str(box / "tmp")
     env = {**ENV, "PATH": os.environ.get("PATH", ENV["PATH"]), "HOME": tmp, "MPLCONFIGDIR": tmp}
-    return subprocess.Popen(
-        command(mode, view, box, submission, settings),
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.DEVNULL,
-        cwd=tmp,
-        env=env,
-        start_new_session=True,
-    )
+    env["PYTHONPATH"] = str(view.parent)  # without bwrap too, the worker imports the view
+    with _LOCK:  # registered before a sweep can see it
+        proc = subprocess.Popen(
+            command(mode, view, box, submission, settings),
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=output,
+            cwd=tmp,
+            env=env,
+            start_new_session=True,
+            pass_fds=(settings["control"],),
+        )
+        _LIVE.add(proc.pid)
+    return proc

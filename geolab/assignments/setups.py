@@ -69,6 +69,20 @@ def train_config(steps: int = 50, seed: int = 0) -> TrainConfig:
     )  # fmt: skip
 
 
+def trained_loss(rule_cls: type, seed: int) -> float:
+    """Validation loss after 50 steps of the geolab trainer on the copy task, for a 2-layer
+    model (d = 32) built on ``rule_cls``, registered under a name of its own for the run (so
+    runs in parallel threads do not meet in the registry)."""
+    from geolab.train import train
+
+    task = copy_task(seed)
+    with register_rule(f"student_rule_{id(rule_cls):x}", rule_cls) as name:
+        cfg = GeoConfig(residual=name, n_layer=2, d_model=32, n_head=4, **task.model_fields())
+        torch.manual_seed(seed)
+        model = GeoTransformer(cfg)
+        return float(train(cfg, task, train_config(50, seed), model=model).metrics["loss"])
+
+
 def rule_config(**changes) -> GeoConfig:
     """The small config every MyRule check builds its rule from (``changes`` override it)."""
     base = dict(residual=REFERENCE, n_layer=2, d_model=16, n_head=2, seq_len=6, d_in=16, d_out=16)

@@ -9,6 +9,7 @@ class carrying only its type's name (so "should return a torch.Tensor, got Foo" 
 
 import base64
 import json
+import math
 
 import numpy as np
 import torch
@@ -66,6 +67,8 @@ def decode(data, depth: int = 0):
         raise ValueError(f"not plain data: {type(data).__name__}")
     ((kind, body),) = data.items()
     if kind == "float":
+        if not isinstance(body, str):
+            raise ValueError("a float must be sent as its repr")
         return float(body)
     if kind in ("tensor", "ndarray"):
         array = _from_array(body)
@@ -88,9 +91,10 @@ def _from_array(body) -> np.ndarray:
         raise ValueError("array without a valid shape")
     raw = base64.b64decode(str(body.get("data", "")), validate=True)
     array = np.frombuffer(raw, dtype=body["dtype"])
-    if array.size != int(np.prod(shape)):
+    if array.size != math.prod(shape):
         raise ValueError("array size does not match its shape")
-    return array.reshape(shape).copy()  # writable, owned by the grader
+    array = array.reshape(shape).copy()  # writable, owned by the grader
+    return array != 0 if array.dtype == np.bool_ else array  # any byte as a bool is 0 or 1
 
 
 def dumps(message: dict) -> bytes:
@@ -99,8 +103,12 @@ def dumps(message: dict) -> bytes:
 
 
 def loads(line: bytes) -> dict:
-    """One protocol line back; ValueError unless it is a JSON object."""
-    message = json.loads(line)
+    """One protocol line back; ValueError unless it is a JSON object (nested too deeply for the
+    parser included: a worker's line is untrusted data)."""
+    try:
+        message = json.loads(line)
+    except RecursionError:
+        raise ValueError("nested too deeply") from None
     if not isinstance(message, dict):
         raise ValueError("a protocol line must be a JSON object")
     return message

@@ -8,8 +8,15 @@ grader's probe calls for that one stub (``{"op": "call", "probe", "args", "banne
 ``{"value"}`` or ``{"raised"}``) until ``{"op": "end"}``. When the child is gone — finished,
 crashed, ``os._exit``-ed — the supervisor kills every process it left behind (it is their
 subreaper, so double forks and ``setsid`` do not escape it) and reports ``{"closed": code}``.
-So a stub that kills or forks its process costs that stub only. Everything the student code
-prints goes to a size-limited log file, never into the protocol. Nothing here decides a score.
+So a stub that kills or forks its process costs that stub only.
+
+Three channels, so the student's code cannot speak for the supervisor: requests arrive on
+stdin, the child's replies leave on stdout, and the supervisor's own messages (``ready``,
+``closed``) on a control pipe (``limits["control"]``) that every child closes before it loads
+the submission; the supervisor is not dumpable, so no child can reopen it through /proc.
+Everything the student code prints goes to stderr: a file the grader opened and holds (it is
+not reachable by name from the sandbox), capped by the file-size limit. Nothing here decides a
+score.
 """
 
 import ctypes
@@ -56,9 +63,8 @@ def apply_limits(limits: dict) -> None:
         resource.setrlimit(getattr(resource, name), (value, value))
 
 
-def descendants(root: int) -> list[int]:
-    """Every process below ``root`` (orphans are re-parented to a subreaper, so they stay below
-    the supervisor)."""
+def _parents() -> dict[int, int]:
+    """{pid: parent pid} of every process visible in /proc."""
     parent = {}
     for pid in os.listdir("/proc"):
         try:
@@ -66,6 +72,18 @@ def descendants(root: int) -> list[int]:
             parent[int(pid)] = int(stat.rsplit(")", 1)[1].split()[1])
         except (OSError, ValueError, IndexError):
             continue
+    return parent
+
+
+def children(root: int) -> list[int]:
+    """The processes whose parent is ``root``."""
+    return [pid for pid, ppid in _parents().items() if ppid == root]
+
+
+def descendants(root: int) -> list[int]:
+    """Every process below ``root`` (orphans are re-parented to a subreaper, so they stay below
+    the supervisor)."""
+    parent = _parents()
     found, frontier = [], {root}
     while frontier:
         kids = {pid for pid, ppid in parent.items() if ppid in frontier}
@@ -114,15 +132,23 @@ def _send(fd: int, message: dict) -> None:
         data = data[os.write(fd, data) :]
 
 
+_PENDING = bytearray()  # read past a line; empty whenever a child forks (requests alternate)
+
+
 def _readline(fd: int) -> bytes:
-    """One line from the raw pipe, reading no byte past it (the next reader is another process)."""
-    line = bytearray()
-    while not line.endswith(b"\n"):
-        chunk = os.read(fd, 1)
+    """One line from the raw pipe. The grader sends a request only after the answer to the last,
+    so nothing past a line is ever waiting when the supervisor forks the next child."""
+    while b"\n" not in _PENDING:
+        chunk = os.read(fd, 1 << 16)
         if not chunk:
-            break
-        line += chunk
-    return bytes(line)
+            line = bytes(_PENDING)
+            _PENDING.clear()
+            return line
+        _PENDING.extend(chunk)
+    end = _PENDING.index(b"\n") + 1
+    line = bytes(_PENDING[:end])
+    del _PENDING[:end]
+    return line
 
 
 def _raised(err: BaseException) -> dict:
@@ -135,12 +161,21 @@ def _raised(err: BaseException) -> dict:
 
 
 def serve_stub(path: Path, stub: str | None, limits: dict, fd_in: int, fd_out: int) -> None:
-    """The child: load the submission, then answer calls on ``stub`` (None: load only)."""
+    """The child: load the submission, then answer calls on ``stub`` (None: load only). A probe
+    may ask the grader a question mid-call (``probes.ask``: A4's sublayer)."""
+    from geolab.assignments import probes
     from geolab.assignments.checks import forbid
-    from geolab.assignments.probes import PROBES
     from geolab.assignments.run_checks import load_submission
     from geolab.assignments.wire import decode, encode, loads
 
+    def ask(payload):
+        _send(fd_out, {"ask": encode(payload)})
+        answer = loads(_readline(fd_in))
+        if answer.get("op") != "answer":
+            raise RuntimeError("the grader did not answer")
+        return decode(answer["value"])
+
+    probes.ask = ask
     apply_limits(limits)
     try:
         names = load_submission(path, limits["stubs"])
@@ -156,7 +191,7 @@ def serve_stub(path: Path, stub: str | None, limits: dict, fd_in: int, fd_out: i
         try:
             args = decode(request["args"])
             with forbid([str(p) for p in request.get("banned", [])], obj):
-                reply = {"value": encode(PROBES[request["probe"]](obj, *args))}
+                reply = {"value": encode(probes.PROBES[request["probe"]](obj, *args))}
         except BaseException as err:  # noqa: B036 — whatever the student's code raised
             reply = _raised(err)
         _send(fd_out, reply)
@@ -168,14 +203,12 @@ def main(argv: list[str]) -> None:
         os.setgroups([])
         os.setgid(NOBODY)
         os.setuid(NOBODY)
-    _prctl(PR_SET_DUMPABLE, 0)  # no ptrace or /proc/<pid>/mem from the student's processes
+    _prctl(PR_SET_DUMPABLE, 0)  # no ptrace or /proc/<pid>/mem|fd from the student's processes
     _prctl(PR_SET_CHILD_SUBREAPER, 1)
-    fd_in, fd_out = os.dup(0), os.dup(1)
-    log = os.open(limits["log"], os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+    fd_in, fd_out, control = os.dup(0), os.dup(1), int(limits["control"])
     devnull = os.open(os.devnull, os.O_RDONLY)
     os.dup2(devnull, 0)
-    os.dup2(log, 1)
-    os.dup2(log, 2)  # what the submission prints goes to a capped file, never the protocol
+    os.dup2(2, 1)  # what the submission prints goes to the grader's capped file, never a channel
     import marimo  # noqa: F401 — imported once here instead of once per stub
     import torch
 
@@ -183,15 +216,24 @@ def main(argv: list[str]) -> None:
     import geolab.assignments.run_checks  # noqa: F401
 
     torch.set_num_threads(1)
-    _send(fd_out, {"ready": True})
+    _send(control, {"ready": True})
     while True:
-        request = json.loads(_readline(fd_in) or b'{"op": "quit"}')
-        if request.get("op") != "open":
+        line = _readline(fd_in)
+        if not line:
             return
+        try:
+            request = json.loads(line)
+        except ValueError:
+            continue
+        if not isinstance(request, dict) or request.get("op") == "quit":
+            return
+        if request.get("op") != "open":
+            continue  # an "end" or "call" for a child that is already gone
         pid = os.fork()
         if pid == 0:
             code = 0
             try:
+                os.close(control)  # the child never holds the supervisor's channel
                 serve_stub(path, request.get("stub"), limits, fd_in, fd_out)
             except BaseException:  # noqa: B036
                 traceback.print_exc()
@@ -199,7 +241,7 @@ def main(argv: list[str]) -> None:
             os._exit(code)
         _, status = os.waitpid(pid, 0)
         kill_tree(os.getpid())
-        _send(fd_out, {"closed": os.waitstatus_to_exitcode(status)})
+        _send(control, {"closed": os.waitstatus_to_exitcode(status)})
 
 
 if __name__ == "__main__":

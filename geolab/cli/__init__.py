@@ -14,9 +14,31 @@ from geolab.cli.reproduce import add_reproduce_cli
 from geolab.cli.tasks import add_tasks_cli
 from geolab.cli.train import add_train_cli
 
+DESCRIPTION = (
+    "geolab: geometric residual connections (Delta, Cayley, hyper-connections, MGT, E∆) in very "
+    "deep transformers: inspect them, train them, reproduce the papers' experiments."
+)
+EPILOG = """first steps (each about a minute or less on a laptop CPU):
+  geolab info                    versions, the device used, the residual rules
+  geolab tasks                   the training tasks
+  geolab rank --residual postln --layers 100
+                                 effective rank per layer of a fresh 100-layer stack
+  geolab train --task gyroscope --residual edelta --layers 2 --d-model 64 \\
+      --batch-size 16 --steps 200 --n-train 1000 --n-val 100 --out runs/first
+                                 train (Ctrl-C saves; the same command + --resume continues)
+  geolab reproduce ablation --scale tiny --out results
+                                 one of the papers' experiments, in seconds
+
+`geolab COMMAND --help` lists a command's flags; README.md has the notebooks (make tour)."""
+
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="geolab", description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(
+        prog="geolab",
+        description=DESCRIPTION,
+        epilog=EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     sub = parser.add_subparsers(dest="command", required=True)
     add_info_cli(sub)
     add_tasks_cli(sub)

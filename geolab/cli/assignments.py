@@ -1,15 +1,35 @@
 """``geolab grade`` and ``geolab release`` (also ``python -m geolab grade|release``)."""
 
 import argparse
+import math
 
 from geolab.assignments import catalog, grade, release, sandbox
 
-# the grader's resource limits: flag, default, what it bounds
+# the grader's resource limits: flag, default, what it bounds, the largest value allowed
+# (timers and setrlimit take finite, bounded numbers: inf or 1e300 would overflow them)
 LIMITS = (
-    ("--timeout", 120.0, "seconds per submission before it is killed"),
-    ("--task-timeout", 30.0, "seconds per stub inside a submission"),
-    ("--memory-gb", 4.0, "address space per student process in GiB"),
+    ("--timeout", 120.0, "seconds per submission before it is killed", 1e6),
+    ("--task-timeout", 30.0, "seconds per stub inside a submission", 1e6),
+    ("--memory-gb", 4.0, "address space per student process in GiB", 1e6),
 )
+
+
+def check_limits(args) -> None:
+    """ValueError naming the flag for a limit that is not a finite number in (0, its maximum],
+    or a --jobs below 1; checked before anything is read or graded."""
+    for flag, _, _, most in LIMITS:
+        value = getattr(args, flag[2:].replace("-", "_"))
+        if not (math.isfinite(value) and 0 < value <= most):
+            raise ValueError(
+                f"{flag} {value:g} is not allowed; it must be a finite number in (0, {most:g}]"
+            )
+    if args.jobs < 1:
+        raise ValueError(f"--jobs {args.jobs} is not allowed; it must be >= 1")
+
+
+def _cmd_grade(args) -> int:
+    check_limits(args)
+    return grade._cmd_grade(args)
 
 
 def add_grade_cli(subparsers: argparse._SubParsersAction) -> None:
@@ -21,7 +41,7 @@ def add_grade_cli(subparsers: argparse._SubParsersAction) -> None:
     )
     p.add_argument("submissions", metavar="SUBMISSIONS_DIR", help="folder of submitted *.py")
     p.add_argument("--assignment", required=True, help="A1, A2, A3 or A4")
-    for flag, default, what in LIMITS:
+    for flag, default, what, _ in LIMITS:
         p.add_argument(flag, type=float, default=default, help=f"{what} (default: %(default)s)")
     p.add_argument("--jobs", type=int, default=1, help="submissions graded in parallel")
     p.add_argument(
@@ -29,6 +49,12 @@ def add_grade_cli(subparsers: argparse._SubParsersAction) -> None:
         default="gradebook.csv",
         help="gradebook CSV; beside it: a .json with every message, an _lms.csv (student id, "
         "total, maximum) and a _feedback/ folder, one file per student",
+    )
+    p.add_argument(
+        "--force",
+        action="store_true",
+        help="replace an earlier gradebook at --out (and remove its feedback files of students "
+        "not in this run)",
     )
     p.add_argument("--seed", type=int, help="seed of the checks' inputs (default: fresh)")
     p.add_argument(
@@ -47,7 +73,7 @@ def add_grade_cli(subparsers: argparse._SubParsersAction) -> None:
         metavar="DIR",
         help=f"folder of instructor-only checks to run too, e.g. {catalog.HIDDEN_DIR}",
     )
-    p.set_defaults(func=grade._cmd_grade)
+    p.set_defaults(func=_cmd_grade)
 
 
 def add_release_cli(subparsers: argparse._SubParsersAction) -> None:

@@ -13,6 +13,7 @@ import sys
 from pathlib import Path
 
 from geolab.outputs import check_dir
+from geolab.threads import check_threads
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -32,7 +33,6 @@ def add_bench_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--out",
-        type=Path,
         default=None,
         help="folder for results.json and RESULTS.md (default: bench/ of the checkout)",
     )
@@ -50,8 +50,7 @@ def cmd_bench(args) -> int:
         raise ValueError(
             f"geolab bench needs a source checkout with bench/ beside the package; none at {REPO}"
         )
-    if args.threads < 1:
-        raise ValueError(f"--threads {args.threads} is not allowed; it must be >= 1")
+    check_threads(args.threads, "--threads")
     if args.out is not None:
         check_dir(args.out, "--out")  # here, so the error is one line and not the child's
     argv = [sys.executable, "-m", "bench", "--threads", str(args.threads), "--clock", args.clock]
@@ -60,7 +59,7 @@ def cmd_bench(args) -> int:
     for name in args.only or ():
         argv += ["--only", name]
     if args.out is not None:
-        argv += ["--out", str(args.out.resolve())]
+        argv += ["--out", str(Path(args.out).resolve())]
     return subprocess.call(argv, cwd=REPO)
 
 

@@ -40,15 +40,38 @@ def flag_names(message: str, args) -> str:
     return re.sub(r"\b(GeoConfig|TrainConfig)\.(\w+)(=True\b|=|)", swap, message)
 
 
+# Path flags (argparse dest -> what the user typed): an empty one names no file or folder;
+# pathlib would quietly read it as ".", the current folder.
+PATH_FLAGS = {
+    "out": "--out",
+    "src": "--src",
+    "data_dir": "--data-dir",
+    "hand_graded": "--hand-graded",
+    "hidden": "--hidden",
+    "submissions": "SUBMISSIONS_DIR",
+}
+
+
+def check_path_flags(args) -> None:
+    for dest, flag in PATH_FLAGS.items():
+        value = getattr(args, dest, None)
+        if isinstance(value, str) and not value.strip():
+            raise ValueError(f"{flag} {value!r} is not allowed: it names no file or folder")
+
+
 def run(prog: str, func, args) -> int:
     """``func(args)``, or 2 after printing ``prog: error: <message>`` for a ValueError, or 130
     after ``prog: interrupted`` for Ctrl-C."""
     try:
+        check_path_flags(args)
         return func(args)
     except KeyboardInterrupt:
         if int(os.environ.get("RANK", "0")) == 0:
             print(f"{prog}: interrupted", file=sys.stderr)
         return 128 + signal.SIGINT
+    except BrokenPipeError:  # `geolab info | head`: the reader left, which is no error
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # no second one at exit
+        return 0
     except ValueError as err:
         if int(os.environ.get("RANK", "0")) == 0:
             print(f"{prog}: error: {flag_names(str(err), args)}", file=sys.stderr)

@@ -6,25 +6,35 @@
     geolab reproduce --readme --out data/results   # README table + figures from the JSON files
     geolab reproduce --readme --rejudge --out data/results   # judge the JSON files again first
     geolab reproduce ablation --scale paper --dry-run   # runs, sizes, estimated GPU-hours
+    geolab reproduce edelta_benchmarks --scale paper --jobs 16      # 16 runs at once per GPU
     torchrun --standalone --nproc_per_node 8 -m geolab reproduce ablation --scale paper
+    geolab reproduce edelta_benchmarks --scale paper --jobs 8 --launcher slurm --partition gpu
 
 Each run writes OUT/NAME-SCALE.json (config, seeds, per-seed and mean ± std numbers, hypotheses
 with verdicts, reductions, provenance) and OUT/NAME-SCALE-FIG.html (+ .png with a Chrome).
 ``--rejudge`` (with ``--readme``) judges every result file again by the current rules from its
 stored numbers (``geolab.experiments.runner.rejudge``: no training) and writes it back.
 ``--dry-run`` trains nothing: it prints every run of the protocol at that scale with its sizes
-and an estimate of GPU-hours (``geolab.experiments.plan`` states how). Under ``torchrun`` every
-training run is data-parallel over the GPUs (each batch split across them, so the global batch
-must divide by their count) and rank 0 writes the files.
+and an estimate of GPU-hours (``geolab.experiments.plan`` states how; a throughput measured in
+OUT is used when there is one); it needs no data or network. ``--jobs N`` packs the runs of
+ablation, language_model and edelta_benchmarks into N worker processes (round-robin over the
+visible GPUs); every finished run is saved under OUT/NAME-SCALE-runs/ and skipped when the same
+command runs again (``--fresh`` retrains). ``--time-limit MIN`` starts no run that cannot finish
+in time and exits with status 3 naming the runs left out. Under ``torchrun`` every training run
+is data-parallel over the GPUs (each batch split across them, so the global batch must divide by
+their count) and rank 0 writes the files. ``--launcher slurm|local`` submits the runs as a
+submitit job array (``geolab.experiments.launch``), waits and merges.
 """
 
 import argparse
 import json
 import os
+import sys
 from pathlib import Path
 
-from geolab.experiments import NAMES, get_protocol, plan, report
+from geolab.experiments import NAMES, get_protocol, pack, plan, report
 from geolab.experiments.export import save_figures
+from geolab.experiments.provenance import device_name
 from geolab.experiments.runner import (
     SCALE_NAMES,
     pick_seeds,
@@ -33,6 +43,9 @@ from geolab.experiments.runner import (
     scale_settings,
 )
 from geolab.registry import FLAVORS
+from geolab.threads import check_threads
+
+INCOMPLETE = 3  # exit status when --time-limit left runs out (the finished ones are saved)
 
 
 def list_protocols() -> list[tuple[str, str]]:
@@ -51,12 +64,21 @@ def run_reproduce_cli(args: argparse.Namespace) -> int:
             raise ValueError(f"--out {args.out!r} holds no NAME-small.json results")
         if args.data_dir is not None:
             os.environ["GEOLAB_DATA"] = args.data_dir
-        for i, (name, result) in enumerate(results.items(), 1):
-            if args.rejudge:
+        if args.rejudge:  # every file judged again before any figure is drawn from it
+            for name, result in results.items():
                 path = Path(args.out) / f"{name}-small.json"
                 path.write_text(json.dumps(rejudge(result), indent=1, allow_nan=False) + "\n")
                 print(f"rejudged {path}")
-            figs = report.result_figures(result)
+        figures = {}
+        for name, result in results.items():  # all drawn before any file is written
+            try:
+                figures[name] = report.result_figures(result)
+            except (KeyError, TypeError, IndexError, ValueError) as err:
+                raise ValueError(
+                    f"{str(Path(args.out) / f'{name}-small.json')!r}: its numbers do not fit "
+                    f"protocol {name} ({type(err).__name__}: {err}); rerun it"
+                ) from None
+        for i, (name, figs) in enumerate(figures.items(), 1):
             kind = "HTML" if args.no_png else "HTML and PNG"
             print(f"[{i}/{len(results)}] {name}: {len(figs)} figures ({kind})", flush=True)
             save_figures(figs, Path(args.out), f"{name}-small", not args.no_png, print)
@@ -71,9 +93,7 @@ def run_reproduce_cli(args: argparse.Namespace) -> int:
     if args.threads is not None:
         import torch
 
-        if args.threads < 1:
-            raise ValueError(f"--threads {args.threads} is not allowed; it must be >= 1")
-        torch.set_num_threads(args.threads)
+        torch.set_num_threads(check_threads(args.threads, "--threads"))
     if args.data_dir is not None:
         os.environ["GEOLAB_DATA"] = args.data_dir
     options = {}
@@ -89,29 +109,109 @@ def run_reproduce_cli(args: argparse.Namespace) -> int:
             raise ValueError(f"--jobs {args.jobs} is not allowed; it must be >= 1")
         options["jobs"] = args.jobs
     module = get_protocol(args.name)
+    parallel = [n for n in NAMES if getattr(get_protocol(n), "PARALLEL", False)]
     if options.get("jobs", 1) > 1 and not getattr(module, "PARALLEL", False):
-        parallel = [n for n in NAMES if getattr(get_protocol(n), "PARALLEL", False)]
         raise ValueError(
             f"--jobs {args.jobs} is not allowed for {args.name}: it trains one run at a time "
             f"(--jobs > 1 only for {', '.join(parallel)})"
         )
+    check_launch_flags(args, parallel)
+    previous = Path(args.out) / f"{args.name}-{args.scale}.json"
+    if not args.dry_run and not args.force and previous.exists():
+        raise ValueError(
+            f"--out {args.out!r} already holds {previous.name}, an earlier {args.name} result at "
+            f"scale {args.scale}; pass --force to replace it (and its figures), or choose "
+            "another --out"
+        )
+    time_limit = None if args.time_limit is None else args.time_limit * 60
+    if args.compile:
+        settings = scale_settings(module, args.scale)
+        options["train"] = {**settings["train"], "compile": True}
     if args.dry_run:
         settings = {**scale_settings(module, args.scale), **options}
         n_seeds = len(pick_seeds(settings, args.seeds))
-        print(plan.plan_text(args.name, args.scale, plan.protocol_plan(module, settings, n_seeds)))
+        device = device_name(settings)
+        flops, source = plan.measured(args.out, device) or (plan.SUSTAINED_FLOPS, plan.ASSUMPTION)
+        rows = plan.protocol_plan(module, settings, n_seeds, flops)
+        print(plan.plan_text(args.name, args.scale, rows, source))
         return 0
-    result, _ = run_protocol(
-        module,
-        args.scale,
-        args.seeds,
-        args.out,
-        png=not args.no_png,
-        options=options,
-    )
+    if args.launcher is not None:
+        from geolab.experiments.launch import launch
+
+        result = launch(
+            module,
+            args.scale,
+            args.seeds,
+            args.out,
+            args.launcher,
+            partition=args.partition,
+            gpus_per_job=args.gpus_per_job or 1,
+            array_parallelism=args.array_parallelism,
+            runs_per_job=args.runs_per_job,
+            time_limit=time_limit or 24 * 3600,
+            threads=args.threads or 1,
+            png=not args.no_png,
+            options=options,
+        )
+    else:
+        try:
+            result, _ = run_protocol(
+                module,
+                args.scale,
+                args.seeds,
+                args.out,
+                png=not args.no_png,
+                options=options,
+                time_limit=time_limit,
+                fresh=args.fresh,
+            )
+        except pack.Incomplete as err:
+            print(f"geolab reproduce: {err}", file=sys.stderr)
+            return INCOMPLETE
     if os.environ.get("RANK", "0") == "0":  # under torchrun, rank 0 speaks
         for h in result["hypotheses"]:
             print(f"{h['id']}: {h['verdict']} — {h['measured']}")
     return 0
+
+
+def check_launch_flags(args: argparse.Namespace, parallel: list[str]) -> None:
+    """One-line ValueErrors for flag combinations that cannot work together."""
+    cluster = {
+        "--partition": args.partition,
+        "--gpus-per-job": args.gpus_per_job,
+        "--array-parallelism": args.array_parallelism,
+        "--runs-per-job": args.runs_per_job,
+    }
+    for flag in ("--gpus-per-job", "--array-parallelism", "--runs-per-job"):
+        if cluster[flag] is not None and cluster[flag] < 1:
+            raise ValueError(f"{flag} {cluster[flag]} is not allowed; it must be >= 1")
+    if args.time_limit is not None and not args.time_limit > 0:
+        raise ValueError(f"--time-limit {args.time_limit} is not allowed; it must be > 0 minutes")
+    for flag, given in (("--time-limit", args.time_limit is not None), ("--fresh", args.fresh)):
+        if given and args.dry_run:
+            raise ValueError(f"{flag} is not allowed with --dry-run (it trains nothing)")
+    if args.launcher is None:
+        given = [flag for flag, value in cluster.items() if value is not None]
+        if given:
+            raise ValueError(f"{given[0]} is not allowed without --launcher slurm (or local)")
+        return
+    if args.dry_run:
+        raise ValueError(f"--launcher {args.launcher} is not allowed with --dry-run (it trains)")
+    if args.name not in parallel:
+        raise ValueError(
+            f"--launcher {args.launcher} is not allowed for {args.name}: it trains one run at a "
+            f"time (launch only {', '.join(parallel)})"
+        )
+    if int(os.environ.get("WORLD_SIZE", "1")) > 1:
+        raise ValueError(f"--launcher {args.launcher} is not allowed under torchrun")
+    if args.fresh:
+        raise ValueError("--fresh is not allowed with --launcher; remove the run folder instead")
+    if args.launcher == "slurm" and args.partition is None:
+        raise ValueError("--launcher slurm needs --partition P (the SLURM partition to submit to)")
+    if args.launcher == "local":
+        for flag in ("--partition", "--gpus-per-job", "--array-parallelism"):
+            if cluster[flag] is not None:
+                raise ValueError(f"{flag} is not allowed with --launcher local (SLURM only)")
 
 
 def add_reproduce_cli(subparsers: argparse._SubParsersAction) -> None:
@@ -137,6 +237,11 @@ def add_reproduce_cli(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--data-dir", default=None, help="local text data (else $GEOLAB_DATA)")
     p.add_argument("--no-png", action="store_true", help="HTML figures only")
     p.add_argument(
+        "--force",
+        action="store_true",
+        help="replace an earlier result of the same protocol and scale in --out",
+    )
+    p.add_argument(
         "--dry-run",
         action="store_true",
         help="print the runs, their sizes and estimated GPU-hours; train nothing",
@@ -145,8 +250,43 @@ def add_reproduce_cli(subparsers: argparse._SubParsersAction) -> None:
         "--jobs",
         type=int,
         default=None,
-        help="worker processes (default 1): one seed each for ablation and language_model, "
-        "one (flavor, seed) each for edelta_benchmarks",
+        help="worker processes (default 1) packed with the runs of ablation, language_model "
+        "and edelta_benchmarks, round-robin over the visible GPUs (per array job with --launcher)",
+    )
+    p.add_argument("--compile", action="store_true", help="torch.compile every model")
+    p.add_argument(
+        "--time-limit",
+        type=float,
+        default=None,
+        metavar="MIN",
+        help="start no run that cannot finish within MIN minutes; exit 3 naming those left out "
+        "(with --launcher: each array job's time limit, default 1440)",
+    )
+    p.add_argument(
+        "--fresh", action="store_true", help="retrain and overwrite the runs saved under OUT"
+    )
+    p.add_argument(
+        "--launcher",
+        choices=("local", "slurm"),
+        default=None,
+        help="submit the runs as a submitit job array (slurm; local: on this machine), wait "
+        "and merge",
+    )
+    p.add_argument("--partition", default=None, help="--launcher slurm: the partition")
+    p.add_argument(
+        "--gpus-per-job", type=int, default=None, help="--launcher slurm: GPUs per array job (1)"
+    )
+    p.add_argument(
+        "--array-parallelism",
+        type=int,
+        default=None,
+        help="--launcher slurm: at most K array jobs at once (default: the scheduler's)",
+    )
+    p.add_argument(
+        "--runs-per-job",
+        type=int,
+        default=None,
+        help="--launcher: runs per array job (default 4 × --jobs)",
     )
     p.add_argument(
         "--flavor",

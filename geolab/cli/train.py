@@ -23,7 +23,9 @@ def add_train_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--batch-size", type=int, default=d.batch_size, help="global batch")
     parser.add_argument("--lr", type=float, default=d.lr, help=f"peak learning rate ({d.lr})")
     parser.add_argument("--min-lr", type=float, default=d.min_lr, help="final cosine lr")
-    parser.add_argument("--warmup", type=int, default=d.warmup, help="linear warm-up steps")
+    parser.add_argument(
+        "--warmup", type=int, default=None, help=f"linear warm-up steps ({d.warmup}; <= --steps)"
+    )
     parser.add_argument("--seed", type=int, default=d.seed, help="seeds data, init and batches")
     parser.add_argument("--device", default=d.device, help="auto | cpu | cuda[:N] | mps")
     parser.add_argument("--out", default=None, help="run directory (default runs/TASK-RULE-sSEED)")
@@ -50,13 +52,19 @@ def run_train_cli(args: argparse.Namespace) -> int:
         raise ValueError(
             f"--residual {args.residual!r} is not allowed; allowed: {', '.join(RESIDUALS)}"
         )
-    out = args.out or os.path.join("runs", f"{args.task}-{args.residual}-s{args.seed}")
+    if args.warmup is not None and args.warmup > args.steps:
+        raise ValueError(
+            f"--warmup {args.warmup} is not allowed; it must be <= --steps {args.steps} "
+            "(a longer warm-up never reaches --lr)"
+        )
+    default_out = os.path.join("runs", f"{args.task}-{args.residual}-s{args.seed}")
+    out = default_out if args.out is None else args.out
     tc = TrainConfig(
         steps=args.steps,
         batch_size=args.batch_size,
         lr=args.lr,
         min_lr=args.min_lr,
-        warmup=args.warmup,
+        warmup=TrainConfig.warmup if args.warmup is None else args.warmup,
         seed=args.seed,
         device=args.device,
         compile=args.compile,

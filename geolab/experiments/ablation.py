@@ -15,7 +15,7 @@ the four configurations differ in size by construction, so at the paper's identi
 hyper-parameters the claim reads "sizes differ").
 """
 
-from geolab.experiments import baselines, figures
+from geolab.experiments import baselines
 from geolab.experiments import verdicts as v
 from geolab.experiments.runs import baseline, judge_runs, rule_plan, text_task, train_seeds
 from geolab.experiments.scales import PAPER, SMALL, SMALL_TRAIN, paper_train, smoke
@@ -74,7 +74,7 @@ def run(settings: dict, seeds: list[int], log) -> v.Outcome:
             f"𝒮(pre-LN) {row['synergy_preln']:.4g}"
         )
     summary, hyps = conclude(settings, seeds, per_seed)
-    return v.Outcome(per_seed, summary, hyps, make_figures(settings, per_seed, summary))
+    return v.Outcome(per_seed, summary, hyps)
 
 
 def conclude(settings: dict, seeds: list[int], per_seed: dict) -> tuple[dict, list]:
@@ -125,6 +125,8 @@ def findings(result: dict) -> list[str]:
 
 
 def make_figures(settings: dict, per_seed: dict, summary: dict) -> dict:
+    from geolab.experiments import figures  # plotly, only where figures are drawn
+
     depth = f"at L={settings['n_layer']}"
     return {
         "val-loss": figures.dots_with_errors(

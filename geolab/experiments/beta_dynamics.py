@@ -19,9 +19,17 @@ fraction β < 0 in deep ones (erasure), sharpening as training goes on. Verdict 
 
 import torch
 
-from geolab.experiments import baselines, figures
+from geolab.experiments import baselines
 from geolab.experiments import verdicts as v
-from geolab.experiments.runs import baseline, fit, judge_runs, model_config, text_task, train_config
+from geolab.experiments.runs import (
+    baseline,
+    fit,
+    judge_runs,
+    model_config,
+    text_shape,
+    text_task,
+    train_config,
+)
 from geolab.experiments.scales import PAPER, SMALL, paper_train, smoke
 from geolab.experiments.snapshots import beta_snapshot, snapshot_steps, text_probe
 from geolab.model import GeoTransformer
@@ -84,7 +92,7 @@ def spearman(x: list[float], y: list[float]) -> float | None:
 
 def planned(settings: dict) -> list:
     """(label, GeoConfig) of every trained run (``plan.protocol_plan``)."""
-    return [("mgt", model_config(settings, text_task(settings), "mgt"))]
+    return [("mgt", model_config(settings, text_shape(settings), "mgt"))]
 
 
 def run(settings: dict, seeds: list[int], log) -> v.Outcome:
@@ -112,7 +120,7 @@ def run(settings: dict, seeds: list[int], log) -> v.Outcome:
         numbers, _ = fit(cfg, task, settings, seed, log, model=model, callback=on_step)
         per_seed[str(seed)] = {"snapshots": snaps, **numbers}
     summary, hyps = conclude(settings, seeds, per_seed)
-    return v.Outcome(per_seed, summary, hyps, make_figures(settings, per_seed, summary))
+    return v.Outcome(per_seed, summary, hyps)
 
 
 def conclude(settings: dict, seeds: list[int], per_seed: dict) -> tuple[dict, list]:
@@ -255,6 +263,8 @@ def findings(result: dict) -> list[str]:
 
 
 def make_figures(settings: dict, per_seed: dict, summary: dict) -> dict:
+    from geolab.experiments import figures  # plotly, only where figures are drawn
+
     first = next(iter(per_seed.values()))["snapshots"]
     layers = list(range(1, settings["n_layer"] + 1))
     final = first[list(first)[-1]]

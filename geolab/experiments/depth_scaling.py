@@ -15,9 +15,16 @@ otherwise — and only on three seeds, sizes within 3 % and converged runs that 
 (``verdicts.gate``).
 """
 
-from geolab.experiments import baselines, figures
+from geolab.experiments import baselines
 from geolab.experiments import verdicts as v
-from geolab.experiments.runs import baseline, judge_runs, model_config, text_task, train_rules
+from geolab.experiments.runs import (
+    baseline,
+    judge_runs,
+    model_config,
+    text_shape,
+    text_task,
+    train_rules,
+)
 from geolab.experiments.scales import SMALL_TRAIN, SMOKE, paper_train
 from geolab.experiments.stats import fmt_interval, sign_of, welch
 from geolab.model import match_params
@@ -87,7 +94,7 @@ def smoothed(curve: list[float], window: int = SMOOTH) -> list[float]:
 
 def planned(settings: dict) -> list:
     """(label, GeoConfig) of every trained run (``plan.protocol_plan``), widths matched."""
-    task = text_task(settings)
+    task = text_shape(settings)
     return [
         (
             f"{r}/L{d}",
@@ -120,7 +127,7 @@ def run(settings: dict, seeds: list[int], log) -> v.Outcome:
             row.update({f"{rule}/L{depth}": r for rule, r in runs.items()})
         per_seed[str(seed)] = row
     summary, hyps = conclude(settings, seeds, per_seed)
-    return v.Outcome(per_seed, summary, hyps, make_figures(settings, per_seed, summary))
+    return v.Outcome(per_seed, summary, hyps)
 
 
 def conclude(settings: dict, seeds: list[int], per_seed: dict) -> tuple[dict, list]:
@@ -206,6 +213,8 @@ def findings(result: dict) -> list[str]:
 
 
 def make_figures(settings: dict, per_seed: dict, summary: dict) -> dict:
+    from geolab.experiments import figures  # plotly, only where figures are drawn
+
     runs, depths = summary["runs"], settings["depths"]
     per_rule = {
         key: {r: [runs[f"{r}/L{d}"][key] for d in depths] for r in settings["rules"]}
@@ -227,5 +236,6 @@ def make_figures(settings: dict, per_seed: dict, summary: dict) -> dict:
         "learning-curves": figures.learning_curves(
             next(iter(per_seed.values())),
             f"Validation loss during training, seed {next(iter(per_seed))}",
+            group=lambda name: name.split("/")[0],
         ),
     }

@@ -40,7 +40,7 @@ regulariser, whose gradient reaches the state, pulls it off the task".
 
 import math
 
-from geolab.experiments import baselines, figures
+from geolab.experiments import baselines
 from geolab.experiments import verdicts as v
 from geolab.experiments.runs import baseline, judge_runs, model_config, parallel_map, train_rule
 from geolab.experiments.scales import SMOKE
@@ -48,7 +48,7 @@ from geolab.experiments.stats import fmt_interval, sign_of, t_interval, welch
 from geolab.tasks import get_task
 
 NAME = "edelta_benchmarks"
-PARALLEL = True  # --jobs N spreads its runs, one (flavor, seed) per worker process
+PARALLEL = True  # --jobs N packs its runs (flavor, seed, task, model) into worker processes
 TITLE = "E∆ table: five geometric/residual models on echo, gyroscope, inversion and near-π"
 MODELS = {
     "preln": (9, 128),
@@ -190,25 +190,28 @@ def planned(settings: dict) -> list:
     return out
 
 
-def train_flavor(flavor: str, seed: int, settings: dict, log) -> dict:
-    """FLAVOR/TASK/MODEL -> the run's numbers, every task and model of one flavor and seed."""
-    row = {}
-    for name in settings["tasks"]:
-        task = get_task(name, seed=seed, flavor=flavor, **settings["task_sizes"][name])
-        for key, (rule, changes) in models_of(settings, flavor).items():
-            run = train_rule(task, settings, seed, log, rule, flavor=flavor, **changes)
-            row[f"{flavor}/{name}/{key}"] = run
-    return row
+def train_one(flavor: str, seed: int, name: str, key: str, settings: dict, log) -> dict:
+    """The numbers of model ``key`` of ``flavor`` on task ``name`` with ``seed`` (one run;
+    ``conclude`` judges it)."""
+    task = get_task(name, seed=seed, flavor=flavor, **settings["task_sizes"][name])
+    rule, changes = models_of(settings, flavor)[key]
+    return train_rule(task, settings, seed, log, rule, flavor=flavor, **changes)
 
 
 def run(settings: dict, seeds: list[int], log) -> v.Outcome:
-    jobs = [(flavor, seed) for seed in seeds for flavor in settings.get("flavors", FLAVORS)]
-    rows = parallel_map(train_flavor, jobs, settings, log)
+    jobs = [
+        (flavor, seed, name, key)
+        for seed in seeds
+        for flavor in settings.get("flavors", FLAVORS)
+        for name in settings["tasks"]
+        for key in models_of(settings, flavor)
+    ]
+    rows = parallel_map(train_one, jobs, settings, log)
     per_seed = {str(seed): {} for seed in seeds}
-    for (_, seed), row in zip(jobs, rows, strict=True):
-        per_seed[str(seed)].update(row)
+    for (flavor, seed, name, key), row in zip(jobs, rows, strict=True):
+        per_seed[str(seed)][f"{flavor}/{name}/{key}"] = row
     summary, hyps = conclude(settings, seeds, per_seed)
-    return v.Outcome(per_seed, summary, hyps, make_figures(settings, per_seed, summary))
+    return v.Outcome(per_seed, summary, hyps)
 
 
 def conclude(settings: dict, seeds: list[int], per_seed: dict) -> tuple[dict, list]:
@@ -513,6 +516,8 @@ def flavors_of(table: dict) -> list[str]:
 
 
 def make_figures(settings: dict, per_seed: dict, summary: dict) -> dict:
+    from geolab.experiments import figures  # plotly, only where figures are drawn
+
     table = summary["table"]
     figs = {}
     for flavor in flavors_of(table):

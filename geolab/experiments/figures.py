@@ -6,12 +6,15 @@ files) and reuse ``geolab.figures`` where a generic builder fits.
 
 import plotly.graph_objects as go
 
-from geolab.figures import PALETTE, rank_figure, sweep_figure
+from geolab.figures import PALETTE, SYMBOLS, integer_ticks, rank_figure, sweep_figure
 
 
 def _legend_right(fig: go.Figure) -> go.Figure:
-    """Move the legend beside the plot: the result figures carry long titles."""
-    fig.update_layout(legend={"orientation": "v", "x": 1.02, "xanchor": "left", "y": 1})
+    """Move the legend beside the plot, hanging from its top edge: the result figures carry long
+    titles, and a legend anchored by its bottom above the plot squashed a 200-layer plot."""
+    fig.update_layout(
+        legend={"orientation": "v", "x": 1.02, "xanchor": "left", "y": 1, "yanchor": "top"}
+    )
     return fig
 
 
@@ -45,7 +48,7 @@ def final_rank_vs_depth(depths, rules, summary: dict) -> go.Figure:
     fig.add_hline(y=0.5, line_dash="dot", line_color="gray")
     fig.update_layout(
         title="Final-layer effective rank vs depth (H1: post-LN → 0; H2: MGT > 0.5)",
-        xaxis_title="layers L",
+        xaxis={"title": "layers L", "tickvals": list(depths), "tickformat": "d"},
         yaxis={"title": "effective rank", "range": [0, 1.02]},
         legend={"orientation": "v", "x": 1.02, "xanchor": "left", "y": 1},
         height=420,
@@ -108,11 +111,26 @@ def loss_curves(curves: dict, title: str, y_title: str = "training loss") -> go.
     return fig
 
 
-def learning_curves(runs: dict, title: str) -> go.Figure:
+def learning_curves(runs: dict, title: str, group=None) -> go.Figure:
     """Validation curves: ``{name: run}``, each run with a "val_curve" {"metric", "steps",
     "values"} and a "converged" flag (a dotted line when it did not converge). Runs from result
-    files written before curves were recorded are left out (the title says so if none is left)."""
+    files written before curves were recorded are left out (the title says so if none is left).
+
+    ``group(name)`` (e.g. the rule of "mgt L=48") gives one colour per group and one marker
+    symbol per member within it, so sixteen curves of four rules at four depths read as four
+    colours, not ten palette colours repeating."""
     runs = {name: run for name, run in runs.items() if "val_curve" in run}
+    styles = {}
+    if group is not None:
+        groups: dict = {}
+        for name in runs:
+            members = groups.setdefault(group(name), [])
+            colour = list(groups).index(group(name))
+            styles[name] = {
+                "line": {"color": PALETTE[colour % len(PALETTE)]},
+                "marker": {"symbol": SYMBOLS[len(members) % len(SYMBOLS)], "size": 7},
+            }
+            members.append(name)
     if not runs:
         title += " (this result file recorded no validation curves)"
     metric = next(iter(runs.values()))["val_curve"]["metric"] if runs else "loss"
@@ -123,7 +141,11 @@ def learning_curves(runs: dict, title: str) -> go.Figure:
                 y=run["val_curve"]["values"],
                 mode="lines+markers",
                 name=name if run["converged"] else f"{name} (not converged)",
-                line={"dash": "solid" if run["converged"] else "dot"},
+                line={
+                    **styles.get(name, {}).get("line", {}),
+                    "dash": "solid" if run["converged"] else "dot",
+                },
+                marker=styles.get(name, {}).get("marker"),
             )
             for name, run in runs.items()
         ]
@@ -164,8 +186,7 @@ def beta_by_layer(layers, snapshots: dict, key: str, title: str, y_title: str) -
         y_title=y_title,
     )
     fig.add_hline(y=0.0, line_color="black", line_width=1)
-    # Layers are whole numbers: ticks at 1, 2, … (every k-th beyond a dozen layers).
-    fig.update_xaxes(tick0=1, dtick=max(1, round(len(layers) / 12)), tickformat="d")
+    fig.update_xaxes(**integer_ticks(len(layers)))
     return _legend_right(fig)
 
 
@@ -200,7 +221,12 @@ def metric_vs_depth(depths, curves: dict, title: str, y_title: str, log_y=False)
             for name, pts in curves.items()
         ]
     )
-    fig.update_layout(title=title, xaxis_title="layers L", yaxis_title=y_title, height=380)
+    fig.update_layout(
+        title=title,
+        xaxis={"title": "layers L", "tickvals": list(depths), "tickformat": "d"},
+        yaxis_title=y_title,
+        height=380,
+    )
     if log_y:
         fig.update_yaxes(type="log", exponentformat="power")
     return fig

@@ -9,11 +9,13 @@ reproduced above 0, not reproduced below 0, inconclusive otherwise — and only 
 sizes within 3 %, converged runs that beat the bigram (``verdicts.gate``).
 """
 
-from geolab.experiments import baselines, figures
+from geolab.experiments import baselines
 from geolab.experiments import verdicts as v
 from geolab.experiments.runs import baseline, judge_runs, rule_plan, text_task, train_seeds
 from geolab.experiments.scales import PAPER, SMOKE, paper_train, smoke
 from geolab.experiments.stats import fmt_interval, welch
+
+CORPUS_NAMES = {"wikitext2": "WikiText-2", "shakespeare": "tiny-shakespeare"}  # what a scale reads
 
 NAME = "language_model"
 PARALLEL = True  # --jobs N spreads its runs, one seed per worker process
@@ -71,7 +73,7 @@ planned = rule_plan
 def run(settings: dict, seeds: list[int], log) -> v.Outcome:
     per_seed = train_seeds(settings, seeds, log)
     summary, hyps = conclude(settings, seeds, per_seed)
-    return v.Outcome(per_seed, summary, hyps, make_figures(settings, per_seed, summary))
+    return v.Outcome(per_seed, summary, hyps)
 
 
 def conclude(settings: dict, seeds: list[int], per_seed: dict) -> tuple[dict, list]:
@@ -79,6 +81,7 @@ def conclude(settings: dict, seeds: list[int], per_seed: dict) -> tuple[dict, li
     ratio to the best trivial baseline, learned)."""
     rows = [per_seed[str(s)] for s in seeds]
     rules = settings["rules"]
+    corpus = CORPUS_NAMES[settings["task"]]
     found = baseline(text_task(settings), settings, seeds[0])
     judge_runs([x[r] for x in rows for r in rules], found, settings["train"]["steps"])
 
@@ -100,7 +103,7 @@ def conclude(settings: dict, seeds: list[int], per_seed: dict) -> tuple[dict, li
     hyps = [
         v.gate(
             v.Hypothesis(
-                id=f"MGT < {r} (WikiText-2 ppl)",
+                id=f"MGT < {r} ({corpus} ppl)",
                 claim=f"MGT reaches a lower perplexity than {r}"
                 + (
                     " (the paper's standard transformer)"
@@ -131,11 +134,14 @@ def findings(result: dict) -> list[str]:
 
 
 def make_figures(settings: dict, per_seed: dict, summary: dict) -> dict:
+    from geolab.experiments import figures  # plotly, only where figures are drawn
+
+    corpus = CORPUS_NAMES[settings["task"]]
     return {
         "val-ppl": figures.dots_with_errors(
             summary["val_ppl"],
-            "WikiText-2 validation perplexity (mean ± std over seeds)",
+            f"{corpus} validation perplexity (mean ± std over seeds)",
             "perplexity",
         ),
-        **figures.first_seed_curves(per_seed, settings["rules"], "on WikiText-2"),
+        **figures.first_seed_curves(per_seed, settings["rules"], f"on {corpus}"),
     }

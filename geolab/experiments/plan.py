@@ -8,18 +8,28 @@ models", §2.1, Table 1: forward 2N + 2·L·S·D per token, backward twice the f
 
 with N the parameter count (embeddings included, counted exactly on the meta device), L the
 layers, S the sequence length and D the width; validation passes (≈ 20 over training, a few
-batches each) and the rank/β probes are left out. GPU-hours = FLOPs / ``SUSTAINED_FLOPS`` / 3600
-per seed, summed over seeds.
+batches each) and the rank/β probes are left out. GPU-hours = FLOPs / (FLOP/s) / 3600 per seed,
+summed over seeds.
 
+The FLOP/s is measured when it can be: every sweep of the packed runner records, per device,
+the runs per minute and the sustained FLOP/s it reached (all its workers together, per GPU) in
+``OUT/throughput.json`` (:func:`record_throughput`), and a plan reads it back
+(:func:`measured`): the record of this machine's GPU, else the latest GPU record. Without one,
 ``SUSTAINED_FLOPS`` = 1e14 FLOP/s is an assumption, not a measurement: one H100/H200-class GPU
 sustaining ≈ 10 % of its ≈ 990 TFLOP/s dense bf16 peak, because models of width 128–512 run
 kernels too small to fill it (launch- and memory-bound). Divide by the GPU count for the wall
-time of a ``torchrun`` data-parallel job, which splits each batch across the GPUs.
+time over several GPUs. A plan needs only sizes: the text corpora's vocabulary sizes are stated
+(``runs.VOCAB_SIZES``), so it runs offline without the data.
 """
+
+import json
+from pathlib import Path
 
 import torch
 
 from geolab.model import GeoTransformer, count_params
+
+THROUGHPUT = "throughput.json"
 
 SUSTAINED_FLOPS = 1e14
 ASSUMPTION = (
@@ -36,11 +46,16 @@ def n_params(cfg) -> int:
         return count_params(GeoTransformer(cfg))
 
 
-def run_plan(label: str, cfg, train: dict, seeds: int) -> dict:
-    """One planned run: its sizes, training tokens, FLOPs and GPU-hours over ``seeds`` seeds."""
+def train_flops(n: int, cfg, steps: int, batch_size: int) -> int:
+    """6·(N + L·S·D)·tokens of training ``n`` parameters of ``cfg`` for ``steps`` steps."""
+    return 6 * (n + cfg.n_layer * cfg.seq_len * cfg.d_model) * steps * batch_size * cfg.seq_len
+
+
+def run_plan(label: str, cfg, train: dict, seeds: int, flops_per_s: float = SUSTAINED_FLOPS):
+    """One planned run: its sizes, training tokens, FLOPs and GPU-hours over ``seeds`` seeds at
+    ``flops_per_s``."""
     n = n_params(cfg)
-    tokens = train["steps"] * train["batch_size"] * cfg.seq_len
-    flops = 6 * (n + cfg.n_layer * cfg.seq_len * cfg.d_model) * tokens
+    flops = train_flops(n, cfg, train["steps"], train["batch_size"])
     return {
         "run": label,
         "n_layer": cfg.n_layer,
@@ -51,22 +66,56 @@ def run_plan(label: str, cfg, train: dict, seeds: int) -> dict:
         "batch_size": train["batch_size"],
         "seeds": seeds,
         "flops": flops * seeds,
-        "gpu_hours": flops * seeds / SUSTAINED_FLOPS / 3600,
+        "gpu_hours": flops * seeds / flops_per_s / 3600,
     }
 
 
-def protocol_plan(module, settings: dict, seeds: int) -> list[dict]:
-    """:func:`run_plan` of every run the protocol trains at ``settings`` (a protocol whose runs
-    are no ``GeoTransformer`` gives its own rows: ``module.plan_rows``)."""
-    if hasattr(module, "plan_rows"):
-        return module.plan_rows(settings, seeds)
+def protocol_plan(module, settings: dict, seeds: int, flops_per_s: float = SUSTAINED_FLOPS):
+    """:func:`run_plan` of every run the protocol trains at ``settings``."""
+    if hasattr(module, "plan_rows"):  # runs that are no GeoTransformer give their own rows
+        return module.plan_rows(settings, seeds, flops_per_s)
     return [
-        run_plan(label, cfg, settings["train"], seeds) for label, cfg in module.planned(settings)
+        run_plan(label, cfg, settings["train"], seeds, flops_per_s)
+        for label, cfg in module.planned(settings)
     ]
 
 
-def plan_text(name: str, scale: str, rows: list[dict]) -> str:
-    """The dry-run printout: one line per run, the total and the assumption behind it."""
+def record_throughput(folder, throughput: dict, about: dict) -> Path:
+    """Merge ``throughput`` (device -> {"runs_per_min", "flops_per_s", ...}, as
+    ``pack.Sweep.throughput`` gives it) with ``about`` (protocol, scale, git, time) into
+    ``folder/throughput.json``: one record per device, the newest kept."""
+    path = Path(folder) / THROUGHPUT
+    records = json.loads(path.read_text()) if path.is_file() else {}
+    records.update({device: {**row, **about} for device, row in throughput.items()})
+    path.write_text(json.dumps(records, indent=1, allow_nan=False) + "\n")
+    return path
+
+
+def measured(folder, device: str) -> tuple[float, str] | None:
+    """(FLOP/s, where it comes from) of ``folder/throughput.json``: ``device``'s record when it
+    is a GPU, else the latest GPU ("cuda") record; None without one."""
+    path = Path(folder) / THROUGHPUT
+    if not path.is_file():
+        return None
+    records = json.loads(path.read_text())
+    gpus = {k: r for k, r in records.items() if k.startswith("cuda")}
+    if device in gpus:
+        name = device
+    elif gpus:
+        name = max(gpus, key=lambda k: gpus[k].get("finished_utc", ""))
+    else:
+        return None
+    r = gpus[name]
+    return r["flops_per_s"], (
+        f"GPU-hours = 6·(N + L·S·D)·tokens / ({r['flops_per_s']:.3g} FLOP/s) / 3600 per seed "
+        f"(Kaplan et al. 2020, §2.1), the FLOP/s measured on {name} per {path} "
+        f"({r['protocol']} at scale {r['scale']!r}, {r['jobs']} worker(s), "
+        f"{r['runs_per_min']:.3g} runs/min, {r.get('finished_utc', '?')})"
+    )
+
+
+def plan_text(name: str, scale: str, rows: list[dict], source: str = ASSUMPTION) -> str:
+    """The dry-run printout: one line per run, the total and where its FLOP/s comes from."""
     lines = [
         f"{name} at scale {scale!r}: {len(rows)} trained runs",
         f"{'run':<28} {'L':>4} {'D':>5} {'S':>5} {'params':>12} {'steps':>7} {'batch':>6} "
@@ -79,5 +128,5 @@ def plan_text(name: str, scale: str, rows: list[dict]) -> str:
             f"{r['gpu_hours']:>8.2f}"
         )
     total = sum(r["gpu_hours"] for r in rows)
-    lines += [f"total ≈ {total:.1f} GPU-hours ({total / 8:.1f} h wall on 8 GPUs)", ASSUMPTION]
+    lines += [f"total ≈ {total:.1f} GPU-hours ({total / 8:.1f} h wall on 8 GPUs)", source]
     return "\n".join(lines)

@@ -18,9 +18,9 @@ import math
 
 import torch
 
-from geolab.experiments import baselines, figures
+from geolab.experiments import baselines
 from geolab.experiments import verdicts as v
-from geolab.experiments.runs import baseline, fit, judge_runs, model_config, text_task
+from geolab.experiments.runs import baseline, fit, judge_runs, model_config, text_shape, text_task
 from geolab.experiments.scales import PAPER, SMALL, SMALL_TRAIN, paper_train, smoke
 from geolab.experiments.snapshots import text_probe
 from geolab.model import GeoTransformer
@@ -107,7 +107,7 @@ def measure(settings: dict, seed: int, task, probe: torch.Tensor, log) -> dict:
 
 def planned(settings: dict) -> list:
     """(label, GeoConfig) of every trained run (``plan.protocol_plan``)."""
-    task = text_task(settings)
+    task = text_shape(settings)
     return [
         (f"{r}/L{d}", model_config(settings, task, r, n_layer=d))
         for d in trained_depths(settings)
@@ -120,7 +120,7 @@ def run(settings: dict, seeds: list[int], log) -> v.Outcome:
     probe = text_probe(task, settings["probe_batch"])
     per_seed = {str(s): measure(settings, s, task, probe, log) for s in seeds}
     summary, hyps = conclude(settings, seeds, per_seed)
-    return v.Outcome(per_seed, summary, hyps, make_figures(settings, per_seed, summary))
+    return v.Outcome(per_seed, summary, hyps)
 
 
 def conclude(settings: dict, seeds: list[int], per_seed: dict) -> tuple[dict, list]:
@@ -197,6 +197,8 @@ def findings(result: dict) -> list[str]:
 
 
 def make_figures(settings: dict, per_seed: dict, summary: dict) -> dict:
+    from geolab.experiments import figures  # plotly, only where figures are drawn
+
     depths = settings["depths"]
     first = per_seed[next(iter(per_seed))]
     deepest = max(depths)
@@ -220,5 +222,6 @@ def make_figures(settings: dict, per_seed: dict, summary: dict) -> dict:
                 for r in settings["train_rules"]
             },
             "Validation loss during training, seed " + next(iter(per_seed)),
+            group=lambda name: name.split()[0],
         )
     return out

@@ -44,7 +44,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from geolab.experiments import baselines, convergence, figures
+from geolab.experiments import baselines, convergence
 from geolab.experiments import verdicts as v
 from geolab.experiments.plan import SUSTAINED_FLOPS
 from geolab.experiments.stats import fmt_interval, sign_of, t_interval
@@ -271,7 +271,7 @@ def run(settings: dict, seeds: list[int], log) -> v.Outcome:
         for seed in seeds
     }
     summary, hyps = conclude(settings, seeds, per_seed)
-    return v.Outcome(per_seed, summary, hyps, make_figures(settings, per_seed, summary))
+    return v.Outcome(per_seed, summary, hyps)
 
 
 def conclude(settings: dict, seeds: list[int], per_seed: dict) -> tuple[dict, list]:
@@ -375,20 +375,16 @@ def judge(flavor: str, rows: list[dict], n_seeds: int) -> list[v.Hypothesis]:
     return hyps
 
 
-def plan_rows(settings: dict, seeds: int) -> list[dict]:
+def plan_rows(settings: dict, seeds: int, flops_per_s: float = SUSTAINED_FLOPS) -> list[dict]:
     """The dry-run rows (``plan.protocol_plan``): each operator's size and its FLOPs,
-    6 · N · steps · batch (one vector per sample), per flavor and seed."""
+    6 · N · steps · batch (one vector per sample), per flavor, over ``seeds`` seeds."""
     tc = settings["train"]
     rows = []
     for flavor in FLAVORS:
         for m in MODELS:
             with torch.device("meta"):
-                n = sum(
-                    p.numel()
-                    for p in Operator(
-                        m, flavor, settings["dim"], settings["hidden"], settings
-                    ).parameters()
-                )
+                op = Operator(m, flavor, settings["dim"], settings["hidden"], settings)
+            n = sum(p.numel() for p in op.parameters())
             flops = 6 * n * tc["steps"] * tc["batch_size"] * seeds
             rows.append(
                 {
@@ -401,7 +397,7 @@ def plan_rows(settings: dict, seeds: int) -> list[dict]:
                     "batch_size": tc["batch_size"],
                     "seeds": seeds,
                     "flops": flops,
-                    "gpu_hours": flops / SUSTAINED_FLOPS / 3600,
+                    "gpu_hours": flops / flops_per_s / 3600,
                 }
             )
     return rows
@@ -426,6 +422,8 @@ def findings(result: dict) -> list[str]:
 
 
 def make_figures(settings: dict, per_seed: dict, summary: dict) -> dict:
+    from geolab.experiments import figures  # plotly, only where figures are drawn
+
     table = summary["table"]
     first = next(iter(per_seed))
     return {

@@ -11,15 +11,30 @@ from geolab.experiments import NAMES, get_protocol
 from geolab.experiments.convergence import trained_runs
 from geolab.experiments.runner import load_result
 
+RESULT_KEYS = ("protocol", "config", "per_seed", "summary", "hypotheses")
+
 
 def load_results(directory: str | Path, scale: str = "small") -> dict:
-    """``{protocol: result}`` for every ``NAME-SCALE.json`` present in ``directory``."""
+    """``{protocol: result}`` for every ``NAME-SCALE.json`` present in ``directory``;
+    ValueError naming the file for one that is not a result of that protocol."""
     directory = Path(directory)
     out = {}
     for name in NAMES:
         path = directory / f"{name}-{scale}.json"
-        if path.is_file():
-            out[name] = load_result(path)
+        if not path.is_file():
+            continue
+        try:
+            result = load_result(path)
+        except (OSError, UnicodeDecodeError, ValueError) as err:
+            raise ValueError(f"{str(path)!r} cannot be read as a result ({err})") from None
+        missing = [k for k in RESULT_KEYS if not isinstance(result, dict) or k not in result]
+        if missing or result["protocol"] != name:
+            why = f"it lacks {missing}" if missing else f"its protocol is {result['protocol']!r}"
+            raise ValueError(
+                f"{str(path)!r} is not a result of {name} written by `geolab reproduce` ({why}); "
+                f"rerun `geolab reproduce {name} --scale {scale}` or move it away"
+            )
+        out[name] = result
     return out
 
 
@@ -74,6 +89,25 @@ def verdict_markdown(results: dict) -> str:
             f"**{row['verdict']}**",
         )
         lines.append("| " + " | ".join(_cell(c) for c in cells) + " |")
+    return "\n".join(lines)
+
+
+def smoke_markdown(fresh: dict, committed: dict | None) -> str:
+    """What a tiny rerun (notebook 07's button) found, worded as a smoke run: the same code ran,
+    but at sizes too small for its verdicts to mean anything, so each is shown as "not
+    comparable" next to the committed verdict of the same claim (``committed``: that protocol's
+    committed result, if any)."""
+    before = {h["id"]: h["verdict"] for h in (committed or {}).get("hypotheses", [])}
+    lines = [
+        f"**Smoke run at tiny scale ({fresh['scale']}): the code ran end to end. Its verdicts"
+        " are not comparable** with the committed small-scale ones — the models are far"
+        " smaller and shorter-trained than the claims need (reductions below)."
+    ]
+    for h in fresh["hypotheses"]:
+        was = f"; committed: **{before[h['id']]}**" if h["id"] in before else ""
+        lines.append(
+            f"- {h['id']}: tiny run says *{h['verdict']}* (not comparable) — {h['measured']}{was}"
+        )
     return "\n".join(lines)
 
 

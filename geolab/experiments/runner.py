@@ -12,12 +12,17 @@ torch determinism switches, times the run, stamps provenance and writes
     OUT/NAME-SCALE-FIG.html       one plotly figure each, loading OUT/plotly.min.js (offline)
     OUT/NAME-SCALE-FIG.png        the same, when kaleido finds a Chrome/Chromium (else a one-line
                                   notice is logged and recorded in the JSON)
+    OUT/NAME-SCALE-runs/KEY.json  every finished run of a protocol that packs its runs
+                                  (``pack``), written as it lands; a rerun skips them
+    OUT/throughput.json           runs per minute and sustained FLOP/s per device (``plan``)
 
+The figures are drawn from the numbers by the protocol's ``make_figures``, here, and only when
+plotly is installed (else a one-line notice, recorded in the JSON): training needs no plotly.
 Under ``torchrun`` (WORLD_SIZE > 1) one process group serves every training run of the protocol
 (each batch split across the ranks, ``geolab.train``); rank 0 logs and writes the files.
 
-Verdicts come from ``verdicts``, training from ``runs``, convergence from ``convergence``,
-provenance from ``provenance`` and the figure files from ``export``.
+Verdicts come from ``verdicts``, training from ``runs`` and ``pack``, convergence from
+``convergence``, provenance from ``provenance`` and the figure files from ``export``.
 """
 
 import json
@@ -28,7 +33,7 @@ from pathlib import Path
 import torch
 import torch.distributed as dist
 
-from geolab.experiments import convergence
+from geolab.experiments import convergence, pack, plan
 from geolab.experiments.export import save_figures
 from geolab.experiments.provenance import device_name, git_revision, versions
 from geolab.outputs import check_dir
@@ -61,6 +66,7 @@ class deterministic:
             torch.is_deterministic_algorithms_warn_only_enabled(),
         )
         torch.use_deterministic_algorithms(True, warn_only=True)
+        os.environ.setdefault("CUBLAS_WORKSPACE_CONFIG", ":4096:8")  # cuBLAS too, on CUDA
         return self
 
     def __exit__(self, *exc):
@@ -99,25 +105,51 @@ def run_protocol(
     png: bool = True,
     log=print,
     options: dict | None = None,
+    time_limit: float | None = None,
+    fresh: bool = False,
 ) -> tuple[dict, dict]:
     """Run protocol ``module`` at ``scale`` and write its result and figures under ``out``.
 
     ``options`` override settings of the scale (e.g. {"flavors": ["reference"]} for the E∆
     table). Returns (result dict, figures by name); the result is also written as
-    ``out/NAME-SCALE.json`` with the figures beside it (out=None writes nothing).
+    ``out/NAME-SCALE.json`` with the figures beside it (out=None writes nothing). Packed runs
+    are saved in ``out/NAME-SCALE-runs/`` and skipped when found there (``fresh``: retrained);
+    ``time_limit`` (seconds) starts no run that cannot finish in time and raises
+    ``pack.Incomplete`` naming those left out.
     """
     settings = {**scale_settings(module, scale), **(options or {})}
     chosen = pick_seeds(settings, seeds)
     if out is not None:
         check_dir(out, "out")  # before the run, not after it
+    world = int(os.environ.get("WORLD_SIZE", "1"))
+    if world > 1 and settings.get("jobs", 1) > 1:
+        raise ValueError(
+            f"--jobs {settings['jobs']} is not allowed under torchrun ({world} ranks already "
+            "share every run); pass --jobs 1, or run without torchrun to pack runs"
+        )
     git = git_revision()  # the code that runs, before anything can change the checkout
+    stem = f"{module.NAME}-{scale}"
+    run_dir = None if out is None else Path(out) / f"{stem}-runs"
     with torchrun_group(settings) as rank:
         if rank:
             log, out = (lambda msg: None), None  # rank 0 speaks and writes
         log(f"{module.NAME} at scale {scale!r}, seeds {chosen}")
         t0 = time.perf_counter()
-        with deterministic():
-            outcome = module.run(settings, chosen, log)
+        with pack.sweep(run_dir=run_dir, time_limit=time_limit, fresh=fresh, save=not rank) as sw:
+            try:
+                with deterministic():
+                    outcome = module.run(settings, chosen, log)
+            finally:  # what was measured stays recorded, also when a time limit cut the sweep
+                if out is not None and sw.trained:
+                    about = {"protocol": module.NAME, "scale": scale, "git": git["commit"]}
+                    about["finished_utc"] = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+                    path = plan.record_throughput(out, sw.throughput(), about)
+                    for device, row in sw.throughput().items():
+                        log(
+                            f"throughput on {device}: {row['runs_per_min']:.3g} runs/min, "
+                            f"{row['flops_per_s']:.3g} FLOP/s sustained per device with "
+                            f"{row['jobs']} worker(s) (recorded in {path})"
+                        )
         wall = time.perf_counter() - t0
     result = {
         "protocol": module.NAME,
@@ -135,24 +167,44 @@ def run_protocol(
             "git": git,
             "device": device_name(settings),
             "torch_threads": torch.get_num_threads(),
-            "world_size": int(os.environ.get("WORLD_SIZE", "1")),
+            "world_size": world,
             "deterministic_algorithms": True,
             "wall_time_s": wall,
             "finished_utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
         },
         "figures": [],
     }
+    if sw.trained or sw.found:
+        result["provenance"]["runs"] = {
+            "trained": len(sw.trained),
+            "found": sw.found,
+            "found_at_commits": sorted(c for c in sw.found_git if c) or None,
+            "throughput": sw.throughput(),
+        }
+    figures, note = draw_figures(module, settings, outcome)
+    if note:
+        log(note)
     if out is not None:
         out = Path(out)
         out.mkdir(parents=True, exist_ok=True)
-        stem = f"{module.NAME}-{scale}"
-        saved = save_figures(outcome.figures, out, stem, png, log)
+        saved = save_figures(figures, out, stem, png, log)
         result["figures"] = saved["files"]
         result["provenance"]["png_note"] = saved["png_note"]
+        if note:
+            result["provenance"]["figures_note"] = note
         path = out / f"{stem}.json"
         path.write_text(json.dumps(result, indent=1, allow_nan=False) + "\n")
         log(f"wrote {path} ({wall:.1f} s)")
-    return result, outcome.figures
+    return result, figures
+
+
+def draw_figures(module, settings: dict, outcome) -> tuple[dict, str | None]:
+    """(the protocol's figures of ``outcome``, None), or ({}, a notice) without plotly."""
+    try:
+        import plotly  # noqa: F401 (only probing that it is installed)
+    except ImportError:
+        return {}, "figures skipped: plotly is not installed (the numbers are all in the JSON)"
+    return module.make_figures(settings, outcome.per_seed, outcome.summary), None
 
 
 def rejudge(result: dict) -> dict:

@@ -13,16 +13,21 @@ import os
 import sys
 import time
 
-import torch
-
 from geolab.config import GeoConfig
 from geolab.data import bundled_dir
-from geolab.experiments import baselines, convergence
+from geolab.device import describe_device
+from geolab.experiments import baselines, convergence, pack
+from geolab.experiments.plan import train_flops
 from geolab.experiments.verdicts import fmt
 from geolab.model import count_params, match_params
-from geolab.tasks import get_task
+from geolab.tasks import Task, get_task
 from geolab.train import TrainConfig, train
 from geolab.train.loop import validation_batches
+
+# Vocabulary sizes of the text corpora, stated so a plan (``--dry-run``) needs no data: the
+# character set of tiny-shakespeare and WikiText-2's train vocabulary with <eos> (geolab.data);
+# tests/test_experiments.py checks them against the corpora.
+VOCAB_SIZES = {"shakespeare": 65, "wikitext2": 33278}
 
 
 def data_dir(settings: dict):
@@ -33,8 +38,21 @@ def data_dir(settings: dict):
 
 
 def text_task(settings: dict):
-    """The scale's text task (``task`` at ``seq_len``, corpora from :func:`data_dir`)."""
-    return get_task(settings["task"], seq_len=settings["seq_len"], data_dir=data_dir(settings))
+    """The scale's text task (``task`` at ``seq_len``, corpora from :func:`data_dir`), built once
+    per process (its runs share the token streams)."""
+    return _text_task(settings["task"], settings["seq_len"], data_dir(settings))
+
+
+@functools.lru_cache(maxsize=4)
+def _text_task(name: str, seq_len: int, folder):
+    return get_task(name, seq_len=seq_len, data_dir=folder)
+
+
+def text_shape(settings: dict) -> Task:
+    """The scale's text task without its data: the sizes a model config needs (``seq_len`` and
+    the stated ``VOCAB_SIZES``), for planning offline."""
+    name = settings["task"]
+    return Task(name, "tokens", name, settings["seq_len"], {}, vocab_size=VOCAB_SIZES[name])
 
 
 def train_config(settings: dict, seed: int, **changes):
@@ -69,6 +87,8 @@ def fit(cfg, task, settings: dict, seed: int, log=None, model=None, callback=Non
     tc = train_config(settings, seed, flavor=cfg.flavor)
     t0 = time.perf_counter()
     res = train(cfg, task, tc, callback=callback, model=model)
+    flops = train_flops(count_params(res.model), cfg, tc.steps, tc.batch_size)
+    pack.TALLY.append((describe_device(next(res.model.parameters()).device), flops, 0.0))
     curve = convergence.val_curve(res.history, "mse" if task.kind == "regression" else "loss")
     out = {
         "val": {k: v for k, v in res.metrics.items() if k != "step"},
@@ -105,31 +125,11 @@ def judge_runs(runs, found: dict, steps: int) -> None:
         baselines.judge_run(run, found)
 
 
-def _job(args):
-    """One ``parallel_map`` job in a worker process, with the parent's threads and kernels."""
-    fn, job, settings, threads = args
-    torch.set_num_threads(threads)
-    torch.use_deterministic_algorithms(True, warn_only=True)
-    return fn(*job, settings, functools.partial(print, flush=True))  # stdout may be a pipe
-
-
 def parallel_map(fn, jobs: list[tuple], settings: dict, log) -> list:
-    """[fn(*job, settings, log) for job in jobs], in ``settings["jobs"]`` worker processes.
-
-    Jobs are independent seeded runs, so their numbers do not depend on how they are spread;
-    workers are spawned (not forked: torch's thread pools do not survive a fork), run with the
-    parent's torch thread count and deterministic kernels, and log to standard output.
-    """
-    workers = settings.get("jobs", 1)
-    if workers <= 1 or len(jobs) <= 1:
-        return [fn(*job, settings, log) for job in jobs]
-    threads = torch.get_num_threads()
-    pool = multiprocessing.get_context("spawn").Pool(min(workers, len(jobs)))
-    try:
-        return pool.map(_job, [(fn, job, settings, threads) for job in jobs], chunksize=1)
-    finally:
-        pool.close()  # let the workers exit on their own, so no semaphore is left behind
-        pool.join()
+    """[fn(*job, settings, log) for job in jobs]: independent seeded runs through the packed
+    runner (``pack.run_jobs``): ``settings["jobs"]`` worker processes, each finished run saved
+    and skipped on a rerun under the runner's sweep."""
+    return pack.run_jobs(fn, jobs, settings, log)
 
 
 def model_config(settings: dict, task, rule: str, **changes):
@@ -146,7 +146,7 @@ def model_config(settings: dict, task, rule: str, **changes):
 def rule_plan(settings: dict) -> list:
     """(rule, GeoConfig) of each of the scale's rules on its text task: the ``planned`` runs
     (``plan.protocol_plan``) of a protocol that trains every rule once per seed."""
-    task = text_task(settings)
+    task = text_shape(settings)
     return [(r, model_config(settings, task, r)) for r in settings["rules"]]
 
 
@@ -179,14 +179,18 @@ def train_rules(task, settings: dict, seed: int, log, rules=None, **changes) -> 
     return {rule: train_rule(task, settings, seed, log, rule, **changes) for rule in rules}
 
 
-def seed_rules(seed: int, settings: dict, log) -> dict:
-    """:func:`train_rules` of the scale's rules on its text task, one seed (a job of
+def seed_rule(seed: int, rule: str, settings: dict, log) -> dict:
+    """:func:`train_rule` of one rule and seed on the scale's text task (a job of
     :func:`train_seeds`)."""
-    return train_rules(text_task(settings), settings, seed, log)
+    return train_rule(text_task(settings), settings, seed, log, rule)
 
 
 def train_seeds(settings: dict, seeds: list[int], log) -> dict:
-    """str(seed) -> :func:`seed_rules` numbers, the seeds spread over ``settings["jobs"]``
-    worker processes (``parallel_map``)."""
-    rows = parallel_map(seed_rules, [(seed,) for seed in seeds], settings, log)
-    return {str(seed): row for seed, row in zip(seeds, rows, strict=True)}
+    """str(seed) -> rule -> :func:`seed_rule` numbers, one run per (seed, rule) spread over
+    ``settings["jobs"]`` worker processes (``parallel_map``)."""
+    jobs = [(seed, rule) for seed in seeds for rule in settings["rules"]]
+    rows = parallel_map(seed_rule, jobs, settings, log)
+    out = {str(seed): {} for seed in seeds}
+    for (seed, rule), row in zip(jobs, rows, strict=True):
+        out[str(seed)][rule] = row
+    return out

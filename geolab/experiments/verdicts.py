@@ -119,12 +119,12 @@ def gate(
 
 @dataclass
 class Outcome:
-    """What a protocol's ``run`` returns: JSON-ready numbers and plotly figures by name."""
+    """What a protocol's ``run`` returns: JSON-ready numbers and the hypotheses (its figures are
+    drawn from the numbers by ``make_figures``, in the runner)."""
 
     per_seed: dict
     summary: dict
     hypotheses: list[Hypothesis]
-    figures: dict = field(default_factory=dict)
 
 
 def mean_std(values) -> dict:

@@ -15,7 +15,7 @@ maths, not float32 rounding; the model-based views (02, 04) and Sinkhorn (05) ru
 the rules do.
 """
 
-from geolab.explore.cayley import cayley_view
+from geolab.explore.cayley import cayley_limit_view, cayley_view
 from geolab.explore.delta import delta_mode, delta_view
 from geolab.explore.gradients import (
     GRADIENT_DEPTHS,
@@ -33,6 +33,7 @@ from geolab.explore.rank import (
     rank_rules,
     rank_tokens,
     rank_view,
+    rule_colors,
     rule_fields,
     rule_profile,
     token_plane,
@@ -54,6 +55,7 @@ __all__ = [
     "GRADIENT_DEPTHS",
     "REFERENCE",
     "View",
+    "cayley_limit_view",
     "cayley_view",
     "delta_mode",
     "delta_view",
@@ -70,6 +72,7 @@ __all__ = [
     "rank_rules",
     "rank_tokens",
     "rank_view",
+    "rule_colors",
     "rule_fields",
     "rule_profile",
     "sinkhorn_errors",

@@ -90,11 +90,8 @@ def cayley_view(beta: float, angle: float, gamma: float) -> View:
     }
     readout = [
         (r"rotation angle $\theta = 2\arctan(\beta\omega/2)$", num(theta)),
-        (r"$\theta/\pi$ (always $< 1$)", f"{theta / math.pi:.6f}"),
-        (
-            r"$\min_i \lvert\lambda_i(Q) + 1\rvert$ (never $0$)",
-            num(numbers["distance_to_minus_one"]),
-        ),
+        (r"$\theta/\pi$", f"{theta / math.pi:.6f}"),
+        (r"$\min_i \lvert\lambda_i(Q) + 1\rvert$", num(numbers["distance_to_minus_one"])),
         (r"$\det Q$", fixed(numbers["det_q"])),
         (r"$\lVert Q^\top Q - I\rVert_F$", num(numbers["orthogonality_error"])),
         (r"closed form vs dense solve", num(numbers["closed_vs_dense"])),
@@ -117,6 +114,7 @@ def cayley_view(beta: float, angle: float, gamma: float) -> View:
             CAYLEY_BETAS,
             {"θ(β)": thetas, "π": np.full(len(CAYLEY_BETAS), math.pi)},
             current=min(beta, CAYLEY_BETAS[-1]),
+            current_on=("θ(β)",),
             notes={"θ → π, but never π": (15.0, float(thetas[150]))},
             title="θ approaches π but never reaches it",
             x_title="β",
@@ -145,3 +143,44 @@ def cayley_view(beta: float, angle: float, gamma: float) -> View:
         ),
     }
     return View(numbers, readout, figs)
+
+
+def cayley_limit_view(beta: float, angle: float) -> View:
+    """03's reveal: how far the Cayley angle stays from π, from β = 0.1 up to ``beta``.
+
+    π − θ = π − 2 arctan(βω/2) = 2 arctan(2/(βω)) > 0 for every finite β (≈ 4/(βω) for large
+    β), computed with ``cayley_angle`` on a log grid ending exactly at ``beta``; the marker sits
+    at ``beta``. Numbers: θ/π and the distance of Q's spectrum from −1 at ``beta``.
+    """
+    beta = check_range("beta", beta, 0.1, 1e12)
+    angle = check_range("angle", angle, 0.0, math.pi)
+    u, v, _ = _cayley_vectors(angle)
+    betas = np.logspace(-1.0, math.log10(beta), 161)
+    betas[-1] = beta
+    thetas = cayley_angle(
+        u.expand(len(betas), CAYLEY_WIDTH), v.expand(len(betas), CAYLEY_WIDTH), torch.tensor(betas)
+    )
+    gap = math.pi - thetas
+    far = cayley_view(beta, angle, 0.5).numbers
+    numbers = {
+        "beta": beta,
+        "theta_over_pi": far["theta_over_pi"],
+        "gap": float(gap[-1]),
+        "distance_to_minus_one": far["distance_to_minus_one"],
+    }
+    readout = [
+        (r"$\theta/\pi$ at this $\beta$", f"{far['theta_over_pi']:.6f}"),
+        (r"$\pi - \theta$", num(numbers["gap"])),
+        (r"$\min_i \lvert\lambda_i(Q) + 1\rvert$", num(far["distance_to_minus_one"])),
+    ]
+    fig = figures.sweep_figure(
+        betas,
+        {"π − θ(β)": gap},
+        current=beta,
+        title=f"How far θ stays from π, up to β = {beta:g} (log–log)",
+        x_title="β (log)",
+        y_title="π − θ (log)",
+        log_x=True,
+        log_y=True,
+    )
+    return View(numbers, readout, {"gap": fig})

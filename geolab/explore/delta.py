@@ -76,7 +76,7 @@ def delta_view(beta: float, phi: float, v: float, d: int = 4) -> View:
     readout = [
         (r"mode", mode),
         (r"eigenvalues equal to $1$ (on $k^\perp$)", f"{n_unit} of {d}"),
-        (r"eigenvalue along $k$: $1-\beta$", num(1 - beta)),
+        (r"eigenvalue along $k$", num(1 - beta)),
         (r"$\det A$ (computed)", fixed(det)),
         (r"$\lVert A^\top A - I\rVert_F$", num(orth)),
         (r"$k^\top x$ before", num(kx)),

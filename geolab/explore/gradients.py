@@ -26,7 +26,7 @@ import torch
 import torch.nn.functional as F
 
 from geolab import figures
-from geolab.explore.rank import REFERENCE, rank_config, rank_rules, rank_tokens
+from geolab.explore.rank import REFERENCE, rank_config, rank_rules, rank_tokens, rule_colors
 from geolab.explore.view import View, check_int, num
 from geolab.model import GeoTransformer
 
@@ -127,10 +127,13 @@ def gradient_view(
         for name, r in numbers["grad_ratio"].items()
     ]
     size = f"L = {n_layer}, D = {d_model}, S = {seq_len}"
+    colors = rule_colors()  # 04's: a rule keeps its colour in every figure
     figs = {
-        "grad": figures.grad_norm_figure(norms, title=f"Gradient norm per layer at init ({size})"),
+        "grad": figures.grad_norm_figure(
+            norms, title=f"Gradient norm per layer at init ({size})", colors=colors
+        ),
         "jacobian": figures.jacobian_figure(
-            sv, title=f"Singular values of ∂y/∂X_l, layer l to the output ({size})"
+            sv, title=f"Singular values of ∂y/∂X_l, layer l to the output ({size})", colors=colors
         ),
     }
     return View(numbers, readout, figs)

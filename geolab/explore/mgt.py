@@ -78,7 +78,7 @@ def mgt_view(
     stats = beta_stats(beta, bins=40)
     retention = 1 - alpha * beta
     token = x[0, 0]
-    plain = beta[0, 0] * (v_raw[0, 0] - alpha * token)
+    write = beta[0, 0] * v_raw[0, 0]
     gated = beta[0, 0] * (v_raw[0, 0] * gate[0, 0] - alpha * token)
 
     def one_token(t: torch.Tensor) -> torch.Tensor:
@@ -104,6 +104,8 @@ def mgt_view(
         "retention_min": retention.min().item(),
         "retention_max": retention.max().item(),
         "gate_mean": gate.mean().item(),
+        "gate_min": gate.min().item(),
+        "gate_max": gate.max().item(),
         "update_error": (x[0, 0] + gated - x_new[0, 0]).abs().max().item(),
         "unit_eigs_mgt": unit_mgt,
         "unit_eigs_delta": unit_delta,
@@ -126,14 +128,18 @@ def mgt_view(
             r"retention $1-\alpha\beta$: min / max",
             f"{numbers['retention_min']:.3f} / {numbers['retention_max']:.3f}",
         ),
-        (r"mean tangent gate $\sigma(\mathrm{LN}(XW_{gate}))$", f"{numbers['gate_mean']:.3f}"),
+        (
+            r"tangent gate $\sigma(\mathrm{LN}(XW_{gate}))$: min / max (no slider moves it)",
+            f"{numbers['gate_min']:.3f} / {numbers['gate_max']:.3f}",
+        ),
     ]
     figs = {
         "beta": figures.beta_histogram_figure(beta, low, high),
-        "gate": figures.bars_figure(
-            {"x (old state)": token, "β⊙(V − αx), no gate": plain, "β⊙(V⊙g − αx), gated": gated},
-            title="One token: the update with and without the tangent gate",
-            x_title="channel",
+        "gate": figures.gated_write_figure(
+            write,
+            write * gate[0, 0],
+            gate[0, 0],
+            title="One token: the write with and without the tangent gate",
         ),
         "jacobian": figures.eigen_distance_figure(
             {"MGT Jacobian ∂x'/∂x": eig_mgt, "Delta operator A(k, β₀)": eig_delta},

@@ -6,6 +6,7 @@ import functools
 
 import numpy as np
 import torch
+from plotly.colors import qualitative
 
 from geolab import figures
 from geolab.config import GeoConfig
@@ -24,6 +25,14 @@ RANK_VOCAB = 256  # 04's token vocabulary (and geolab rank's)
 def rank_rules() -> tuple[str, ...]:
     """The rules 04 offers: every registered rule (yours too) but ``noskip``, the reference's."""
     return tuple(name for name in RESIDUALS if name != "noskip")
+
+
+def rule_colors() -> dict[str, str]:
+    """One colour per 04 curve that stays with it in every figure and for any choice of rules:
+    pure attention black, each rule its place in ``rank_rules`` on plotly's 24-colour palette."""
+    palette = qualitative.Dark24
+    colors = {name: palette[i % len(palette)] for i, name in enumerate(rank_rules())}
+    return {**colors, REFERENCE: "black"}
 
 
 def _residual(rule: str) -> str:
@@ -113,17 +122,20 @@ def token_plane(states: torch.Tensor) -> np.ndarray:
 def rule_profile(
     rule: str, n_layer: int, d_model: int, seq_len: int, seed: int, fields: tuple
 ) -> tuple[np.ndarray, np.ndarray, torch.Tensor]:
-    """Effective rank and Dong's residual (``layer_profile``) after every layer of one 04
-    curve, and the states themselves ((n_layer, S, D), for ``token_plane`` at the layer shown),
-    cached by everything that can change them (the arrays are read-only: every caller shares
-    them).
+    """Effective rank and Dong's residual (``layer_profile``) of the input (index 0, the
+    embedded tokens) and after every layer (index l) of one 04 curve, and the states themselves
+    ((n_layer + 1, S, D), for ``token_plane`` at the layer shown), cached by everything that can
+    change them (the arrays are read-only: every caller shares them). Index l is ``geolab
+    rank``'s layer l.
 
     The states come from the views' stacked model (``geolab.stack``): weights drawn once per
     (rule, width, sequence length, seed) at 200 layers, any depth a prefix, slider constants
     re-applied without a redraw, so a slider move is one forward of the curves it changes.
     """
     cfg = rank_config(rule, n_layer, d_model, seq_len, **dict(fields))
-    states = stack_states(cfg, seed, rank_tokens(seq_len, seed))[:, 0]
+    steps = stack_states(cfg, seed, rank_tokens(seq_len, seed), every_step=True)[:, 0]
+    per_layer = 2 if cfg.mlp else 1
+    states = torch.cat([steps[:1], steps[per_layer::per_layer]])
     ranks = effective_rank(states).numpy()
     residual = rank_collapse_residual(states).numpy()
     for array in (ranks, residual):
@@ -147,17 +159,19 @@ def rank_view(
 ) -> View:
     """04: effective rank and Dong's residual per layer for each rule at init, one seed.
 
-    Curves have length n_layer (the state after each layer). ``reference`` adds pure attention
+    Curves have length n_layer + 1: the input (index 0, the embedded tokens) and the state after
+    each layer (index l). ``reference`` adds pure attention
     (``noskip``, ``mlp=False``), whose rank collapses doubly exponentially (Dong et al. 2021)
     down to the floor 1/min(S, D) (one direction left). A rule whose config rejects the slider
     values (e.g. β₀ outside (−λ, λ) for MGT) is left out of the plot and named with the
     config's message in ``numbers["rejected"]`` and the readout; the other curves stay.
-    ``layer`` (default: the last) picks the layer of the token clouds (``token_plane``).
+    ``layer`` (default: the last; 0 is the input) picks the layer of the token clouds
+    (``token_plane``).
     ``progress`` (optional) wraps the list of curves as they are computed, e.g. a progress bar
     (notebook 04 passes marimo's: a first load draws weights and takes seconds).
     """
     n_layer = check_int("n_layer", n_layer, 1, 400)
-    layer = n_layer if layer is None else check_int("layer", layer, 1, n_layer)
+    layer = n_layer if layer is None else check_int("layer", layer, 0, n_layer)
     allowed = rank_rules()
     unknown = [r for r in rules if r not in allowed]
     if unknown:
@@ -173,7 +187,7 @@ def rank_view(
         except ValueError as err:
             rejected[name] = str(err)
             continue
-        clouds[name] = token_plane(states[layer - 1 : layer])[0]  # the layer shown only
+        clouds[name] = token_plane(states[layer : layer + 1])[0]  # the layer shown only
     floor = 1 / min(seq_len, d_model)
     final = {name: float(r[-1]) for name, r in ranks.items()}
     numbers = {
@@ -198,15 +212,19 @@ def rank_view(
             )
         )
         numbers["mgt_memory"] = memory
+    colors = rule_colors()
+    where = "the input (layer 0)" if layer == 0 else f"after layer {layer}"
     figs = {
         "rank": figures.rank_figure(
             ranks,
             residuals,
             title=f"Effective rank per layer at init (L = {n_layer}, D = {d_model})",
             floor=floor,
+            colors=colors,
+            first_layer=0,
         ),
         "cloud": figures.token_cloud_figure(
-            clouds, title=f"The {seq_len} tokens after layer {layer}, top-2 directions"
+            clouds, title=f"The {seq_len} tokens: {where}, top-2 directions", colors=colors
         ),
     }
     return View(numbers, readout, figs)

@@ -45,6 +45,9 @@ def mixers(family: str, depth: int, spread: float, iters: int, seed: int) -> tor
 
 
 FAMILIES = ("HC", "mHC", "orthogonal", "JPmHC")
+# One colour per mixer family, one dash per kind of gain, in every 05 figure.
+FAMILY_COLORS = dict(zip(FAMILIES, figures.PALETTE, strict=False))
+GAIN_DASH = {"Amax forward (rows)": "solid", "Amax backward (cols)": "dash", "2-norm": "dot"}
 
 
 def spectral_gain_curve(mats: torch.Tensor) -> torch.Tensor:
@@ -90,9 +93,12 @@ def streams_view(iters: int, spread: float, depth: int, seed: int = 0) -> View:
     errors = sinkhorn_errors(spread, seed)
     first = sinkhorn(logits, iters=1)
     start = torch.exp(logits - logits.max())
-    gains, finals, norms = {}, {}, {}
+    gains, finals, norms, lines = {}, {}, {}, {}
+    jp_step = None
     for family in FAMILIES:
         mats = mixers(family, depth, spread, iters, seed)
+        if family == "JPmHC":
+            jp_step = torch.linalg.matrix_norm(mats, ord=2).mean().item()
         fwd, bwd = composite_gain_curve(mats)
         two = spectral_gain_curve(mats)
         gains[f"{family} Amax forward (rows)"] = fwd
@@ -102,6 +108,8 @@ def streams_view(iters: int, spread: float, depth: int, seed: int = 0) -> View:
             gains[f"{family} 2-norm"] = two
         finals[family] = (fwd[-1].item(), bwd[-1].item())
         norms[family] = two[-1].item()
+        for kind, dash in GAIN_DASH.items():
+            lines[f"{family} {kind}"] = {"color": FAMILY_COLORS[family], "dash": dash}
     numbers = {
         "row_error": (M.sum(-1) - 1).abs().max().item(),
         "col_error": err.item(),
@@ -110,26 +118,38 @@ def streams_view(iters: int, spread: float, depth: int, seed: int = 0) -> View:
         "errors": errors,
         "final_gain": finals,
         "final_two_norm": norms,
+        "jpmhc_step_norm": jp_step,
     }
-    readout = [
-        (
-            r"max $\lvert\text{row sum} - 1\rvert$ (the last step normalises rows)",
-            num(numbers["row_error"]),
-        ),
-        (r"max $\lvert\text{column sum} - 1\rvert$ (the Sinkhorn residual)", num(err.item())),
-        (r"$\lVert M\rVert_2$", num(numbers["spectral_norm"])),
-    ] + [
-        (
-            f"{family}: Amax gain at depth {depth}, forward / backward; 2-norm",
-            f"{num(f)} / {num(b)}; {num(norms[family])}",
-        )
-        for family, (f, b) in finals.items()
-    ]
+    readout = (
+        [
+            (
+                r"max $\lvert\text{row sum} - 1\rvert$ (the last step normalises rows)",
+                num(numbers["row_error"]),
+            ),
+            (r"max $\lvert\text{column sum} - 1\rvert$ (the Sinkhorn residual)", num(err.item())),
+            (r"$\lVert M\rVert_2$", num(numbers["spectral_norm"])),
+        ]
+        + [
+            (
+                f"{family}: Amax gain at depth {depth}, forward / backward; 2-norm",
+                f"{num(f)} / {num(b)}; {num(norms[family])}",
+            )
+            for family, (f, b) in finals.items()
+        ]
+        + [
+            (
+                r"JPmHC: mean $\lVert H\rVert_2$ of one two-step mixer ($1$ if orthogonal)",
+                num(jp_step),
+            )
+        ]
+    )
+    # One panel per iteration count: at 1 iteration the last panel would repeat the middle one.
+    shown = [start / start.sum(-1, keepdim=True), first] + ([M] if iters > 1 else [])
+    titles = ["exp(logits), rows normalised", "1 iteration"] + (
+        [f"{iters} iterations"] if iters > 1 else []
+    )
     figs = {
-        "heatmaps": figures.heatmaps_figure(
-            [start / start.sum(-1, keepdim=True), first, M],
-            ["exp(logits), rows normalised", "1 iteration", f"{iters} iterations"],
-        ),
+        "heatmaps": figures.heatmaps_figure(shown, titles),
         "error": figures.sweep_figure(
             ERROR_ITERS,
             # An exactly converged float32 error is 0; floor it so the log axis can show it.
@@ -145,6 +165,7 @@ def streams_view(iters: int, spread: float, depth: int, seed: int = 0) -> View:
             gains,
             zoomed=[name for name in gains if not name.startswith("HC")],
             bound=STREAMS**0.5,
+            lines=lines,
         ),
     }
     return View(numbers, readout, figs)

@@ -5,6 +5,7 @@ the committed ``rank_evolution`` result (data/results/rank_evolution-small.json,
 from __future__ import annotations
 
 from geolab import figures
+from geolab.explore.rank import rule_colors
 from geolab.explore.view import View
 
 
@@ -52,6 +53,5 @@ def rank_bridge_view(result: dict, n_layer: int) -> View:
         "val_loss": val_loss,
         "config": cfg,
     }
-    return View(
-        numbers, readout, {"bridge": figures.rank_bridge_figure(init, trained, title, floor)}
-    )
+    bridge = figures.rank_bridge_figure(init, trained, title, floor, colors=rule_colors())
+    return View(numbers, readout, {"bridge": bridge})

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import functools
 import math
+import numbers
 from dataclasses import dataclass, field
 
 import plotly.graph_objects as go
@@ -62,13 +63,16 @@ def fixed(x: float) -> str:
 
 
 def check_range(name: str, value: float, low: float, high: float) -> float:
-    value = float(value)
-    if not (math.isfinite(value) and low <= value <= high):
+    real = isinstance(value, numbers.Real) and not isinstance(value, bool)
+    if not (real and low <= value <= high and math.isfinite(float(value))):
         raise ValueError(f"{name}={value!r} is not allowed; expected a number in [{low}, {high}]")
-    return value
+    return float(value)
 
 
 def check_int(name: str, value, low: int, high: int) -> int:
-    if isinstance(value, bool) or int(value) != value or not low <= value <= high:
+    """``value`` as an int in [low, high]: an int, or a float with an integer value (a slider's
+    12.0); NaN, ±Inf, bools and anything else are refused before ``int()`` can overflow."""
+    real = isinstance(value, numbers.Real) and not isinstance(value, bool)
+    if not (real and low <= value <= high and float(value).is_integer()):
         raise ValueError(f"{name}={value!r} is not allowed; expected an integer in [{low}, {high}]")
     return int(value)

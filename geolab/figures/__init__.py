@@ -21,7 +21,7 @@ from geolab.figures.depth import (
     rank_figure,
     token_cloud_figure,
 )
-from geolab.figures.gates import bars_figure, beta_histogram_figure
+from geolab.figures.gates import beta_histogram_figure, gated_write_figure
 from geolab.figures.gradients import grad_norm_figure, jacobian_figure
 from geolab.figures.operators import (
     determinant_figure,
@@ -32,22 +32,24 @@ from geolab.figures.operators import (
     unit_image_figure,
     vectors_figure,
 )
-from geolab.figures.style import HEIGHT, PALETTE, as_numpy
+from geolab.figures.style import HEIGHT, PALETTE, SYMBOLS, as_numpy, integer_ticks
 from geolab.figures.trained import rank_bridge_figure
 
 __all__ = [
     "HEIGHT",
     "PALETTE",
+    "SYMBOLS",
     "as_numpy",
-    "bars_figure",
     "beta_histogram_figure",
     "composite_gain_figure",
     "determinant_figure",
     "eigen_distance_figure",
+    "gated_write_figure",
     "grad_norm_figure",
     "jacobian_figure",
     "note",
     "heatmaps_figure",
+    "integer_ticks",
     "rank_bridge_figure",
     "rank_figure",
     "spectrum_figure",

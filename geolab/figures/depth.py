@@ -8,20 +8,29 @@ import numpy as np
 import plotly.graph_objects as go
 
 from geolab.figures.operators import sweep_figure
-from geolab.figures.style import HEIGHT, PALETTE, as_numpy, base_layout, figure, floats
+from geolab.figures.style import (
+    HEIGHT,
+    PALETTE,
+    as_numpy,
+    base_layout,
+    color_of,
+    figure,
+    floats,
+    integer_ticks,
+)
 
 
-def _layer_line(name: str, values, i: int, dash: str = "solid", **extra) -> dict:
-    """One rule's curve over layers 1..L, coloured by its index ``i`` (legend grouped by name)."""
+def _layer_line(name: str, values, color: str, first: int, dash: str = "solid", **extra) -> dict:
+    """One rule's curve over layers first..first+len−1 (legend grouped by name)."""
     y = floats(values)
     return {
         "type": "scatter",
-        "x": np.arange(1, len(y) + 1),
+        "x": np.arange(first, first + len(y)),
         "y": y,
         "mode": "lines",
         "name": name,
         "legendgroup": name,
-        "line": {"color": PALETTE[i % len(PALETTE)], "dash": dash},
+        "line": {"color": color, "dash": dash},
         **extra,
     }
 
@@ -31,31 +40,50 @@ def rank_figure(
     residuals: Mapping[str, object] | None = None,
     title: str = "Effective rank per layer",
     floor: float | None = None,
+    colors: Mapping[str, str] | None = None,
+    first_layer: int = 1,
 ) -> go.Figure:
-    """Rank-per-layer curves of several rules at once, layer index 1..L on x.
+    """Rank-per-layer curves of several rules at once, layer index on x.
 
     Traces: one effective-rank line per rule (mapping order); if ``residuals`` is given, a
-    second panel below with one Dong et al. residual line per rule, same order and colour.
-    ``floor`` draws the smallest possible effective rank (1/min(S, D): one direction left) as a
-    labelled dotted line.
+    second panel below with one Dong et al. residual line per rule, same order and colour;
+    then, if ``floor`` is given, the smallest possible effective rank (1/min(S, D): one direction
+    left) as a dotted line named in the legend (a label on the plot covered the curves that end
+    on it). ``colors`` maps a name to its colour (default: palette by position); the curves
+    start at layer ``first_layer`` (0 when the first value is the input, before any layer).
     """
-    data = [_layer_line(name, values, i) for i, (name, values) in enumerate(ranks.items())]
+    data = [
+        _layer_line(name, values, color_of(name, i, colors), first_layer)
+        for i, (name, values) in enumerate(ranks.items())
+    ]
     extra: dict = {"yaxis": {"range": [0, 1.02]}}
+    n = max((len(floats(v)) for v in ranks.values()), default=1)
+    xaxis = integer_ticks(n)
     if residuals is not None:
         data += [
-            _layer_line(name, values, i, showlegend=False, xaxis="x2", yaxis="y2", dash="dot")
+            _layer_line(
+                name,
+                values,
+                color_of(name, i, colors),
+                first_layer,
+                showlegend=False,
+                xaxis="x2",
+                yaxis="y2",
+                dash="dot",
+            )
             for i, (name, values) in enumerate(residuals.items())
         ]
         extra = {
             "height": HEIGHT + 200,
             "xaxis": {
+                **xaxis,
                 "anchor": "y",
                 "matches": "x2",
                 "showticklabels": False,
                 "title": {"text": ""},
             },
             "yaxis": {"domain": [0.5, 1.0], "range": [0, 1.02]},
-            "xaxis2": {"anchor": "y2", "title": {"text": "layer"}},
+            "xaxis2": {**xaxis, "anchor": "y2", "title": {"text": "layer"}},
             "yaxis2": {
                 "domain": [0.0, 0.42],
                 "type": "log",
@@ -63,47 +91,44 @@ def rank_figure(
                 "title": {"text": "Dong residual ‖X − 1x̄ᵀ‖/‖X‖"},
             },
         }
+    else:
+        extra["xaxis"] = xaxis
     if floor is not None:
-        extra["shapes"] = [
+        data.append(
             {
-                "type": "line",
-                "xref": "paper",
-                "yref": "y",
-                "x0": 0,
-                "x1": 1,
-                "y0": floor,
-                "y1": floor,
+                "type": "scatter",
+                "x": [first_layer, first_layer + n - 1],
+                "y": [floor, floor],
+                "mode": "lines",
+                "name": f"floor 1/S = {floor:.3f}: one direction left",
                 "line": {"color": "black", "dash": "dot", "width": 1},
+                "hoverinfo": "skip",
             }
-        ]
-        extra["annotations"] = [
-            {
-                "xref": "paper",
-                "yref": "y",
-                "x": 1,
-                "y": floor,
-                "xanchor": "right",
-                "yanchor": "bottom",
-                "showarrow": False,
-                "text": f"floor 1/S = {floor:.3f}: one direction left (collapse)",
-            }
-        ]
+        )
     return figure(data, base_layout(title, "layer", "effective rank", **extra))
 
 
-def token_cloud_figure(clouds: Mapping[str, object], title: str = "The tokens") -> go.Figure:
+def token_cloud_figure(
+    clouds: Mapping[str, object],
+    title: str = "The tokens",
+    colors: Mapping[str, str] | None = None,
+) -> go.Figure:
     """Small multiples: one panel per name, the tokens as points in 2-D (an (S, 2) array each).
 
-    Traces: one marker trace per panel, mapping order, all panels on the same fixed axes so a
-    cloud that shrinks to a point is seen shrinking.
+    Traces: one marker trace per panel, mapping order. Every panel has the same scale, so a
+    cloud that shrinks to a point is seen shrinking, and each is centred on its own cloud's
+    mean, so a collapsed cloud is one point in the middle of its panel, not a dot on the edge.
+    ``colors`` maps a name to its colour (default: palette by position).
     """
     n, gap = max(len(clouds), 1), 0.03
     width = (1.0 - gap * (n - 1)) / n
     data, extra, annotations = [], {}, []
-    reach = max([1.0] + [float(np.abs(floats(c)).max()) for c in clouds.values()])
-    for j, (name, points) in enumerate(clouds.items()):
+    points = {name: as_numpy(c).astype(float).reshape(-1, 2) for name, c in clouds.items()}
+    centres = {name: p.mean(axis=0) if len(p) else np.zeros(2) for name, p in points.items()}
+    spread = [np.abs(p - centres[name]).max() for name, p in points.items() if len(p)]
+    half = 1.15 * max([1.0] + spread)
+    for j, (name, p) in enumerate(points.items()):
         suffix = "" if j == 0 else str(j + 1)
-        p = as_numpy(points).astype(float)
         data.append(
             {
                 "type": "scatter",
@@ -111,20 +136,23 @@ def token_cloud_figure(clouds: Mapping[str, object], title: str = "The tokens") 
                 "y": p[:, 1],
                 "mode": "markers",
                 "name": name,
-                "marker": {"color": PALETTE[j % len(PALETTE)], "size": 7},
+                "marker": {"color": color_of(name, j, colors), "size": 7},
                 "xaxis": "x" + suffix,
                 "yaxis": "y" + suffix,
                 "hovertemplate": "token %{pointNumber}<extra>" + name + "</extra>",
             }
         )
         x0 = j * (width + gap)
-        lim = [-1.1 * reach, 1.1 * reach]
-        extra["xaxis" + suffix] = {"domain": [x0, x0 + width], "anchor": "y" + suffix, "range": lim}
+        cx, cy = centres[name]
+        extra["xaxis" + suffix] = {
+            "domain": [x0, x0 + width],
+            "anchor": "y" + suffix,
+            "range": [cx - half, cx + half],
+        }
         extra["yaxis" + suffix] = {
             "anchor": "x" + suffix,
-            "range": lim,
+            "range": [cy - half, cy + half],
             "scaleanchor": "x" + suffix,
-            "showticklabels": j == 0,
         }
         annotations.append(panel_title(name, x0 + width / 2))
     layout = base_layout(title, annotations=annotations, showlegend=False, **extra)
@@ -195,15 +223,26 @@ def heatmaps_figure(
 
 
 def composite_gain_figure(
-    depths, gains: Mapping[str, object], zoomed: Sequence[str] = (), bound: float | None = None
+    depths,
+    gains: Mapping[str, object],
+    zoomed: Sequence[str] = (),
+    bound: float | None = None,
+    lines: Mapping[str, dict] | None = None,
 ) -> go.Figure:
     """Gain of the composite mixing product (mHC's Amax gain) over depth, log y, 1 marked.
 
-    Traces: one line per entry of ``gains``, mapping order (e.g. HC, mHC, orthogonal). With
-    ``zoomed`` names, a second panel below repeats those lines (same colours, no legend) on a
-    linear axis, so gains near 1 are not squashed by one that explodes; ``bound`` draws a dotted
-    line there (e.g. √n, the largest Amax gain an orthogonal n×n matrix can have).
+    Traces: one line per entry of ``gains``, mapping order (e.g. HC, mHC, orthogonal); ``lines``
+    maps a name to its plotly line style (e.g. one colour per mixer family, one dash per kind of
+    gain; default: palette by position). With ``zoomed`` names, a second panel below repeats
+    those lines (same styles, no legend) on a linear axis, so gains near 1 are not squashed by
+    one that explodes; ``bound`` draws a dotted line there (e.g. √n, the largest Amax gain an
+    orthogonal n×n matrix can have) and fixes the zoom to [0, 1.3·bound] whatever the lines do:
+    a line that grows past it leaves the zoom instead of un-zooming it.
     """
+    style = {
+        name: (lines or {}).get(name, {"color": PALETTE[i % len(PALETTE)]})
+        for i, name in enumerate(gains)
+    }
     fig = sweep_figure(
         depths,
         gains,
@@ -212,12 +251,12 @@ def composite_gain_figure(
         y_title="gain (log)",
         log_y=True,
     )
+    for trace, name in zip(fig.data, gains, strict=True):
+        trace.line = style[name]
     one = {"type": "line", "xref": "paper", "x0": 0, "x1": 1, "y0": 1, "y1": 1}
     shapes = [{**one, "line": {"color": "gray", "dash": "dot", "width": 1}}]
     if zoomed:
-        names = list(gains)
         for name in zoomed:
-            i = names.index(name)
             fig.add_trace(
                 {
                     "type": "scatter",
@@ -226,17 +265,20 @@ def composite_gain_figure(
                     "mode": "lines",
                     "name": name,
                     "showlegend": False,
-                    "line": {"color": PALETTE[i % len(PALETTE)]},
+                    "line": style[name],
                     "xaxis": "x2",
                     "yaxis": "y2",
                 }
             )
+        zoom = {"domain": [0.0, 0.44], "title": {"text": "gain, zoomed (linear)"}}
+        if bound is not None:
+            zoom["range"] = [0.0, 1.3 * bound]
         fig.update_layout(
             height=HEIGHT + 260,
             xaxis={"anchor": "y", "matches": "x2", "showticklabels": False, "title": {"text": ""}},
             yaxis={"domain": [0.52, 1.0]},
             xaxis2={"anchor": "y2", "title": {"text": "depth (mixing matrices multiplied)"}},
-            yaxis2={"domain": [0.0, 0.44], "title": {"text": "gain, zoomed (linear)"}},
+            yaxis2=zoom,
         )
         if bound is not None:
             shapes.append(

@@ -1,8 +1,7 @@
-"""Figures of gates: the distribution of β on its allowed range, and channel bars (notebook 02)."""
+"""Figures of gates: the distribution of β on its allowed range, and one token's gated write
+(notebook 02)."""
 
 from __future__ import annotations
-
-from collections.abc import Mapping
 
 import numpy as np
 import plotly.graph_objects as go
@@ -16,12 +15,16 @@ def beta_histogram_figure(
     """Histogram of gate values β with the allowed range (low, high) and 0 as vertical lines.
 
     Traces: [histogram, range edges (one trace), zero line]; docs/design.md §2.6: β ∈ (−λ+ε, λ+ε).
+    The ``bins`` bins tile the allowed range, so a β that is the same for every token (W_β = 0)
+    is one narrow bar at its value, not a bar plotly widens to a unit interval around it.
     """
+    size = (high - low) / bins
     data = [
         {
             "type": "histogram",
             "x": floats(beta),
-            "nbinsx": bins,
+            "xbins": {"start": low, "end": high, "size": size},
+            "autobinx": False,
             "name": "β",
             "marker": {"color": "steelblue"},
         },
@@ -54,12 +57,41 @@ def beta_histogram_figure(
     return figure(data, layout)
 
 
-def bars_figure(
-    series: Mapping[str, object], title: str = "", x_title: str = "", y_title: str = ""
-) -> go.Figure:
-    """Grouped bars over an index (e.g. the channels of one token), one trace per named series."""
-    data = []
-    for name, values in series.items():
-        y = floats(values)
-        data.append({"type": "bar", "x": np.arange(len(y)), "y": y, "name": name})
-    return figure(data, base_layout(title, x_title, y_title, barmode="group", bargap=0.15))
+def gated_write_figure(write, gated, gate, title: str = "") -> go.Figure:
+    """One token's write before and after the tangent gate, channel by channel, and the gate.
+
+    Traces: [bars ``write``, bars ``gated`` (= write ⊙ gate), gate values as markers on a right
+    axis from 0 to 1]. The write is drawn alone, without the decay term −αx: at init the decay is
+    a thousand times larger than attention's write and would hide what the gate does.
+    """
+    g = floats(gate)
+    channels = np.arange(len(g))
+    data = [
+        {"type": "bar", "x": channels, "y": floats(write), "name": "β⊙V: write, no gate"},
+        {"type": "bar", "x": channels, "y": floats(gated), "name": "β⊙(V⊙g): gated write"},
+        {
+            "type": "scatter",
+            "x": channels,
+            "y": g,
+            "yaxis": "y2",
+            "mode": "markers",
+            "name": "gate g (right axis)",
+            "marker": {"color": "black", "symbol": "diamond", "size": 8},
+        },
+    ]
+    layout = base_layout(
+        title,
+        "channel",
+        "write",
+        barmode="group",
+        bargap=0.15,
+        yaxis2={
+            "overlaying": "y",
+            "side": "right",
+            "range": [0, 1],
+            "title": {"text": "gate g"},
+            "showgrid": False,
+        },
+        margin={"l": 55, "r": 55, "t": 60, "b": 45},
+    )
+    return figure(data, layout)

@@ -7,7 +7,7 @@ from collections.abc import Mapping
 import numpy as np
 import plotly.graph_objects as go
 
-from geolab.figures.style import as_numpy, base_layout, figure, floats, line_trace
+from geolab.figures.style import as_numpy, base_layout, color_of, figure, floats, line_trace
 
 
 def _log_axis(title: str) -> dict:
@@ -15,24 +15,27 @@ def _log_axis(title: str) -> dict:
 
 
 def grad_norm_figure(
-    norms: Mapping[str, object], title: str = "Gradient norm per layer"
+    norms: Mapping[str, object], title: str = "Gradient norm per layer", colors=None
 ) -> go.Figure:
     """One line per rule (mapping order): ``‖∂ℒ/∂θ_l‖`` over layers 1..L, log y. A norm of 0
-    (nothing reaches the layer) is not drawn (log axis) but stays in the data as a gap."""
+    (nothing reaches the layer) is not drawn (log axis) but stays in the data as a gap.
+    ``colors``: {rule: colour} to keep a rule's colour across figures (else palette order)."""
     data = []
     for i, (name, values) in enumerate(norms.items()):
         y = floats(values)
-        data.append(line_trace(name, np.arange(1, len(y) + 1), np.where(y > 0, y, np.nan), i))
+        color = color_of(name, i, colors)
+        data.append(line_trace(name, np.arange(1, len(y) + 1), np.where(y > 0, y, np.nan), color))
     layout = base_layout(title, "layer l", "‖∂ℒ/∂θ_l‖", yaxis=_log_axis("‖∂ℒ/∂θ_l‖"))
     return figure(data, layout)
 
 
 def jacobian_figure(
-    singular_values: Mapping[str, object], title: str = "Singular values of ∂y/∂X_l"
+    singular_values: Mapping[str, object], title: str = "Singular values of ∂y/∂X_l", colors=None
 ) -> go.Figure:
     """Per rule (mapping order) two lines over l = 0..L, same colour: the largest singular value
     of J_l (solid) and the smallest (dotted), from an (L + 1, D) array sorted descending; a grey
-    line at σ = 1 (isometry: the gradient keeps its size). Log y; zeros are gaps."""
+    line at σ = 1 (isometry: the gradient keeps its size). Log y; zeros are gaps. ``colors`` as
+    in ``grad_norm_figure``."""
     data = []
     for i, (name, sv) in enumerate(singular_values.items()):
         s = as_numpy(sv).astype(float)
@@ -44,7 +47,7 @@ def jacobian_figure(
                     name,
                     layers,
                     np.where(y > 0, y, np.nan),
-                    i,
+                    color_of(name, i, colors),
                     dash,
                     showlegend=col == 0,
                     hovertemplate=f"{name} {label} at layer %{{x}}: %{{y:.3g}}<extra></extra>",

@@ -8,9 +8,12 @@ from collections.abc import Mapping
 import numpy as np
 import plotly.graph_objects as go
 
-from geolab.figures.style import HEIGHT, SYMBOLS, as_numpy, base_layout, figure, floats
+from geolab.figures.style import HEIGHT, PALETTE, SYMBOLS, as_numpy, base_layout, figure, floats
 
 CIRCLE = np.linspace(0.0, 2.0 * np.pi, 181)
+# Where each set's multiplicity labels sit, so sets sharing an eigenvalue (Q, H and G all have
+# eigenvalues at 1) do not print their "×m" over each other.
+LABEL_SIDES = ("top right", "bottom right", "top left", "bottom left")
 
 
 def _multiplicity_labels(z: np.ndarray, tol: float = 1e-6) -> list[str]:
@@ -34,7 +37,8 @@ def spectrum_figure(
 
     Traces: [unit circle (if ``unit_circle``)] + one per set. Repeated eigenvalues are labelled
     with their multiplicity (e.g. the d−1 unit eigenvalues of the Delta operator,
-    docs/design.md §2.1).
+    docs/design.md §2.1), in the set's colour and on its own side of the point
+    (``LABEL_SIDES``), so two sets stacked on one eigenvalue stay readable.
     """
     data = []
     if unit_circle:
@@ -59,8 +63,13 @@ def spectrum_figure(
                 "mode": "markers+text",
                 "name": name,
                 "text": _multiplicity_labels(z),
-                "textposition": "top right",
-                "marker": {"size": 12 - 3 * (i % 2), "symbol": SYMBOLS[i % len(SYMBOLS)]},
+                "textposition": LABEL_SIDES[i % len(LABEL_SIDES)],
+                "textfont": {"color": PALETTE[i % len(PALETTE)]},
+                "marker": {
+                    "size": 12 - 3 * (i % 2),
+                    "symbol": SYMBOLS[i % len(SYMBOLS)],
+                    "color": PALETTE[i % len(PALETTE)],
+                },
                 "hovertemplate": "%{x:.4f} %{y:+.4f}i<extra>" + name + "</extra>",
             }
         )
@@ -85,14 +94,17 @@ def sweep_figure(
     log_y: bool = False,
     marks: Mapping[str, float] | None = None,
     notes: Mapping[str, tuple[float, float]] | None = None,
+    current_on: tuple[str, ...] | None = None,
+    log_x: bool = False,
 ) -> go.Figure:
     """Quantities along a parameter: one line per named curve, then one marker trace at ``current``.
 
     ``band`` shades an interval of the parameter (e.g. β ∈ [0, 2]); ``marks`` labels special
     parameter values (e.g. identity / projection / reflection); ``notes`` puts a label with an
     arrow at a point (x, y) of the plot ("θ → π but never π"). Traces: the curves in mapping
-    order, then "current" (only if ``current`` is given) with one point per curve, linearly
-    interpolated at ``current``.
+    order, then "current" (only if ``current`` is given) with one point per curve named in
+    ``current_on`` (default: every curve), linearly interpolated at ``current`` — a reference
+    line such as θ = π gets no marker, which would read as "the curve is there".
     """
     xs = floats(x)
     data = [
@@ -100,7 +112,8 @@ def sweep_figure(
         for name, v in curves.items()
     ]
     if current is not None:
-        ys = [float(np.interp(current, xs, floats(v))) for v in curves.values()]
+        marked = curves if current_on is None else {n: curves[n] for n in current_on}
+        ys = [float(np.interp(current, xs, floats(v))) for v in marked.values()]
         data.append(
             {
                 "type": "scatter",
@@ -151,8 +164,9 @@ def sweep_figure(
         )
     annotations += [note(label, x, y) for label, (x, y) in (notes or {}).items()]
     yaxis = {"type": "log", "exponentformat": "power"} if log_y else {}
+    xaxis = {"type": "log", "exponentformat": "power"} if log_x else {}
     layout = base_layout(
-        title, x_title, y_title, yaxis=yaxis, shapes=shapes, annotations=annotations
+        title, x_title, y_title, xaxis=xaxis, yaxis=yaxis, shapes=shapes, annotations=annotations
     )
     return figure(data, layout)
 

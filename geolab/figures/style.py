@@ -8,7 +8,7 @@ from plotly.colors import qualitative
 
 HEIGHT = 360
 PALETTE = qualitative.Plotly
-SYMBOLS = ["circle", "x", "diamond", "square", "triangle-up"]
+SYMBOLS = ["circle", "x", "diamond", "square", "triangle-up", "star", "cross", "pentagon"]
 
 
 def as_numpy(x) -> np.ndarray:
@@ -53,8 +53,14 @@ def base_layout(title: str, x_title: str = "", y_title: str = "", **extra) -> di
     return layout
 
 
-def line_trace(name: str, x, y, i: int, dash: str = "solid", **extra) -> dict:
-    """A line trace coloured by ``PALETTE[i]``, its legend grouped by ``name``."""
+def color_of(name: str, i: int, colors=None) -> str:
+    """``colors[name]`` when given (a colour that stays with its rule across figures), else the
+    palette colour of position ``i``."""
+    return colors[name] if colors and name in colors else PALETTE[i % len(PALETTE)]
+
+
+def line_trace(name: str, x, y, color: str, dash: str = "solid", **extra) -> dict:
+    """A line trace of one colour, its legend grouped by ``name``."""
     return {
         "type": "scatter",
         "x": np.asarray(x),
@@ -62,6 +68,14 @@ def line_trace(name: str, x, y, i: int, dash: str = "solid", **extra) -> dict:
         "mode": "lines",
         "name": name,
         "legendgroup": name,
-        "line": {"color": PALETTE[i % len(PALETTE)], "dash": dash},
+        "line": {"color": color, "dash": dash},
         **extra,
     }
+
+
+def integer_ticks(n: int) -> dict:
+    """Axis settings for a whole-number axis of about ``n`` values (layers): ticks on multiples
+    of 1, 2, 5, 10, 20, …, about ten of them (plotly's own choice puts ticks at 0.5 steps on a
+    short stack)."""
+    step = next(s for s in (1, 2, 5, 10, 20, 50, 100, 200, 500) if s * 10 >= n or s == 500)
+    return {"tick0": 0, "dtick": step, "tickformat": "d"}

@@ -49,8 +49,8 @@ class _MGTBlock(Rule):
             self.alpha = nn.Parameter(torch.empty(()))
             self.reset_init(cfg)
 
-    @staticmethod
-    def check(cfg):
+    @classmethod
+    def check(cls, cfg):
         # The whole family shares the controller's convention, so β₀ is checked even where
         # the tangent-only ablation leaves it unread.
         low, high = -cfg.lam + cfg.eps, cfg.lam + cfg.eps
@@ -58,6 +58,8 @@ class _MGTBlock(Rule):
             raise config_error(
                 "beta0", cfg.beta0, f"MGT's β = λ·tanh(·)+ε needs β₀ in ({low:g}, {high:g})"
             )
+        if cls.delta:
+            check_growth(cfg)
 
     @classmethod
     def beta_range(cls, cfg):
@@ -95,6 +97,35 @@ class _MGTBlock(Rule):
         # x + β ⊙ (v − α x) as two fused multiply-adds (one pass over (B, S, D) each).
         inner = torch.addcmul(v, x, self.alpha.to(x.dtype), value=-1)
         return torch.addcmul(x, beta.to(x.dtype), inner)
+
+
+# The largest factor by which an MGT stack may scale the residual stream at init. LayerNorm
+# squares the state, so float32 (max 3.4e38) overflows once entries pass ~1.8e19; embeddings
+# start near 0.02, and at 04's sizes the states turn NaN at growth ≈ 2e21–5e21 (measured):
+# 1e15 leaves a margin of 1e6.
+MAX_INIT_GROWTH = 1e15
+
+
+def check_growth(cfg: GeoConfig) -> None:
+    """Refuse an MGT config whose stack overflows float32 at init.
+
+    At init β = β₀ on every token (W_β = 0) and α = α₀, so each step is
+    X' = (1 − α₀β₀) X + β₀ V: the old state is scaled by r = 1 − α₀β₀ per residual step, by
+    |r|^{n_steps} through the stack. |r| ≤ 1 for 0 ≤ α₀β₀ ≤ 2 (MGT's defaults: r = 0.95); a
+    negative β₀ (or α₀β₀ > 2) makes it grow geometrically with depth.
+    """
+    beta0 = 0.5 if cfg.beta0 is None else cfg.beta0
+    r = abs(1 - cfg.alpha0 * beta0)
+    if r <= 1 or cfg.n_steps * math.log10(r) <= math.log10(MAX_INIT_GROWTH):
+        return
+    raise config_error(
+        "beta0",
+        beta0,
+        f"with alpha0={cfg.alpha0:g} and {cfg.n_steps} residual steps the stream grows by "
+        f"|1 − α₀β₀|^steps = {r:.3g}^{cfg.n_steps} = 1e{cfg.n_steps * math.log10(r):.0f} at init "
+        f"and overflows float32; allowed: |1 − α₀β₀|^steps <= {MAX_INIT_GROWTH:.0e} "
+        "(fewer layers, β₀ >= 0 or a smaller α₀)",
+    )
 
 
 @register("mgt_mhc")

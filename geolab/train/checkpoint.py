@@ -51,6 +51,12 @@ def check_out_dir(out: Path | None, resume: bool) -> list[str]:
             )
         return []
     stale = [name for name in (CONFIG, METRICS) if (out / name).exists()]
+    for name in stale:
+        if not _written_by_geolab(out / name):
+            raise ValueError(
+                f"TrainConfig.out_dir={str(out)!r} is not allowed: its {name} is not a geolab "
+                "run's and a run would overwrite it; choose another directory"
+            )
     if not stale:
         if resume:
             raise ValueError(f"TrainConfig.resume=True but {str(out / CKPT)!r} does not exist")
@@ -60,6 +66,30 @@ def check_out_dir(out: Path | None, resume: bool) -> list[str]:
         f"{str(out)!r} holds a run that stopped before its first checkpoint (no {CKPT}): "
         f"{start}; its {' and '.join(stale)} are replaced"
     ]
+
+
+def _written_by_geolab(path: Path) -> bool:
+    """Whether config.json or metrics.jsonl is what a geolab run writes there (the run's
+    record; a step record per line), not a file of the user's that happens to share the name."""
+    if path.name == CONFIG:
+        return read_run_config(path) is not None
+    try:
+        rows = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line]
+    except (OSError, UnicodeDecodeError, ValueError):
+        return False
+    return all(isinstance(row, dict) and "step" in row for row in rows)
+
+
+def read_run_config(path: Path) -> dict | None:
+    """The run record config.json holds (task, model, train, ...), or None where it is missing,
+    unreadable or not a geolab run's."""
+    try:
+        meta = json.loads(Path(path).read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, ValueError):
+        return None
+    keys = ("task", "model", "train")
+    ours = isinstance(meta, dict) and all(isinstance(meta.get(k), dict) for k in keys)
+    return meta if ours else None
 
 
 def remove_stale_tmp(out: Path) -> None:
@@ -125,6 +155,42 @@ def load_checkpoint(path, map_location="cpu") -> dict:
             "it was not loaded"
         )
     return state
+
+
+def check_state(state: dict, model: torch.nn.Module, opt, world: int, path) -> None:
+    """ValueError unless checkpoint ``state`` loads into ``model`` and ``opt`` (built on the meta
+    device: shapes only, no memory) and holds a data generator state and one RNG state per rank
+    of the shapes this torch writes: so a resume never fails half-way through loading."""
+
+    def bad(what: str, err: Exception | None = None) -> ValueError:
+        why = f": {str(err).strip().splitlines()[-1]}" if err is not None else ""
+        return ValueError(
+            f"checkpoint {str(path)!r} does not fit this run ({what}{why}); it was not loaded"
+        )
+
+    try:
+        with warnings.catch_warnings():  # "copying into a meta parameter is a no-op": wanted
+            warnings.simplefilter("ignore")
+            model.load_state_dict(state["model"])
+    except (RuntimeError, TypeError, AttributeError, KeyError) as err:
+        raise bad("its model weights differ in names or shapes", err) from None
+    try:
+        opt.load_state_dict(state["optimizer"])
+    except (RuntimeError, ValueError, TypeError, AttributeError, KeyError) as err:
+        raise bad("its optimizer state does not match the model", err) from None
+    rng = state["rng"]
+    if not isinstance(rng, list) or len(rng) != world:
+        raise bad(f"it holds RNG states for {len(rng) if isinstance(rng, list) else 0} ranks")
+    for what, blob in [("data generator", state["data_rng"])] + [
+        ("RNG", r.get("cpu") if isinstance(r, dict) else None) for r in rng
+    ]:
+        try:
+            torch.Generator().set_state(blob)
+        except (RuntimeError, TypeError) as err:
+            raise bad(f"its {what} state is damaged", err) from None
+    step = state["step"]
+    if isinstance(step, bool) or not isinstance(step, int) or step < 0:
+        raise bad(f"its step={step!r} is not a count")
 
 
 def read_history(path: Path, upto: int) -> list[dict]:

@@ -78,6 +78,8 @@ class TrainConfig:
         if len(self.betas) != 2 or not all(finite_number(b) and 0 <= b < 1 for b in self.betas):
             _bad("betas", self.betas, "must be two numbers in [0, 1)")
         self.betas = tuple(float(b) for b in self.betas)
+        if isinstance(self.out_dir, str) and not self.out_dir.strip():
+            _bad("out_dir", self.out_dir, "name a folder (or None to write nothing)")
         if not isinstance(self.device, str) or not re.fullmatch(
             r"auto|cpu|mps|cuda(:\d+)?", self.device
         ):

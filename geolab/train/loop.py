@@ -27,8 +27,10 @@ from geolab.train.checkpoint import (
     METRICS,
     atomic_write,
     check_out_dir,
+    check_state,
     load_checkpoint,
     read_history,
+    read_run_config,
     remove_stale_tmp,
     save_checkpoint,
     set_rng_state,
@@ -149,6 +151,7 @@ class Plan:
     world: int
     changed: dict
     notes: list[str]
+    config: dict | None = None  # a resumed run's config.json (None: missing, rewritten)
 
 
 def prepare(model_cfg: GeoConfig, task: Task, tc: TrainConfig) -> Plan:
@@ -167,7 +170,13 @@ def prepare(model_cfg: GeoConfig, task: Task, tc: TrainConfig) -> Plan:
     out = Path(tc.out_dir) if tc.out_dir is not None else None
     notes = check_out_dir(out, tc.resume)
     saved = load_checkpoint(out / CKPT) if tc.resume and (out / CKPT).exists() else None
-    changed = {}
+    changed, config = {}, None
+    if tc.warmup > tc.steps:
+        notes.append(
+            f"TrainConfig.warmup={tc.warmup} is longer than TrainConfig.steps={tc.steps}: the "
+            f"learning rate rises only to {lr_at(tc.steps - 1, tc):.3g}, "
+            f"not TrainConfig.lr={tc.lr:g}"
+        )
     if saved is not None:
         if saved["model_cfg"] != model_cfg.to_dict():
             diff = {k: v for k, v in model_cfg.to_dict().items() if saved["model_cfg"].get(k) != v}
@@ -177,13 +186,42 @@ def prepare(model_cfg: GeoConfig, task: Task, tc: TrainConfig) -> Plan:
                 f"resume: the checkpoint was written by {saved['world_size']} rank(s), "
                 f"this job has {world}; exact resumption needs the same count"
             )
+        with torch.device("meta"):  # shapes only: nothing is allocated
+            meta_model = GeoTransformer(model_cfg)
+            meta_opt = torch.optim.AdamW(param_groups(meta_model, tc.weight_decay))
+        check_state(saved, meta_model, meta_opt, world, out / CKPT)
+        config = read_run_config(out / CONFIG)
+        if config is None:
+            notes.append(
+                f"{str(out / CONFIG)!r} is missing or damaged: it is written anew from the "
+                "checkpoint and this task"
+            )
+        else:
+            check_same_task(config["task"], task, out / CONFIG)
         changed = resume_changes(saved["train_cfg"], tc, saved["step"])
         notes += [
             f"resume: TrainConfig.{k} {old!r} -> {new!r} from step {saved['step']} on "
             "(recorded in config.json)"
             for k, (old, new) in changed.items()
         ]
-    return Plan(device, out, saved, rank, world, changed, notes)
+    return Plan(device, out, saved, rank, world, changed, notes, config)
+
+
+def task_record(task: Task) -> dict:
+    """What config.json records of the task a run trains on (and a resume must match)."""
+    return {"name": task.name, "seq_len": task.seq_len, "n_train": task.n_samples("train")}
+
+
+def check_same_task(recorded: dict, task: Task, path: Path) -> None:
+    """ValueError when a resume would train on another task, or other data, than the run did."""
+    now = task_record(task)
+    for key, flag in (("name", "task"), ("seq_len", "seq_len"), ("n_train", "n_train")):
+        if key in recorded and recorded[key] != now[key]:
+            raise ValueError(
+                f"resume: {flag}={now[key]!r} differs from the run's {flag}={recorded[key]!r} "
+                f"({str(path)!r}); a resumed run keeps its task and data (pass "
+                f"{recorded[key]!r}, or start a new run elsewhere)"
+            )
 
 
 def resume_changes(old: dict, tc: TrainConfig, step: int) -> dict:
@@ -258,7 +296,9 @@ def _run(model_cfg, task, tc, callback, model, plan: Plan) -> TrainResult:
         start = saved["step"]
         history = read_history(out / METRICS, start) if rank == 0 else []
     net = raw
-    if world > 1:
+    # A process group the caller set up runs DDP even with one rank (how tests/test_gpu.py
+    # checks the DDP path on one GPU); without one, a single process trains the model plainly.
+    if world > 1 or dist.is_initialized():
         ids = [device.index] if device.type == "cuda" else None
         # The reference flavor keeps tables its wrapper never reads (see GeoTransformer).
         unused = model_cfg.flavor == "reference"
@@ -273,21 +313,17 @@ def _run(model_cfg, task, tc, callback, model, plan: Plan) -> TrainResult:
         out.mkdir(parents=True, exist_ok=True)
         remove_stale_tmp(out)
         meta = None
-        if saved is None:
+        if saved is None or plan.config is None:
             meta = {
-                "task": {
-                    "name": task.name,
-                    "seq_len": task.seq_len,
-                    "n_train": task.n_samples("train"),
-                },
+                "task": task_record(task),
                 "model": model_cfg.to_dict(),
                 "train": asdict(tc),
                 "world_size": world,
                 "n_params": count_params(raw),
                 "torch": torch.__version__,
             }
-        elif plan.changed:  # applied, so recorded: the settings now, and what changed when
-            meta = json.loads((out / CONFIG).read_text())
+        if saved is not None and plan.changed:  # applied, so recorded: the settings now and
+            meta = meta or plan.config  # what changed when
             meta["train"] = asdict(tc)
             meta.setdefault("resumes", []).append({"step": saved["step"], **plan.changed})
         if meta is not None:

@@ -5,7 +5,7 @@
 import marimo
 
 __generated_with = "0.25.2"
-app = marimo.App(width="medium")
+app = marimo.App(width="medium", html_head_file="../offline_head.html")
 
 with app.setup:
     import marimo as mo
@@ -36,6 +36,20 @@ def _():
     implementation and with mathematical properties on random inputs; calling the geolab
     function you are asked to write is caught and reported. Use `torch` only.
     """)
+    return
+
+
+@app.cell(hide_code=True)
+def _():
+    # `marimo run` serves notebooks read-only: say so where the student would start typing.
+    mo.callout(
+        mo.md(
+            "**This page is read-only: it was opened with `marimo run`.** The stubs below can"
+            " only be filled in with `marimo edit`: from a terminal in the repository, run"
+            " `.venv/bin/python -m marimo edit notebooks/assignments/A1_delta.py`."
+        ),
+        kind="warn",
+    ) if mo.app_meta().mode == "run" else None
     return
 
 

@@ -1,0 +1,285 @@
+"""The packed runner: a protocol's independent training runs over worker processes, every
+finished run saved as it lands and skipped when the same command runs again (docs/design.md §8).
+
+A protocol hands its runs to :func:`run_jobs` (``runs.parallel_map``) as ``fn`` and ``jobs``:
+``fn(*job, settings, log)`` trains one seeded run and returns its JSON-ready numbers. The runs
+are independent (each seeds its own model, data order and dropout), so their numbers do not
+depend on where or in which order they train. :func:`run_jobs`
+
+* trains them in ``settings["jobs"]`` worker processes, spawned (torch's thread pools do not
+  survive a fork), each with the parent's torch thread count and deterministic kernels. On CUDA
+  each worker is a process of its own with its own CUDA context, pinned to one visible GPU
+  round-robin (``CUDA_VISIBLE_DEVICES`` set before CUDA starts): N small models share one GPU,
+  and N workers spread over M GPUs;
+* writes each finished run to ``RUN_DIR/KEY.json`` the moment it lands (KEY: the job's parts
+  joined by "-"), atomically, with the settings that shaped it, its device, FLOPs, seconds and
+  the git revision, so a killed sweep leaves only whole files;
+* on a rerun loads every run whose file is there instead of training it, when the file's
+  settings equal today's (:func:`identity`); a file of other settings is an error, never
+  silently reused or overwritten (``fresh=True`` retrains and overwrites);
+* with a time limit, starts no run that would not finish in time by the longest run so far,
+  and raises :class:`Incomplete` naming the runs left out (rerunning finishes them);
+* tallies the runs it trained per device: :meth:`Sweep.throughput` gives runs per minute and
+  the sustained FLOP/s (``plan.train_flops`` over the pool's wall time) of each device.
+
+How runs are executed (folder, time limit, tally) lives in a :class:`Sweep` the runner enters,
+not in the settings, so it is never recorded as part of what a run computed. A sweep in
+``collect`` mode trains nothing: ``run_jobs`` raises :class:`Collected` with the jobs still to
+train (the SLURM launcher, ``geolab.experiments.launch``, turns them into a job array).
+"""
+
+import functools
+import json
+import multiprocessing
+import os
+import time
+from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
+from contextlib import contextmanager
+from pathlib import Path
+
+import torch
+
+from geolab.experiments.provenance import git_revision
+
+# Settings keys that say how a sweep runs or which runs it holds, not what one run computes:
+# a run's file is reused when every other key agrees, so a narrower or wider rerun (fewer seeds,
+# one flavor, more rules) reuses the runs already there.
+EXECUTION_KEYS = ("jobs", "data_dir", "reductions")
+SELECTION_KEYS = ("seeds", "tasks", "rules", "flavors", "train_rules", "depths", "variants")
+# What runs.fit measured in this process for the run in progress: (device, FLOPs, seconds).
+TALLY: list[tuple[str, float, float]] = []
+
+
+class Incomplete(RuntimeError):
+    """Raised when a time limit left runs out; the finished ones are saved in ``run_dir``."""
+
+    def __init__(self, left_out: list[str], done: int, run_dir: Path | None):
+        self.left_out, self.done, self.run_dir = left_out, done, run_dir
+        where = f", saved under {run_dir}" if run_dir is not None else ""
+        super().__init__(
+            f"time limit: {done} run(s) finished{where}; {len(left_out)} left out: "
+            f"{', '.join(left_out)} (rerun the same command to train them)"
+        )
+
+
+class Collected(Exception):  # noqa: N818 (a signal carrying the jobs, not an error)
+    """Raised by ``run_jobs`` in a collecting sweep: the jobs a protocol would train."""
+
+    def __init__(self, fn, jobs: list[tuple], settings: dict):
+        super().__init__(f"{len(jobs)} job(s) of {fn.__name__}")
+        self.fn, self.jobs, self.settings = fn, jobs, settings
+
+
+class Sweep:
+    """How runs execute: where they are read from (``run_dir``, None: nowhere) and whether this
+    process writes there (``save``: rank 0 under torchrun), the time limit in seconds from now
+    (None: none), whether to retrain what is saved (``fresh``) or only collect the jobs
+    (``collect``); and the tally of what was trained and found."""
+
+    def __init__(self, run_dir=None, time_limit=None, fresh=False, collect=False, save=True):
+        self.run_dir = None if run_dir is None else Path(run_dir)
+        self.deadline = None if time_limit is None else time.monotonic() + time_limit
+        self.fresh, self.collect, self.save = fresh, collect, save
+        self.trained: list[dict] = []  # {"device", "gpu", "flops", "seconds"} per trained run
+        self.found = 0  # runs loaded from their files
+        self.found_git: set = set()  # the commits those runs were trained at
+        self.pool_s = 0.0  # wall time of the pools (or in-process loops) that trained
+        self.workers = 1
+        self._git = None
+
+    def git(self) -> dict:
+        if self._git is None:
+            self._git = git_revision()
+        return self._git
+
+    def throughput(self) -> dict:
+        """device -> {"runs", "devices", "jobs", "wall_s", "runs_per_min", "flops_per_s"} of the
+        runs trained in this sweep; rates are per device (a pool over M GPUs divides by M)."""
+        out = {}
+        for name in dict.fromkeys(r["device"] for r in self.trained):
+            rows = [r for r in self.trained if r["device"] == name]
+            devices = len({r["gpu"] for r in rows})
+            wall = max(self.pool_s, 1e-9)
+            out[name] = {
+                "runs": len(rows),
+                "devices": devices,
+                "jobs": self.workers,
+                "wall_s": self.pool_s,
+                "runs_per_min": len(rows) / wall * 60 / devices,
+                "flops_per_s": sum(r["flops"] for r in rows) / wall / devices,
+            }
+        return out
+
+
+_CURRENT = [Sweep()]  # the sweep in force; a plain one (nothing saved) outside the runner
+
+
+@contextmanager
+def sweep(**kwargs):
+    """Context: a :class:`Sweep` (``Sweep(**kwargs)``) in force for the ``run_jobs`` inside."""
+    _CURRENT.append(Sweep(**kwargs))
+    try:
+        yield _CURRENT[-1]
+    finally:
+        _CURRENT.pop()
+
+
+def current() -> Sweep:
+    return _CURRENT[-1]
+
+
+def job_key(job: tuple) -> str:
+    """The run's file name stem: the job's parts joined by "-" (e.g. "reference-echo-mhc-42")."""
+    return "-".join(str(part) for part in job)
+
+
+def identity(fn, settings: dict) -> dict:
+    """What a saved run must match to be reused: the function and every settings key but
+    ``EXECUTION_KEYS`` and ``SELECTION_KEYS``, as JSON (tuples read back as lists)."""
+    kept = {k: v for k, v in settings.items() if k not in EXECUTION_KEYS + SELECTION_KEYS}
+    return json.loads(json.dumps({"fn": f"{fn.__module__}.{fn.__qualname__}", "settings": kept}))
+
+
+def load_run(path: Path, ident: dict) -> dict:
+    """The saved run at ``path`` (its whole record); ValueError if it was trained with settings
+    other than ``ident``'s, naming the keys that differ."""
+    saved = json.loads(path.read_text())
+    if saved["identity"] != ident:
+        old, new = saved["identity"]["settings"], ident["settings"]
+        keys = sorted(k for k in old.keys() | new.keys() if old.get(k) != new.get(k))
+        if saved["identity"]["fn"] != ident["fn"]:
+            keys.insert(0, "function")
+        raise ValueError(
+            f"{path} was trained with other settings ({', '.join(keys)} differ); rerun with "
+            "--fresh to retrain and overwrite the runs of this folder, or choose another --out"
+        )
+    return saved
+
+
+def save_run(path: Path, record: dict) -> None:
+    """Write ``record`` to ``path`` atomically (a temporary file renamed over it)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.tmp")
+    tmp.write_text(json.dumps(record, indent=1, allow_nan=False) + "\n")
+    os.replace(tmp, path)
+
+
+def pending(fn, jobs: list[tuple], settings: dict, sw: Sweep) -> tuple[dict, list[tuple]]:
+    """({key: saved result}, [jobs without a saved run]) under ``sw.run_dir``."""
+    found, todo = {}, []
+    ident = identity(fn, settings)
+    for job in jobs:
+        path = None if sw.run_dir is None else sw.run_dir / f"{job_key(job)}.json"
+        if path is not None and path.is_file() and not sw.fresh:
+            saved = load_run(path, ident)
+            found[job_key(job)] = saved["result"]
+            sw.found_git.add(saved["git"].get("commit"))
+        else:
+            todo.append(job)
+    return found, todo
+
+
+def visible_gpus(settings: dict) -> list[str]:
+    """The GPUs workers are pinned to, round-robin: $CUDA_VISIBLE_DEVICES's entries (what a
+    scheduler hands a job), else every GPU torch sees; none when the scale trains on the CPU or
+    there is no CUDA."""
+    if settings.get("train", {}).get("device", "cpu") == "cpu" or not torch.cuda.is_available():
+        return []
+    given = os.environ.get("CUDA_VISIBLE_DEVICES")
+    if given:
+        return [g.strip() for g in given.split(",") if g.strip()]
+    return [str(i) for i in range(torch.cuda.device_count())]
+
+
+def _init_worker(counter, gpus: list[str], threads: int) -> None:
+    """Pin this worker to its GPU (the counter hands out indices) before CUDA starts."""
+    with counter.get_lock():
+        index = counter.value
+        counter.value += 1
+    if gpus:
+        os.environ["CUDA_VISIBLE_DEVICES"] = gpus[index % len(gpus)]
+    os.environ.setdefault("CUBLAS_WORKSPACE_CONFIG", ":4096:8")  # deterministic cuBLAS
+    torch.set_num_threads(threads)
+    torch.use_deterministic_algorithms(True, warn_only=True)
+
+
+def _train(fn, job: tuple, settings: dict, log) -> tuple[dict, dict]:
+    """fn(*job, settings, log) and what it cost: {"device", "gpu", "flops", "seconds"}."""
+    TALLY.clear()
+    t0 = time.perf_counter()
+    result = fn(*job, settings, log)
+    cost = {
+        "device": TALLY[0][0] if TALLY else "unknown",
+        "gpu": os.environ.get("CUDA_VISIBLE_DEVICES", ""),
+        "flops": sum(t[1] for t in TALLY),
+        "seconds": time.perf_counter() - t0,
+    }
+    TALLY.clear()
+    return result, cost
+
+
+def _work(fn, job: tuple, settings: dict) -> tuple[dict, dict]:
+    return _train(fn, job, settings, functools.partial(print, flush=True))  # stdout: a pipe?
+
+
+def run_jobs(fn, jobs: list[tuple], settings: dict, log) -> list:
+    """[fn(*job, settings, log) for job in jobs], packed into ``settings["jobs"]`` worker
+    processes under the sweep in force (module docstring): saved runs are loaded, the others
+    trained and saved as they land. Raises :class:`Incomplete` when the time limit left runs
+    out, :class:`Collected` in a collecting sweep."""
+    sw = current()
+    found, todo = pending(fn, jobs, settings, sw)
+    if sw.collect:
+        raise Collected(fn, todo, settings)
+    sw.found += len(found)
+    if found:
+        log(f"{len(found)} of {len(jobs)} runs found under {sw.run_dir}; {len(todo)} to train")
+        other = sorted(str(c) for c in sw.found_git - {sw.git()["commit"]})
+        if other:
+            log(f"  some were trained at other commits ({', '.join(other)}); --fresh retrains")
+    ident = identity(fn, settings)
+    workers = max(1, min(settings.get("jobs", 1), len(todo)))
+    sw.workers = max(sw.workers, workers)
+    longest, t0 = 0.0, time.perf_counter()
+
+    def fits() -> bool:  # no run is started that the longest run so far says cannot finish
+        return sw.deadline is None or time.monotonic() + longest <= sw.deadline
+
+    def land(job, result, cost):
+        nonlocal longest
+        key = job_key(job)
+        found[key] = result
+        longest = max(longest, cost["seconds"])
+        sw.trained.append(cost)
+        if sw.run_dir is not None and sw.save:
+            record = {"key": key, "identity": ident, "job": list(job), "git": sw.git(), **cost}
+            record["finished_utc"] = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+            save_run(sw.run_dir / f"{key}.json", {**record, "result": result})
+        log(f"  [{len(found)}/{len(jobs)}] {key} done ({cost['seconds']:.1f} s)")
+
+    queue = list(todo)
+    try:
+        if workers == 1:
+            while queue and fits():
+                job = queue.pop(0)
+                land(job, *_train(fn, job, settings, log))
+        else:
+            ctx = multiprocessing.get_context("spawn")
+            args = (ctx.Value("i", 0), visible_gpus(settings), torch.get_num_threads())
+            with ProcessPoolExecutor(workers, ctx, _init_worker, args) as pool:
+                running = {}
+                while queue or running:
+                    while queue and len(running) < workers and fits():
+                        job = queue.pop(0)
+                        running[pool.submit(_work, fn, job, settings)] = job
+                    if not running:
+                        break
+                    done, _ = wait(running, return_when=FIRST_COMPLETED)
+                    for future in done:
+                        land(running.pop(future), *future.result())
+    finally:
+        sw.pool_s += time.perf_counter() - t0
+    left_out = [job_key(job) for job in queue]
+    if left_out:
+        raise Incomplete(left_out, len(found), sw.run_dir)
+    return [found[job_key(job)] for job in jobs]
