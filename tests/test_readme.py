@@ -19,7 +19,7 @@ from geolab.rules import unregister
 from geolab.tasks import get_task
 
 README = (REPO / "README.md").read_text()
-PREFIXES = (".venv/bin/", "make ", "scripts/", "#")
+PREFIXES = (".venv/bin/", "make ", "scripts/", "bash scripts/", "#")
 # steps × batch × positions × parameters: the first CPU example is 1.4e11 (≈ 45 CPU seconds),
 # the paper-sized gyroscope run 5.9e13 (about a day on 2 cores)
 CPU_BUDGET = 1e12
@@ -31,7 +31,8 @@ def blocks(lang: str) -> list[str]:
 
 def commands() -> list[tuple[str, str]]:
     """(command, the comment line above it) of every bash block; an indented line continues
-    the command above it, ``[...]`` marks optional flags (left out), ``#`` starts a comment."""
+    the command above it (after a trailing backslash or not), ``[...]`` marks optional flags
+    (left out), ``#`` starts a comment."""
     out = []
     for block in blocks("bash"):
         comment = ""
@@ -39,7 +40,7 @@ def commands() -> list[tuple[str, str]]:
             if line.startswith("#"):
                 comment = line
             elif line.startswith(" ") and out:
-                out[-1] = (out[-1][0] + " " + line.strip(), out[-1][1])
+                out[-1] = (out[-1][0].removesuffix("\\").rstrip() + " " + line.strip(), out[-1][1])
             elif line.strip():
                 out.append((line, comment))
                 comment = ""
