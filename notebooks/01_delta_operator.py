@@ -11,6 +11,9 @@ def _():
     import marimo as mo
 
     from geolab import explore
+    from geolab.threads import use_threads
+
+    use_threads()  # one thread unless GEOLAB_THREADS says otherwise (README: "Threads")
 
     return explore, mo
 

@@ -12,6 +12,9 @@ def _():
 
     from geolab.experiments import NAMES, get_protocol, report
     from geolab.experiments.runner import run_protocol
+    from geolab.threads import use_threads
+
+    use_threads()  # one thread unless GEOLAB_THREADS says otherwise (README: "Threads")
 
     return NAMES, get_protocol, mo, report, run_protocol
 

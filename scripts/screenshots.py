@@ -1,7 +1,8 @@
 """Regenerate the README screenshots: ``.venv/bin/python scripts/screenshots.py [OUT_DIR]``.
 
 Serves notebooks 01 and 04 with ``marimo run`` on 127.0.0.1, opens them in Debian's headless
-chromium (the same Playwright setup as tests/test_browser.py), sets the sliders a learner would
+chromium (the same Playwright setup as tests/test_browser.py), answers each predict-first
+question (until answered it hides the plots below it), sets the sliders a learner would
 (01: β = 1, the erasure; 04: 100 layers) and writes docs/01_delta_operator.png and
 docs/04_rank_collapse.png (default OUT_DIR: docs).
 """
@@ -46,7 +47,15 @@ def shoot(browser, name: str, setup, last: str, out: Path, log_dir: Path) -> Pat
     return path
 
 
+def answer(page, choice: str) -> None:
+    """Pick ``choice`` in the notebook's predict-first question and wait for its reveal."""
+    settle(page, "Pick an answer")
+    page.get_by_text(choice, exact=False).first.click()
+    settle(page, "Right.")
+
+
 def setup_01(page) -> None:
+    answer(page, "−1")
     settle(page, "partial erasure along k")
     beta = page.locator("[role=slider]").first
     beta.focus()
@@ -56,6 +65,7 @@ def setup_01(page) -> None:
 
 
 def setup_04(page) -> None:
+    answer(page, "1/32")
     settle(page, "rank / residual at layer 24")
     depth = page.locator("[role=slider]").first
     depth.focus()

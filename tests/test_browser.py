@@ -358,4 +358,6 @@ def test_assignment_a1_instructor_slider(browser, tmp_path):
     with Notebook(browser, REPO / "assignments" / "instructor" / "A1_delta.py", tmp_path) as nb:
         nb.page.wait_for_selector("text=k = (1, 2, 2)", timeout=LOAD_S * 1000)
         nb.settled()
+        # marimo run serves it read-only: the page says to open it with marimo edit
+        assert nb.page.get_by_text("This page is read-only").count() == 1
         assert nb.each_slider_changes_the_numbers() == 1

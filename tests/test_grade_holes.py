@@ -468,3 +468,49 @@ def test_grading_survives_a_grader_side_failure(tmp_path, monkeypatch):
     rows = {r["submission"]: r for r in grade_dir(tmp_path, "A1", TIMEOUT, TASK_TIMEOUT, jobs=2)}
     assert rows["c.py"]["status"] == "crash" and "RecursionError" in rows["c.py"]["error"]
     assert rows["a.py"]["score"] == rows["b.py"]["score"] == _points("A1")
+
+
+class _ZeroGradient(torch.autograd.Function):
+    """4γ(1 − γ) whose backward claims 0 everywhere: right at ½ only."""
+
+    @staticmethod
+    def forward(ctx, g):
+        return 4 * g * (1 - g)
+
+    @staticmethod
+    def backward(ctx, grad):
+        return grad * 0
+
+
+class _TwiceGradient(torch.autograd.Function):
+    """The identity, whose backward doubles the gradient."""
+
+    @staticmethod
+    def forward(ctx, y):
+        return y.clone()
+
+    @staticmethod
+    def backward(ctx, grad):
+        return 2 * grad
+
+
+def test_a_reported_gradient_must_be_the_measured_slope():
+    """The grader takes no gradient on trust: A2's flatness and A4's backward are compared with
+    slopes measured from the function's own outputs (here in place; at grading the same checks
+    run on the worker's answers)."""
+    from geolab.assignments import a2
+
+    fails = {c.name: c.message for c in a2.check_gate_regularizer(_ZeroGradient.apply)
+             if not c.passed}  # fmt: skip
+    assert list(fails) == ["gate_regularizer: zero gradient at γ = ½"]
+    assert "vs the slope of your r" in fails["gate_regularizer: zero gradient at γ = ½"]
+
+    solution = load_submission(REPO / "assignments/instructor/A4_rule.py", ["MyRule"])["MyRule"]
+
+    class Twice(solution):
+        def forward(self, x, sublayer):
+            return _TwiceGradient.apply(super().forward(x, sublayer))
+
+    fails = {c.name: c.message for c in a4.check_my_rule(Twice) if not c.passed}
+    assert list(fails) == ["MyRule: gradients reach x and every parameter"]
+    assert "is something detached?" in fails["MyRule: gradients reach x and every parameter"]

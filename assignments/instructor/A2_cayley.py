@@ -1,7 +1,7 @@
 import marimo
 
 __generated_with = "0.25.2"
-app = marimo.App(width="medium")
+app = marimo.App(width="medium", html_head_file="../offline_head.html")
 
 with app.setup:
     import marimo as mo

@@ -64,11 +64,20 @@ class RemoteRule(Rule):
 
     stub = None
     seed = 0
+    ready: list = []  # answers of rule_new fetched ahead (:meth:`prefetch`)
+
+    @classmethod
+    def prefetch(cls, cfg, count: int) -> None:
+        """Build ``count`` rules in the worker now, so building a model takes no remote call
+        (it happens while this thread holds torch's global generator, ``setups.seeded``)."""
+        cls.ready = [cls.stub.observe("rule_new", dataclasses.asdict(cfg), cls.seed)
+                     for _ in range(count)]  # fmt: skip
 
     def __init__(self, cfg):
         super().__init__(cfg)
         fields = dataclasses.asdict(cfg)
-        seen = self.stub.observe("rule_new", fields, self.seed)
+        ready = type(self).ready
+        seen = ready.pop(0) if ready else self.stub.observe("rule_new", fields, self.seed)
         if not (isinstance(seen, dict) and isinstance(seen.get("params"), dict)):
             fail("MyRule(cfg) did not describe its parameters")
         self.handle, self.is_rule = seen.get("handle"), seen.get("is_rule") is True
@@ -110,4 +119,4 @@ class RemoteRule(Rule):
 
 def remote_rule(stub, seed: int = 0) -> type:
     """A RemoteRule class for the student's class behind ``stub`` (a ``remote.Stub``)."""
-    return type("StudentRule", (RemoteRule,), {"stub": stub, "seed": seed})
+    return type("StudentRule", (RemoteRule,), {"stub": stub, "seed": seed, "ready": []})

@@ -5,6 +5,7 @@ The checks (``a3``, ``a4``) build their references from these and the probes (ru
 student's code runs) build the student's side from the same ones, so both see the same model.
 """
 
+import threading
 from contextlib import contextmanager
 
 import torch
@@ -18,10 +19,22 @@ from geolab.train import TrainConfig
 REFERENCE = "mgt_ddl"  # the rule A4's MyRule reimplements
 
 
+_GLOBAL_RNG = threading.Lock()
+
+
+@contextmanager
+def seeded(seed: int):
+    """torch's global generator seeded with ``seed`` for the block, which no other thread seeds
+    or draws from meanwhile (a model draws its init from it; the grader builds references and
+    A4's models in several threads)."""
+    with _GLOBAL_RNG:
+        torch.manual_seed(seed)
+        yield
+
+
 def make_stack(residual: str, depth: int, seed: int = 0, width: int = 32, tokens: int = 16):
     """An attention-only stack (``mlp=False``: with ``noskip`` it is Dong et al.'s pure
     attention) at random init, and a random input (2, tokens, width). Returns (model, x)."""
-    torch.manual_seed(seed)
     cfg = GeoConfig(
         residual=residual,
         n_layer=depth,
@@ -32,7 +45,8 @@ def make_stack(residual: str, depth: int, seed: int = 0, width: int = 32, tokens
         d_out=width,
         mlp=False,
     )
-    model = GeoTransformer(cfg).eval()
+    with seeded(seed):
+        model = GeoTransformer(cfg).eval()
     x = torch.randn(2, tokens, width, generator=torch.Generator().manual_seed(seed))
     return model, x
 
@@ -78,8 +92,10 @@ def trained_loss(rule_cls: type, seed: int) -> float:
     task = copy_task(seed)
     with register_rule(f"student_rule_{id(rule_cls):x}", rule_cls) as name:
         cfg = GeoConfig(residual=name, n_layer=2, d_model=32, n_head=4, **task.model_fields())
-        torch.manual_seed(seed)
-        model = GeoTransformer(cfg)
+        if hasattr(rule_cls, "prefetch"):  # a rule answered from a sandbox: no call while seeded
+            rule_cls.prefetch(cfg, cfg.n_layer * (2 if cfg.mlp else 1))
+        with seeded(seed):
+            model = GeoTransformer(cfg)
         return float(train(cfg, task, train_config(50, seed), model=model).metrics["loss"])
 
 
