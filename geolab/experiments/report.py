@@ -97,14 +97,20 @@ def smoke_markdown(fresh: dict, committed: dict | None) -> str:
     but at sizes too small for its verdicts to mean anything, so each is shown as "not
     comparable" next to the committed verdict of the same claim (``committed``: that protocol's
     committed result, if any)."""
-    before = {h["id"]: h["verdict"] for h in (committed or {}).get("hypotheses", [])}
+    committed_hyps = (committed or {}).get("hypotheses", [])
+    before = {h["id"]: h["verdict"] for h in committed_hyps}
+    # ids may name the corpus (a tiny run reads tiny-shakespeare, the committed one WikiText-2):
+    # fall back to the claim's wording where it names one committed claim only
+    claims = [h["claim"] for h in committed_hyps]
+    by_claim = {h["claim"]: h["verdict"] for h in committed_hyps if claims.count(h["claim"]) == 1}
     lines = [
         f"**Smoke run at tiny scale ({fresh['scale']}): the code ran end to end. Its verdicts"
         " are not comparable** with the committed small-scale ones — the models are far"
         " smaller and shorter-trained than the claims need (reductions below)."
     ]
     for h in fresh["hypotheses"]:
-        was = f"; committed: **{before[h['id']]}**" if h["id"] in before else ""
+        verdict = before.get(h["id"], by_claim.get(h.get("claim")))
+        was = f"; committed: **{verdict}**" if verdict is not None else ""
         lines.append(
             f"- {h['id']}: tiny run says *{h['verdict']}* (not comparable) — {h['measured']}{was}"
         )
