@@ -959,3 +959,15 @@ def torch_bytes(obj) -> bytes:
     buffer = io.BytesIO()
     torch.save(obj, buffer)
     return buffer.getvalue()
+
+
+@pytest.mark.parametrize("value", [float("inf"), float("nan"), 0.0, -1.0])
+def test_the_graders_python_api_refuses_limits_that_are_not_finite_and_positive(tmp_path, value):
+    from geolab.assignments.grade import grade_dir
+    from geolab.assignments.sandbox import Limits
+
+    with pytest.raises(ValueError, match=r"memory_gb=.* must be a finite number > 0"):
+        Limits(memory_gb=value)
+    for field in ("timeout", "task_timeout"):
+        with pytest.raises(ValueError, match=rf"{field}=.* must be a finite number > 0"):
+            grade_dir(tmp_path, "A1", **{field: value})

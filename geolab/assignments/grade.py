@@ -18,6 +18,7 @@ seed per grading run (``--seed`` to replay one), written into the gradebook. Sta
     crash    the process died while loading (segfault, os._exit, a resource limit, ...)
 """
 
+import math
 import os
 import secrets
 import sys
@@ -152,8 +153,8 @@ def grade_dir(
     a checkout), none by default."""
     spec = get(assignment)
     for name, value in (("timeout", timeout), ("task_timeout", task_timeout), ("jobs", jobs)):
-        if not value > 0:
-            raise ValueError(f"{name}={value!r} is not allowed; must be > 0")
+        if not (value > 0 and math.isfinite(value)):
+            raise ValueError(f"{name}={value!r} is not allowed; must be a finite number > 0")
     texts, _ = find_submissions(folder)
     limits = limits or sandbox.Limits()
     mode = sandbox.choose(mode)

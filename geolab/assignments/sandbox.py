@@ -20,6 +20,7 @@ them (:func:`sweep_orphans`). As root without bwrap nothing fences a submission:
 
 import ast
 import json
+import math
 import os
 import shutil
 import signal
@@ -51,8 +52,8 @@ class Limits:
 
     def __post_init__(self):
         for name, value in asdict(self).items():
-            if not value > 0:
-                raise ValueError(f"{name}={value!r} is not allowed; must be > 0")
+            if not (value > 0 and math.isfinite(value)):
+                raise ValueError(f"{name}={value!r} is not allowed; must be a finite number > 0")
 
     def for_worker(self) -> dict:
         return {
