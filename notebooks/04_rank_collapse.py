@@ -273,7 +273,9 @@ def _(depth, mo):
 
 
 @app.cell
-def _(depth, gates, layer, rank_view, reference, rules):
+def _(depth, gates, guess, layer, mo, rank_view, reference, rules):
+    # a collapsed pure-attention cloud would answer the question above before it is asked
+    mo.stop(guess.value is None, mo.md("*The token clouds appear once you have answered.*"))
     cloud = rank_view(
         tuple(rules.value),
         depth.value,
