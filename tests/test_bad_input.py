@@ -516,9 +516,9 @@ CASES = [
     ),
     (
         "reproduce-jobs-not-parallel",
-        ["reproduce", "rank_evolution", "--jobs", "2", "--out", "{tmp}/out"],
+        ["reproduce", "beta_dynamics", "--jobs", "2", "--out", "{tmp}/out"],
         None,
-        "--jobs 2 is not allowed for rank_evolution",
+        "--jobs 2 is not allowed for beta_dynamics",
     ),
     pytest.param(
         "reproduce-out-sysfs",

@@ -77,6 +77,6 @@ def test_flags_that_cannot_combine_are_one_line_errors(flags, message, tmp_path,
 
 
 def test_a_protocol_that_trains_one_run_at_a_time_cannot_be_launched(tmp_path, capsys):
-    args = ["reproduce", "rank_evolution", "--scale", "tiny", "--out", str(tmp_path)]
+    args = ["reproduce", "beta_dynamics", "--scale", "tiny", "--out", str(tmp_path)]
     assert main([*args, "--launcher", "local"]) == 2
     assert "trains one run at a time" in capsys.readouterr().err

@@ -54,6 +54,31 @@ def test_two_workers_give_the_numbers_of_one_process_and_a_rerun_skips(tmp_path,
     assert c["provenance"]["runs"]["trained"] == 1 and c["provenance"]["runs"]["found"] == 7
 
 
+@pytest.mark.parametrize("name", ["depth_scaling", "rank_evolution"])
+def test_a_protocol_s_runs_packed_equal_one_process_and_a_rerun_skips(name, tmp_path, capsys):
+    args = ["reproduce", name, "--scale", "tiny", "--no-png", "--out"]
+    one, two = tmp_path / "one", tmp_path / "two"
+    assert main([*args, str(one)]) == 0
+    assert main([*args, str(two), "--jobs", "2"]) == 0
+    a = json.loads((one / f"{name}-tiny.json").read_text())
+    b = json.loads((two / f"{name}-tiny.json").read_text())
+    assert per_run(a) == per_run(b) and a["summary"] == b["summary"]
+    assert a["hypotheses"] == b["hypotheses"]
+    assert [list(row) for row in a["per_seed"].values()] == [
+        list(row) for row in b["per_seed"].values()
+    ]
+    saved = sorted((two / f"{name}-tiny-runs").iterdir())
+    total = a["provenance"]["runs"]["trained"]
+    assert len(saved) == total == b["provenance"]["runs"]["trained"] > 1
+    saved[-1].unlink()
+    capsys.readouterr()
+    assert main([*args, str(two), "--jobs", "2", "--force"]) == 0
+    assert f"{total - 1} of {total} runs found" in capsys.readouterr().out
+    c = json.loads((two / f"{name}-tiny.json").read_text())
+    assert per_run(c) == per_run(a) and c["hypotheses"] == a["hypotheses"]
+    assert c["provenance"]["runs"]["trained"] == 1
+
+
 def test_a_saved_run_of_other_settings_is_refused_not_reused(tmp_path, capsys):
     out = tmp_path / "o"
     assert main([*ARGS, str(out), "--seeds", "1"]) == 0

@@ -17,13 +17,14 @@ stored numbers (``geolab.experiments.runner.rejudge``: no training) and writes i
 ``--dry-run`` trains nothing: it prints every run of the protocol at that scale with its sizes
 and an estimate of GPU-hours (``geolab.experiments.plan`` states how; a throughput measured in
 OUT is used when there is one); it needs no data or network. ``--jobs N`` packs the runs of
-ablation, language_model and edelta_benchmarks into N worker processes (round-robin over the
-visible GPUs); every finished run is saved under OUT/NAME-SCALE-runs/ and skipped when the same
-command runs again (``--fresh`` retrains). ``--time-limit MIN`` starts no run that cannot finish
-in time and exits with status 3 naming the runs left out. Under ``torchrun`` every training run
-is data-parallel over the GPUs (each batch split across them, so the global batch must divide by
-their count) and rank 0 writes the files. ``--launcher slurm|local`` submits the runs as a
-submitit job array (``geolab.experiments.launch``), waits and merges.
+rank_evolution, ablation, depth_scaling, language_model and edelta_benchmarks into N worker
+processes (round-robin over the visible GPUs); every finished run is saved under
+OUT/NAME-SCALE-runs/ and skipped when the same command runs again (``--fresh`` retrains).
+``--time-limit MIN`` starts no run that cannot finish in time and exits with status 3 naming the
+runs left out. Under ``torchrun`` every training run is data-parallel over the GPUs (each batch
+split across them, so the global batch must divide by their count) and rank 0 writes the files.
+``--launcher slurm|local`` submits the runs as a submitit job array
+(``geolab.experiments.launch``), waits and merges.
 """
 
 import argparse
@@ -250,8 +251,9 @@ def add_reproduce_cli(subparsers: argparse._SubParsersAction) -> None:
         "--jobs",
         type=int,
         default=None,
-        help="worker processes (default 1) packed with the runs of ablation, language_model "
-        "and edelta_benchmarks, round-robin over the visible GPUs (per array job with --launcher)",
+        help="worker processes (default 1) packed with the runs of rank_evolution, ablation, "
+        "depth_scaling, language_model and edelta_benchmarks, round-robin over the visible GPUs "
+        "(per array job with --launcher)",
     )
     p.add_argument("--compile", action="store_true", help="torch.compile every model")
     p.add_argument(

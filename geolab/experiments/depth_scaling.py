@@ -21,15 +21,17 @@ from geolab.experiments.runs import (
     baseline,
     judge_runs,
     model_config,
+    parallel_map,
     text_shape,
     text_task,
-    train_rules,
+    train_rule,
 )
 from geolab.experiments.scales import SMALL_TRAIN, SMOKE, paper_train
 from geolab.experiments.stats import fmt_interval, sign_of, welch
 from geolab.model import match_params
 
 NAME = "depth_scaling"
+PARALLEL = True  # --jobs N spreads its runs, one (seed, depth, rule) per worker process
 TITLE = "MGT 4: depth scaling at a fixed parameter budget (width matched with match_params)"
 SMOOTH = 10
 
@@ -109,23 +111,28 @@ def planned(settings: dict) -> list:
     ]
 
 
+def depth_run(seed: int, depth: int, rule: str, settings: dict, log) -> dict:
+    """One run (a job of :func:`run`): ``rule`` at ``depth`` layers, its width matched to the
+    scale's budget (``runs.train_rule``)."""
+    return train_rule(
+        text_task(settings),
+        settings,
+        seed,
+        log,
+        rule,
+        budget=settings["budget"],
+        n_layer=depth,
+        d_model=settings["n_head"] * 4,
+    )
+
+
 def run(settings: dict, seeds: list[int], log) -> v.Outcome:
-    task = text_task(settings)
-    per_seed = {}
-    for seed in seeds:
-        row = {}
-        for depth in settings["depths"]:
-            runs = train_rules(
-                task,
-                settings,
-                seed,
-                log,
-                budget=settings["budget"],
-                n_layer=depth,
-                d_model=settings["n_head"] * 4,
-            )
-            row.update({f"{rule}/L{depth}": r for rule, r in runs.items()})
-        per_seed[str(seed)] = row
+    jobs = [(s, d, r) for s in seeds for d in settings["depths"] for r in settings["rules"]]
+    per_seed = {str(s): {} for s in seeds}
+    for (seed, depth, rule), out in zip(
+        jobs, parallel_map(depth_run, jobs, settings, log), strict=True
+    ):
+        per_seed[str(seed)][f"{rule}/L{depth}"] = out
     summary, hyps = conclude(settings, seeds, per_seed)
     return v.Outcome(per_seed, summary, hyps)
 

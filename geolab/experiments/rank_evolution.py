@@ -20,13 +20,22 @@ import torch
 
 from geolab.experiments import baselines
 from geolab.experiments import verdicts as v
-from geolab.experiments.runs import baseline, fit, judge_runs, model_config, text_shape, text_task
+from geolab.experiments.runs import (
+    baseline,
+    fit,
+    judge_runs,
+    model_config,
+    parallel_map,
+    text_shape,
+    text_task,
+)
 from geolab.experiments.scales import PAPER, SMALL, SMALL_TRAIN, paper_train, smoke
 from geolab.experiments.snapshots import text_probe
 from geolab.model import GeoTransformer
 from geolab.probe import rank_profile
 
 NAME = "rank_evolution"
+PARALLEL = True  # --jobs N spreads its trained runs, one (seed, depth, rule) per worker process
 TITLE = "MGT 1: effective rank per layer at initialisation and after training"
 RULES = ["postln", "preln", "deepnorm", "mgt_mhc", "mgt_ddl", "mgt"]
 H1_MAX, MONOTONE_TOL, H2_MIN = 0.1, 0.02, 0.5
@@ -83,26 +92,29 @@ def layer_ranks(profile: torch.Tensor) -> list[float]:
     return profile[0::2].tolist()
 
 
-def measure(settings: dict, seed: int, task, probe: torch.Tensor, log) -> dict:
-    """Rank per layer at init (all rules) and after training (train_rules), for one seed."""
-    out = {}
-    for depth in settings["depths"]:
-        for rule in settings["rules"]:
-            cfg = model_config(settings, task, rule, n_layer=depth)
-            torch.manual_seed(seed)
-            model = GeoTransformer(cfg).eval()
-            row = {"init": layer_ranks(rank_profile(model, probe))}
-            if rule in settings["train_rules"] and depth in trained_depths(settings):
-                numbers, trained = fit(cfg, task, settings, seed, model=model)
-                device = next(trained.parameters()).device
-                row["trained"] = layer_ranks(rank_profile(trained.eval(), probe.to(device)))
-                row["val_loss"] = numbers["val"]["loss"]
-                row.update({k: numbers[k] for k in TRAINED_KEYS})
-            msg = " ".join(f"{k} {v.fmt(row[k][-1])}" for k in ("init", "trained") if k in row)
-            state = f" ({row['state']})" if "state" in row else ""
-            log(f"  seed {seed} L={depth} {rule}: final-layer rank {msg}{state}")
-            out[f"{rule}/L{depth}"] = row
-    return out
+def measure(seed: int, depth: int, rule: str, settings: dict, log) -> dict:
+    """Rank per layer of ``rule`` at ``depth`` for one seed: at init, and after training when
+    it is a trained run (a job of :func:`run`)."""
+    task = text_task(settings)
+    probe = text_probe(task, settings["probe_batch"])
+    cfg = model_config(settings, task, rule, n_layer=depth)
+    torch.manual_seed(seed)
+    model = GeoTransformer(cfg).eval()
+    row = {"init": layer_ranks(rank_profile(model, probe))}
+    if is_trained(settings, depth, rule):
+        numbers, trained = fit(cfg, task, settings, seed, model=model)
+        device = next(trained.parameters()).device
+        row["trained"] = layer_ranks(rank_profile(trained.eval(), probe.to(device)))
+        row["val_loss"] = numbers["val"]["loss"]
+        row.update({k: numbers[k] for k in TRAINED_KEYS})
+    msg = " ".join(f"{k} {v.fmt(row[k][-1])}" for k in ("init", "trained") if k in row)
+    state = f" ({row['state']})" if "state" in row else ""
+    log(f"  seed {seed} L={depth} {rule}: final-layer rank {msg}{state}")
+    return row
+
+
+def is_trained(settings: dict, depth: int, rule: str) -> bool:
+    return rule in settings["train_rules"] and depth in trained_depths(settings)
 
 
 def planned(settings: dict) -> list:
@@ -116,9 +128,16 @@ def planned(settings: dict) -> list:
 
 
 def run(settings: dict, seeds: list[int], log) -> v.Outcome:
-    task = text_task(settings)
-    probe = text_probe(task, settings["probe_batch"])
-    per_seed = {str(s): measure(settings, s, task, probe, log) for s in seeds}
+    """The trained runs through the packed runner (``parallel_map``), then the init-only
+    ranks (one forward each) in this process."""
+    every = [(s, d, r) for s in seeds for d in settings["depths"] for r in settings["rules"]]
+    jobs = [job for job in every if is_trained(settings, *job[1:])]
+    done = dict(zip(jobs, parallel_map(measure, jobs, settings, log), strict=True))
+    per_seed = {str(s): {} for s in seeds}
+    for job in every:
+        seed, depth, rule = job
+        row = done[job] if job in done else measure(*job, settings, log)
+        per_seed[str(seed)][f"{rule}/L{depth}"] = row
     summary, hyps = conclude(settings, seeds, per_seed)
     return v.Outcome(per_seed, summary, hyps)
 

@@ -173,12 +173,6 @@ def train_rule(
     return out
 
 
-def train_rules(task, settings: dict, seed: int, log, rules=None, **changes) -> dict:
-    """rule -> :func:`train_rule` numbers, for ``rules`` (default: the scale's) in order."""
-    rules = settings["rules"] if rules is None else rules
-    return {rule: train_rule(task, settings, seed, log, rule, **changes) for rule in rules}
-
-
 def seed_rule(seed: int, rule: str, settings: dict, log) -> dict:
     """:func:`train_rule` of one rule and seed on the scale's text task (a job of
     :func:`train_seeds`)."""
