@@ -101,8 +101,12 @@ def smoke_markdown(fresh: dict, committed: dict | None) -> str:
     before = {h["id"]: h["verdict"] for h in committed_hyps}
     # ids may name the corpus (a tiny run reads tiny-shakespeare, the committed one WikiText-2):
     # fall back to the claim's wording where it names one committed claim only
-    claims = [h["claim"] for h in committed_hyps]
-    by_claim = {h["claim"]: h["verdict"] for h in committed_hyps if claims.count(h["claim"]) == 1}
+    claims = [h.get("claim") for h in committed_hyps]
+    by_claim = {
+        h["claim"]: h["verdict"]
+        for h in committed_hyps
+        if "claim" in h and claims.count(h["claim"]) == 1
+    }
     lines = [
         f"**Smoke run at tiny scale ({fresh['scale']}): the code ran end to end. Its verdicts"
         " are not comparable** with the committed small-scale ones — the models are far"
