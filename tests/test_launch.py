@@ -80,3 +80,26 @@ def test_a_protocol_that_trains_one_run_at_a_time_cannot_be_launched(tmp_path, c
     args = ["reproduce", "beta_dynamics", "--scale", "tiny", "--out", str(tmp_path)]
     assert main([*args, "--launcher", "local"]) == 2
     assert "trains one run at a time" in capsys.readouterr().err
+
+
+def without_seconds(x):
+    if isinstance(x, dict):
+        return {k: without_seconds(v) for k, v in x.items() if k != "seconds"}
+    if isinstance(x, list):
+        return [without_seconds(v) for v in x]
+    return x
+
+
+@pytest.mark.parametrize("protocol", ["depth_scaling", "rank_evolution"])
+def test_the_packed_depth_protocols_launch_locally_with_one_process_s_numbers(
+    protocol, tmp_path, monkeypatch
+):
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join([str(REPO), os.environ.get("PYTHONPATH", "")]))
+    args = ["reproduce", protocol, "--scale", "tiny", "--seeds", "1", "--no-png", "--out"]
+    assert main([*args, str(tmp_path / "array"), "--launcher", "local", "--runs-per-job", "3"]) == 0
+    assert main([*args, str(tmp_path / "one")]) == 0
+    launched, alone = (
+        json.loads((tmp_path / d / f"{protocol}-tiny.json").read_text()) for d in ("array", "one")
+    )
+    for key in ("per_seed", "summary", "hypotheses"):
+        assert without_seconds(launched[key]) == without_seconds(alone[key])
