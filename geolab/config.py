@@ -34,6 +34,9 @@ class GeoConfig:
     in the paper), ``reg_weight`` (E∆ gate regulariser), ``layerscale_init`` (None = CaiT's depth
     rule), ``n_streams`` (hyper-connection streams), ``geometry`` and ``pool`` (E∆ family).
 
+    ``d_mlp``: the MLP's hidden width (None: 4 × the sublayer width, GPT-2's); ``match_params``
+    moves it to bring models of different rules to one parameter count.
+
     ``flavor``: "geolab" (default; geolab's own causal models) or "reference" (the E∆ table's
     models — preln as its GPT, ddl, mhc, jpmhc, edelta — rebuilt as the public E∆ code builds them,
     for vector tasks; its ddl and edelta read the mean over the whole sequence, so they are not
@@ -52,6 +55,7 @@ class GeoConfig:
     seq_len: int = 64
     # the block around the residual
     mlp: bool = True
+    d_mlp: int | None = None
     norm: str = "layernorm"
     pos: str = "learned"
     dropout: float = 0.0
@@ -77,6 +81,10 @@ class GeoConfig:
             if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
                 _fail(name, value, "must be a positive integer")
         self._check_io()
+        if self.d_mlp is not None and (
+            isinstance(self.d_mlp, bool) or not isinstance(self.d_mlp, int) or self.d_mlp <= 0
+        ):
+            _fail("d_mlp", self.d_mlp, "must be a positive integer, or None for 4 × the width")
         if self.d_model % self.n_head:
             _fail("n_head", self.n_head, f"must divide d_model={self.d_model} (heads split it)")
         for name in ("mlp", "grad_checkpoint"):
@@ -129,6 +137,10 @@ class GeoConfig:
     def n_steps(self) -> int:
         """Residual steps in the stack: two per layer (attention, MLP), one without the MLP."""
         return self.n_layer * (2 if self.mlp else 1)
+
+    def mlp_hidden(self, width: int) -> int:
+        """The MLP's hidden width for sublayers of ``width`` channels: ``d_mlp`` or 4 × width."""
+        return 4 * width if self.d_mlp is None else self.d_mlp
 
     def replace(self, **changes) -> "GeoConfig":
         """A validated copy with ``changes`` applied."""

@@ -62,12 +62,13 @@ class CausalSelfAttention(nn.Module):
 
 
 class MLP(nn.Module):
-    """Position-wise GELU MLP: W₂ GELU(W₁ x), hidden width 4D."""
+    """Position-wise GELU MLP: W₂ GELU(W₁ x), (…, dim) → (…, hidden) → (…, dim); GPT-2's hidden
+    width is 4 × dim (``GeoConfig.mlp_hidden``)."""
 
-    def __init__(self, dim: int, dropout: float, proj_std: float, bias: bool = True):
+    def __init__(self, dim: int, hidden: int, dropout: float, proj_std: float, bias: bool = True):
         super().__init__()
-        self.fc = nn.Linear(dim, 4 * dim, bias=bias)
-        self.proj = nn.Linear(4 * dim, dim, bias=bias)
+        self.fc = nn.Linear(dim, hidden, bias=bias)
+        self.proj = nn.Linear(hidden, dim, bias=bias)
         self.drop = nn.Dropout(dropout)
         init_linear(self.fc, 0.02)
         init_linear(self.proj, proj_std)

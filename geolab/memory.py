@@ -29,7 +29,8 @@ ADAMW_COPIES = 4  # weights, gradients, exp_avg, exp_avg_sq
 def weight_count(cfg: GeoConfig) -> int:
     """A lower bound on the parameter count of ``GeoTransformer(cfg)`` (see the module doc)."""
     d, w = cfg.d_model, rule_class(cfg).sublayer_width(cfg)
-    per_layer = 4 * w * w + 4 * w + (8 * w * w + 5 * w if cfg.mlp else 0)
+    h = cfg.mlp_hidden(w)
+    per_layer = 4 * w * w + 4 * w + (2 * w * h + h + w if cfg.mlp else 0)
     if cfg.vocab_size is not None:
         io = 2 * cfg.vocab_size * d
     else:

@@ -30,7 +30,7 @@ class Layer(nn.Module):
         rope = cfg.pos == "rope"
         self.attn = CausalSelfAttention(width, cfg.n_head, cfg.dropout, rope, std, bias)
         self.res_attn = rule_cls(cfg)
-        self.mlp = MLP(width, cfg.dropout, std, bias) if cfg.mlp else None
+        self.mlp = MLP(width, cfg.mlp_hidden(width), cfg.dropout, std, bias) if cfg.mlp else None
         self.res_mlp = rule_cls(cfg) if cfg.mlp else None
         rule_cls.init_sublayers(cfg, self.attn, self.mlp)
         self.grad_checkpoint = cfg.grad_checkpoint
@@ -157,18 +157,24 @@ def param_count(cfg: GeoConfig) -> int:
         return count_params(GeoTransformer(cfg))
 
 
+VARY = ("n_layer", "d_model", "d_mlp")
+
+
 def match_params(cfg: GeoConfig, budget: int, vary: str = "n_layer") -> GeoConfig:
-    """The config, varying ``n_layer`` or ``d_model``, whose parameter count is nearest ``budget``.
+    """The config, varying one field of ``VARY``, whose parameter count is nearest ``budget``.
 
     Counts are exact (models built on the meta device, no memory). ``d_model`` moves in steps that
     keep it divisible by ``n_head`` (and by ``n_streams`` where the rule reshapes D): the rule's
-    ``d_model_step``.
+    ``d_model_step``; ``d_mlp`` (the MLP's hidden width) moves one unit at a time, the fine
+    adjustment that brings rules of different sizes within a few parameters of one budget.
     """
-    if vary not in ("n_layer", "d_model"):
-        raise ValueError(f"vary={vary!r} is not allowed; allowed: 'n_layer', 'd_model'")
+    if vary not in VARY:
+        raise ValueError(f"vary={vary!r} is not allowed; allowed: {', '.join(map(repr, VARY))}")
     if not budget > 0:
         raise ValueError(f"budget={budget!r} is not allowed; it must be a positive count")
-    step = 1 if vary == "n_layer" else rule_class(cfg).d_model_step(cfg)
+    if vary == "d_mlp" and not cfg.mlp:
+        raise ValueError("vary='d_mlp' is not allowed for mlp=False; the model has no MLP")
+    step = rule_class(cfg).d_model_step(cfg) if vary == "d_model" else 1
 
     def count_at(units: int) -> int:
         return param_count(cfg.replace(**{vary: units * step}))

@@ -104,8 +104,8 @@ def draw_sublayers(cfg: GeoConfig, seed: int, depth: int, previous=None) -> Subl
         pos=pos,
         qkv=qkv,
         attn_proj=attn_proj,
-        fc=layers((4 * w, w), 2) if cfg.mlp else None,
-        mlp_proj=layers((w, 4 * w), 3) if cfg.mlp else None,
+        fc=layers((cfg.mlp_hidden(w), w), 2) if cfg.mlp else None,
+        mlp_proj=layers((w, cfg.mlp_hidden(w)), 3) if cfg.mlp else None,
     )
 
 

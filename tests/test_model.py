@@ -6,6 +6,7 @@ import pytest
 import torch
 
 from geolab import RESIDUALS, GeoConfig, GeoTransformer, count_params, match_params
+from geolab.memory import weight_count
 
 RULES = list(RESIDUALS)
 
@@ -141,6 +142,33 @@ def test_match_params_vary_layers_is_nearest():
     assert matched.n_layer == 7
     with pytest.raises(ValueError, match="vary"):
         match_params(cfg, 1000, vary="width")
+
+
+@pytest.mark.parametrize("rule", ["postln", "mgt", "mgt_ddl", "hc", "edelta"])
+def test_d_mlp_sets_the_hidden_width_and_its_count(rule):
+    """One MLP unit costs 2·w + 1 parameters per MLP step (a row of W₁ with its bias, a column of
+    W₂), so matching by d_mlp lands within one unit's cost of any reachable budget."""
+    cfg = small(rule, 3)
+    wide = cfg.replace(d_mlp=4 * cfg.d_model + 5)
+    model = GeoTransformer(wide)
+    w = model.layers[0].mlp.fc.in_features
+    assert model.layers[0].mlp.fc.out_features == 4 * cfg.d_model + 5
+    assert count_params(model) - count_params(GeoTransformer(cfg)) == 3 * 5 * (2 * w + 1)
+    assert weight_count(wide) - weight_count(cfg) == 3 * 5 * (2 * w + 1)  # the memory bound too
+    budget = count_params(model) + 1_000
+    matched = match_params(cfg, budget, vary="d_mlp")
+    assert abs(count_params(GeoTransformer(matched)) - budget) <= (3 * (2 * w + 1) + 1) // 2
+
+
+def test_d_mlp_bad_values_and_no_mlp_are_refused():
+    for bad in (0, -3, 2.5, True):
+        with pytest.raises(ValueError, match="d_mlp"):
+            small("preln", 1).replace(d_mlp=bad)
+    with pytest.raises(ValueError, match="d_mlp.*mlp=False"):
+        match_params(small("preln", 1).replace(mlp=False), 10_000, vary="d_mlp")
+    ref = GeoConfig(residual="ddl", flavor="reference", d_in=4, d_out=4, d_model=8, n_head=2)
+    with pytest.raises(ValueError, match="d_mlp"):
+        ref.replace(d_mlp=16)
 
 
 def test_mgt_overhead_is_two_d_squared_per_step():

@@ -107,18 +107,19 @@ def test_any_prefix_equals_the_module_model(rule, depth, extra, seed, seq):
 @settings(max_examples=25, deadline=None)
 @given(
     width=st.sampled_from([8, 16, 24]),
+    hidden=st.integers(1, 100),
     heads=st.sampled_from([1, 2, 4]),
     seq=st.integers(1, 7),
     scale=st.floats(0.05, 3.0),
     bias=st.booleans(),
     seed=st.integers(0, 2**20),
 )
-def test_sublayer_functions_equal_the_modules(width, heads, seq, scale, bias, seed):
+def test_sublayer_functions_equal_the_modules(width, hidden, heads, seq, scale, bias, seed):
     """``layers.attention`` / ``layers.mlp`` with an output scale equal the modules whose
     projection weights carry that scale (biases 0, as at init)."""
     torch.manual_seed(seed)
     attn = CausalSelfAttention(width, heads, 0.0, False, 0.02, bias).eval()
-    ffn = MLP(width, 0.0, 0.02, bias).eval()
+    ffn = MLP(width, hidden, 0.0, 0.02, bias).eval()
     x = torch.randn(2, seq, width)
     fast_attn = attention(x, attn.qkv.weight, None, attn.proj.weight, None, heads, scale=scale)
     fast_mlp = mlp(x, ffn.fc.weight, None, ffn.proj.weight, None, scale=scale)

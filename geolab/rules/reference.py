@@ -86,7 +86,12 @@ class _Reference(Rule):
             raise config_error(
                 "vocab_size", cfg.vocab_size, "flavor='reference' builds vector models (d_in/d_out)"
             )
-        for name, value in (("pos", "learned"), ("norm", "layernorm"), ("mlp", True)):
+        for name, value in (
+            ("pos", "learned"),
+            ("norm", "layernorm"),
+            ("mlp", True),
+            ("d_mlp", None),  # its MLPs are 4 × wide
+        ):
             if getattr(cfg, name) != value:
                 raise config_error(name, getattr(cfg, name), f"flavor='reference' uses {value!r}")
 
