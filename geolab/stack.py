@@ -59,8 +59,9 @@ def _normal(shape, seed: int) -> torch.Tensor:
 class Sublayers:
     """The embedding tables and every layer's attention and MLP weights, drawn N(0, 0.02²).
 
-    qkv (L, 3w, w), attn_proj (L, w, w), fc (L, 4w, w), mlp_proj (L, w, 4w) (the last two
-    ``None`` without MLP); embed (vocab, D), pos (rows, D). w is the rules' sublayer width.
+    qkv (L, 3w, w), attn_proj (L, w, w), fc (L, h, w), mlp_proj (L, w, h) (the last two
+    ``None`` without MLP; h = ``cfg.mlp_hidden(w)``, 4w unless ``d_mlp`` is set); embed
+    (vocab, D), pos (rows, D). w is the rules' sublayer width.
     """
 
     embed: torch.Tensor
@@ -170,7 +171,8 @@ def stack_weights(cfg: GeoConfig, seed: int, draw_depth: int = DRAW_DEPTH):
     rule_cls = rule_class(cfg)
     width = rule_cls.sublayer_width(cfg)
     # Attention-only stacks (pure attention) read the same attention weights as the others.
-    sub_key = (width, cfg.d_model, cfg.vocab_size, cfg.seq_len, cfg.flavor, seed)
+    hidden = cfg.mlp_hidden(width)
+    sub_key = (width, hidden, cfg.d_model, cfg.vocab_size, cfg.seq_len, cfg.flavor, seed)
 
     def deep_enough(sub):
         return sub.depth >= cfg.n_layer and (sub.fc is not None or not cfg.mlp)

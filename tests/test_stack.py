@@ -39,6 +39,17 @@ def test_a_prefix_of_a_deeper_stack_equals_the_module_model(rule):
     assert torch.equal(per_layer, fast[2 if cfg.mlp else 1 :: 2 if cfg.mlp else 1])
 
 
+@pytest.mark.parametrize("rule", ["preln", "mgt", "edelta"])
+def test_an_mlp_of_its_own_width_equals_the_module_model(rule):
+    stack.clear()
+    cfg = explore.rank_config(rule, 3, 32, 8).replace(d_mlp=40)
+    tokens = explore.rank_tokens(8, 0)
+    fast = stack.stack_states(cfg, 5, tokens, every_step=True, draw_depth=6)
+    assert stack.stack_weights(cfg, 5)[0].fc.shape[1] == 40
+    torch.testing.assert_close(fast, _module_states(cfg, 5, tokens))
+    assert not torch.equal(fast, stack.stack_states(cfg.replace(d_mlp=None), 5, tokens, True))
+
+
 @pytest.mark.parametrize("rule", RULES)
 def test_the_numbers_do_not_depend_on_the_depth_drawn(rule):
     cfg = explore.rank_config(rule, 3, 32, 8)
