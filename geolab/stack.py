@@ -189,7 +189,9 @@ def stack_weights(cfg: GeoConfig, seed: int, draw_depth: int = DRAW_DEPTH):
         partial(build_rules, fixed, seed),
     )
     if rules[0].cfg != cfg:  # a slider or the depth moved: constants only, no draw
-        for rule in rules:
+        # The steps cfg's stack runs, not all kept ones: a shallow depth resets its prefix only
+        # (rules[0].cfg == cfg still means the first cfg.n_steps hold cfg's constants).
+        for rule in rules[: cfg.n_steps]:
             rule.reset_init(cfg)
     return sub, rules
 
@@ -225,11 +227,14 @@ def stack_states(
     tokens: torch.Tensor,
     every_step: bool = False,
     draw_depth: int = DRAW_DEPTH,
+    with_input: bool = False,
 ) -> torch.Tensor:
     """The merged residual states of ``cfg``'s stack on ``tokens`` (B, S) int64: after every
     layer, (n_layer, B, S, D), or with ``every_step`` the embedding and then every residual
-    step, (n_steps + 1, B, S, D) — what ``probe.rank_profile`` and ``record`` see. A stack not
-    kept yet is drawn at max(draw_depth, cfg.n_layer) layers (the numbers do not depend on it)."""
+    step, (n_steps + 1, B, S, D) — what ``probe.rank_profile`` and ``record`` see; with
+    ``with_input`` alone the embedding and then every layer, (n_layer + 1, B, S, D) (04's
+    curves, without stacking the mid-layer steps only to drop them). A stack not kept yet is
+    drawn at max(draw_depth, cfg.n_layer) layers (the numbers do not depend on it)."""
     sub, rules = stack_weights(cfg, seed, draw_depth)
     sub = _sublayer_weights(sub, cfg)
     rule_cls = rule_class(cfg)
@@ -239,7 +244,7 @@ def stack_states(
     h = sub.embed[tokens]
     if cfg.pos == "learned":
         h = h + sub.pos[:seq]
-    states = [h] if every_step else []
+    states = [h] if every_step or with_input else []
     h = rule_cls.expand(h, cfg)
     per_layer = 2 if cfg.mlp else 1
     for layer in range(cfg.n_layer):

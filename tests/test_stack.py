@@ -37,6 +37,8 @@ def test_a_prefix_of_a_deeper_stack_equals_the_module_model(rule):
     torch.testing.assert_close(fast, _module_states(cfg, 5, tokens))
     per_layer = stack.stack_states(cfg, 5, tokens)
     assert torch.equal(per_layer, fast[2 if cfg.mlp else 1 :: 2 if cfg.mlp else 1])
+    with_input = stack.stack_states(cfg, 5, tokens, with_input=True)  # 04's curves
+    assert torch.equal(with_input, torch.cat([fast[:1], per_layer]))
 
 
 @pytest.mark.parametrize("rule", ["preln", "mgt", "edelta"])
@@ -76,6 +78,27 @@ def test_slider_constants_on_kept_weights_equal_a_fresh_draw(rule, fields):
     stack.stack_states(explore.rank_config(rule, 4, 32, 8), 3, tokens)  # the sliders back
     # as_module moves them again, outside the forward's no_grad: the kept weights allow it.
     torch.testing.assert_close(moved, _module_states(cfg, 3, tokens)[2::2])
+
+
+@pytest.mark.parametrize(
+    "rule, fields",
+    [
+        ("mgt", {"beta0": -0.3, "alpha0": 0.25}),
+        ("layerscale", {"layerscale_init": 0.3}),
+        ("edelta", {"gamma0": 0.2}),
+    ],
+)
+def test_a_deep_stack_after_a_shallow_move_equals_a_fresh_draw(rule, fields):
+    # A shallow depth resets only its prefix of the kept rules; the deep one after it must
+    # reset the rest (LayerScale's s₀ and the sliders' constants alike).
+    tokens = explore.rank_tokens(8, 0)
+    for cfg in (explore.rank_config(rule, 6, 32, 8, **fields), explore.rank_config(rule, 6, 32, 8)):
+        stack.clear()
+        stack.stack_states(explore.rank_config(rule, 6, 32, 8), 3, tokens)
+        stack.stack_states(explore.rank_config(rule, 2, 32, 8, **fields), 3, tokens)
+        kept = stack.stack_states(cfg, 3, tokens, every_step=True)
+        stack.clear()
+        assert torch.equal(kept, stack.stack_states(cfg, 3, tokens, True, draw_depth=6))
 
 
 def test_pure_attention_reads_the_attention_weights_of_the_full_stack():

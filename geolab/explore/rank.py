@@ -133,9 +133,7 @@ def rule_profile(
     re-applied without a redraw, so a slider move is one forward of the curves it changes.
     """
     cfg = rank_config(rule, n_layer, d_model, seq_len, **dict(fields))
-    steps = stack_states(cfg, seed, rank_tokens(seq_len, seed), every_step=True)[:, 0]
-    per_layer = 2 if cfg.mlp else 1
-    states = torch.cat([steps[:1], steps[per_layer::per_layer]])
+    states = stack_states(cfg, seed, rank_tokens(seq_len, seed), with_input=True)[:, 0]
     ranks = effective_rank(states).numpy()
     residual = rank_collapse_residual(states).numpy()
     for array in (ranks, residual):
