@@ -20,6 +20,11 @@ def _fail(field: str, value, allowed: str):
     raise config_error(field, value, allowed)
 
 
+def positive_int(value) -> bool:
+    """An int (not a bool) above 0."""
+    return isinstance(value, int) and not isinstance(value, bool) and value > 0
+
+
 def finite_number(value) -> bool:
     """An int or float (not a bool) that is neither NaN nor ±Inf."""
     return isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
@@ -78,12 +83,10 @@ class GeoConfig:
         rule = rule_class(self)
         for name in ("n_layer", "d_model", "n_head", "seq_len", "n_streams"):
             value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
+            if not positive_int(value):
                 _fail(name, value, "must be a positive integer")
         self._check_io()
-        if self.d_mlp is not None and (
-            isinstance(self.d_mlp, bool) or not isinstance(self.d_mlp, int) or self.d_mlp <= 0
-        ):
+        if self.d_mlp is not None and not positive_int(self.d_mlp):
             _fail("d_mlp", self.d_mlp, "must be a positive integer, or None for 4 × the width")
         if self.d_model % self.n_head:
             _fail("n_head", self.n_head, f"must divide d_model={self.d_model} (heads split it)")
@@ -106,12 +109,12 @@ class GeoConfig:
             if self.d_in is not None or self.d_out is not None:
                 _fail("vocab_size", self.vocab_size, "set vocab_size or d_in/d_out, not both")
             value = self.vocab_size
-            if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
+            if not positive_int(value):
                 _fail("vocab_size", self.vocab_size, "must be a positive integer")
             return
         for name in ("d_in", "d_out"):
             value = getattr(self, name)
-            if not isinstance(value, int) or isinstance(value, bool) or value <= 0:
+            if not positive_int(value):
                 _fail(name, value, "set vocab_size (token model) or positive d_in and d_out")
 
     def _check_rule_numbers(self):
