@@ -427,6 +427,24 @@ def test_edelta_findings_name_collapsed_runs_and_learned_counts():
     assert "42/reference/echo/edelta (best 0.0001 at step 200, final 0.06)" in text
 
 
+def test_edelta_reference_flavor_draws_its_data_with_the_public_seed():
+    from geolab.tasks import get_task
+
+    eb = get_protocol("edelta_benchmarks")
+    settings = eb.SCALES["tiny"]
+    for name in ("echo", "gyroscope"):
+        ref = [eb.task_of(name, s, "reference", settings) for s in (42, 123)]
+        own = [eb.task_of(name, s, "geolab", settings) for s in (42, 123)]
+        # the public code: one data set per task (seed 42) whatever the training seed
+        for split in ("train", "val"):
+            assert torch.equal(ref[0].x[split], ref[1].x[split]), (name, split)
+            assert torch.equal(ref[0].y[split], ref[1].y[split]), (name, split)
+        public = get_task(name, seed=42, flavor="reference", **settings["task_sizes"][name])
+        assert torch.equal(ref[1].x["train"], public.x["train"]), name
+        # geolab: the data drawn from the training seed
+        assert not torch.equal(own[0].x["train"], own[1].x["train"]), name
+
+
 def test_committed_learned_flags_are_ratios_to_the_best_trivial_baseline():
     result = committed("edelta_benchmarks")
     found = result["summary"]["baselines"]["tasks"]

@@ -51,7 +51,7 @@ DIFFERENCES = (
     ("gyroscope / echo draws", "one numpy stream; plane i uniform, then j > i", "a torch stream "
      "per split; plane a uniform pair"),
     ("data seeding", "each data set drawn once with seed 42; only the training seed varies",
-     "the data drawn from the training seed (the reference flavor too, until a rerun)"),
+     "the data drawn from the training seed (the reference flavor follows the public code)"),
     ("batch streams", "training and evaluation batches from one global torch stream",
      "the training and validation batches from separate generators"),
 )  # fmt: skip
