@@ -160,6 +160,9 @@ def run_module(name: str, quick: bool) -> tuple[list[dict], dict]:
         "seconds": round(time.perf_counter() - start, 1),
         "finished": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
         "error": error,
+        # Per group: an --only run keeps the other groups' rows, measured at other revisions.
+        "git": _git_revision(),
+        "load_average": [round(x, 2) for x in os.getloadavg()],
     }
     return rows, meta
 
@@ -178,6 +181,9 @@ def _cell(text) -> str:
     return str(text).replace("|", "\\|").replace("\n", " ")
 
 
+LINE_KEYS = (("git", "git"), ("finished", "finished"), ("load_average", "load"))
+
+
 def markdown(results: dict) -> str:
     """The results as a markdown report: machine, then one table per group."""
     m = results["machine"]
@@ -193,7 +199,8 @@ def markdown(results: dict) -> str:
         f"- machine: {m['cpu']} ({m['cpu_count']} CPUs visible), {m['platform']}"
         + (f", GPU {m['cuda']}" if m["cuda"] else ""),
         f"- python {m['python']}, torch {m['torch']}, numpy {m['numpy']}, "
-        f"torch threads {m['torch_threads']}, git {m['git']}",
+        f"torch threads {m['torch_threads']}, git {m['git']} (the latest run; each group's "
+        "line names the revision it was measured at)",
         f"- clock: {m['clock']} ({CLOCK_LINES[m['clock']]}); load average when written "
         f"{m['load_average']}",
         f"- floors measured when written: memory bandwidth {m.get('memory_gb_s', '?')} GB/s "
@@ -209,7 +216,7 @@ def markdown(results: dict) -> str:
         meta = results["modules"].get(group, {})
         lines += [
             "",
-            f"## {group}" + (f" ({meta['seconds']} s wall)" if "seconds" in meta else ""),
+            f"## {group}" + _group_line(meta),
             "",
             "| name | value | unit | target | met | notes |",
             "|---|---:|---|---|:-:|---|",
@@ -221,6 +228,14 @@ def markdown(results: dict) -> str:
                 f"{_cell(r['target'] or '')} | {mark} | {_cell(r['notes'] or '')} |"
             )
     return "\n".join(lines) + "\n"
+
+
+def _group_line(meta: dict) -> str:
+    """The group heading's tail, e.g. ``(59.6 s wall; git abc1234; finished …; load […])``: where
+    and when the group's rows were measured (files written before this lack the last three)."""
+    parts = [f"{meta['seconds']} s wall"] if "seconds" in meta else []
+    parts += [f"{label} {meta[key]}" for key, label in LINE_KEYS if key in meta]
+    return f" ({'; '.join(parts)})" if parts else ""
 
 
 def _previous(path: Path) -> dict:

@@ -83,6 +83,42 @@ def test_markdown_report(quick_run):
     assert "| name | value | unit | target | met | notes |" in text
     for group in {row["group"] for row in results["rows"]}:
         assert f"## {group}" in text
+    for name, meta in results["modules"].items():
+        assert f"git {meta['git']}" in text.split(f"## {name}", 1)[1].split("\n", 1)[0]
+
+
+def test_each_group_names_the_revision_it_was_measured_at():
+    # An --only run keeps the other groups' rows: their heading must not claim the new revision.
+    row = dict.fromkeys(ROW_KEYS) | {"name": "x", "unit": "ms", "value": 1.0}
+    results = {
+        "quick": False,
+        "generated": "2026-12-02T18:39:10+00:00",
+        "machine": {
+            "cpu": "c",
+            "cpu_count": 2,
+            "platform": "p",
+            "cuda": None,
+            "python": "3.11",
+            "torch": "2",
+            "numpy": "2",
+            "torch_threads": 1,
+            "git": "bbbbbbb",
+            "clock": "cpu",
+            "load_average": [1.0],
+        },
+        "modules": {
+            "old": {"seconds": 3.0, "finished": "2026-12-01T00:00:00+00:00", "git": "aaaaaaa"},
+            "new": {"seconds": 4.0, "finished": "2026-12-02T18:39:00+00:00", "git": "bbbbbbb"},
+            "legacy": {"seconds": 5.0},
+        },
+        "rows": [row | {"group": g} for g in ("old", "new", "legacy")],
+    }
+    heads = [line for line in markdown(results).splitlines() if line.startswith("## ")]
+    assert heads == [
+        "## old (3.0 s wall; git aaaaaaa; finished 2026-12-01T00:00:00+00:00)",
+        "## new (4.0 s wall; git bbbbbbb; finished 2026-12-02T18:39:00+00:00)",
+        "## legacy (5.0 s wall)",
+    ]
 
 
 def test_median_ratio_pairs_rounds():
