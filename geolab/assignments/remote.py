@@ -184,7 +184,10 @@ class Session:
 
     def _reply(self) -> dict:
         """The child's next reply; ProcessLost when the supervisor reports it gone first."""
-        fd, line = self._line((self.control, self.proc.stdout.fileno()))
+        # The reply pipe is read first: a child that answers and then exits (os._exit after the
+        # reply) wrote its answer before the supervisor could report it gone, so whenever the
+        # "closed" line is there, the answer is too; on a loaded machine both land in one read.
+        fd, line = self._line((self.proc.stdout.fileno(), self.control))
         message = self._parse(line)
         if fd == self.control:
             if "closed" not in message:
