@@ -102,6 +102,10 @@ def _floors() -> dict:
     }
 
 
+def _load_average() -> list[float]:
+    return [round(x, 2) for x in os.getloadavg()]
+
+
 def machine_info() -> dict:
     """Where and with what the numbers were measured."""
     info = {
@@ -113,7 +117,7 @@ def machine_info() -> dict:
         "numpy": np.__version__,
         "torch_threads": torch.get_num_threads(),
         "clock": clock_name(),
-        "load_average": [round(x, 2) for x in os.getloadavg()],
+        "load_average": _load_average(),
         "cuda": torch.cuda.get_device_name(0) if torch.cuda.is_available() else None,
         "git": _git_revision(),
         **_floors(),
@@ -162,7 +166,7 @@ def run_module(name: str, quick: bool) -> tuple[list[dict], dict]:
         "error": error,
         # Per group: an --only run keeps the other groups' rows, measured at other revisions.
         "git": _git_revision(),
-        "load_average": [round(x, 2) for x in os.getloadavg()],
+        "load_average": _load_average(),
     }
     return rows, meta
 
