@@ -715,3 +715,50 @@ def test_reflection_operators_are_the_published_maps():
     torch.manual_seed(999)
     val = torch.randn(8, 8)
     assert torch.equal(refl.data(settings, 42, "reference").x["val"][:, 0], val)
+
+
+def _rank_runs(post_finals: dict, mgt_finals: list) -> tuple:
+    """module, settings, summary and per_seed of a rank_evolution with the given final ranks
+    (trained, per depth per seed for post-LN; at L = 100 per seed for MGT)."""
+    module = get_protocol("rank_evolution")
+    depths = sorted(post_finals)
+    settings = {"depths": depths, "train_rules": ["postln", "mgt"], "max_trained_depth": 100}
+    run = {"state": convergence.CONVERGED, "learned": True, "baseline_ratio": 0.8}
+    per_seed = {}
+    for i, mgt in enumerate(mgt_finals):
+        rows = {f"postln/L{d}": {**run, "trained": [1.0, post_finals[d][i]]} for d in depths}
+        rows["mgt/L100"] = {**run, "trained": [1.0, mgt]}
+        per_seed[str(i)] = rows
+    summary = {
+        key: {"trained": verdicts.mean_std([r[key]["trained"][-1] for r in per_seed.values()])}
+        for key in per_seed["0"]
+    }
+    return module, settings, summary, per_seed
+
+
+def test_rank_claims_read_the_interval_over_seeds():
+    # MGT at L=100: 0.6, 0.7, 0.8 -> mean 0.7, s = 0.1, t(0.975; 2) = 4.3027 -> [0.4516, 0.9484]
+    module, settings, summary, per_seed = _rank_runs(
+        {12: [0.5, 0.5, 0.5], 100: [0.04, 0.05, 0.06]}, [0.6, 0.7, 0.8]
+    )
+    h1, h2 = module.hypotheses(settings, summary, per_seed)
+    assert h1.verdict == verdicts.REPRODUCED  # monotone; [0.0252, 0.0748] below 0.1
+    assert h1.interval == "post-LN L=100: [0.02516, 0.07484]"
+    assert h2.verdict == verdicts.INCONCLUSIVE  # straddles 0.5
+    assert h2.interval == "MGT L=100: [0.4516, 0.9484]"
+    # tighter MGT spread: the whole interval above 0.5; a rising post-LN curve is not reproduced
+    module, settings, summary, per_seed = _rank_runs(
+        {12: [0.3, 0.3, 0.3], 100: [0.04, 0.05, 0.06]}, [0.69, 0.7, 0.71]
+    )
+    h1, h2 = module.hypotheses(settings, summary, per_seed)
+    assert h1.verdict == verdicts.REPRODUCED and h2.verdict == verdicts.REPRODUCED
+    module, settings, summary, per_seed = _rank_runs(
+        {12: [0.04, 0.05, 0.06], 100: [0.3, 0.3, 0.3]}, [0.69, 0.7, 0.71]
+    )
+    assert module.hypotheses(settings, summary, per_seed)[0].verdict == verdicts.NOT_REPRODUCED
+    # one seed: the value decides the rule, the claim reads "fewer than 3 seeds"
+    module, settings, summary, per_seed = _rank_runs({12: [0.5], 100: [0.05]}, [0.7])
+    h1, h2 = module.hypotheses(settings, summary, per_seed)
+    assert h1.rule_verdict == h2.rule_verdict == verdicts.REPRODUCED
+    assert h1.verdict == h2.verdict == verdicts.inconclusive([verdicts.FEW_SEEDS])
+    assert h1.interval == h2.interval == ""
