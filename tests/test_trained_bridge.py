@@ -40,3 +40,24 @@ def test_bridge_numbers_are_the_committed_runs(depth):
 def test_bridge_refuses_an_untrained_depth():
     with pytest.raises(ValueError, match=r"n_layer=200 is not allowed; trained depths: 12, 24"):
         explore.rank_bridge_view(RESULT, 200)
+
+
+def test_bridge_curves_are_the_mean_over_seeds():
+    import copy
+
+    result = copy.deepcopy(RESULT)
+    first = next(iter(result["per_seed"].values()))
+    other = copy.deepcopy(first)
+    for run in other.values():
+        for phase in ("init", "trained"):
+            if phase in run:
+                run[phase] = [r + 0.1 for r in run[phase]]
+        if "val_loss" in run:
+            run["val_loss"] += 1.0
+    result["per_seed"] = {"1": first, "2": other}
+    view = explore.rank_bridge_view(result, 12)
+    run = first["postln/L12"]
+    assert view.numbers["trained"]["postln"] == pytest.approx([r + 0.05 for r in run["trained"]])
+    assert view.numbers["init"]["postln"] == pytest.approx([r + 0.05 for r in run["init"]])
+    assert view.numbers["val_loss"]["postln"] == pytest.approx(run["val_loss"] + 0.5)
+    assert "mean of 2 seeds" in view.figures["bridge"].layout.title.text

@@ -17,8 +17,8 @@ def trained_depths(result: dict) -> tuple[int, ...]:
 
 def rank_bridge_view(result: dict, n_layer: int) -> View:
     """Effective rank per layer (0 = embedding .. L) at init and after training for every rule
-    ``result`` trained at depth ``n_layer`` (first seed; rules it measured at init only are left
-    out).
+    ``result`` trained at depth ``n_layer``, each layer's rank the mean over the result's seeds
+    (rules it measured at init only are left out).
 
     numbers: ``init`` and ``trained`` {rule: curve}, ``final`` {rule: (init, trained)} after
     the last layer, ``all_lower`` (every rule ended below its init rank), ``val_loss``
@@ -28,12 +28,14 @@ def rank_bridge_view(result: dict, n_layer: int) -> View:
     if n_layer not in depths:
         allowed = ", ".join(map(str, depths))
         raise ValueError(f"n_layer={n_layer!r} is not allowed; trained depths: {allowed}")
-    runs = next(iter(result["per_seed"].values()))
+    seeds = list(result["per_seed"].values())
     init, trained, val_loss = {}, {}, {}
-    for key, run in runs.items():
+    for key, run in seeds[0].items():
         rule, depth = key.split("/L")
         if int(depth) == n_layer and "trained" in run:
-            init[rule], trained[rule], val_loss[rule] = run["init"], run["trained"], run["val_loss"]
+            runs = [rows[key] for rows in seeds]
+            init[rule], trained[rule] = _mean_curve(runs, "init"), _mean_curve(runs, "trained")
+            val_loss[rule] = sum(r["val_loss"] for r in runs) / len(runs)
     cfg = result["config"]
     final = {r: (float(init[r][-1]), float(trained[r][-1])) for r in init}
     readout = [
@@ -43,7 +45,8 @@ def rank_bridge_view(result: dict, n_layer: int) -> View:
     floor = 1 / min(cfg["seq_len"], cfg["d_model"])
     title = (
         f"Rank per layer, dotted at init, solid after {cfg['train']['steps']} steps "
-        f"(L = {n_layer}, D = {cfg['d_model']}, {cfg['task']})"
+        f"(L = {n_layer}, D = {cfg['d_model']}, {cfg['task']}, mean of {len(seeds)} "
+        f"seed{'s' if len(seeds) > 1 else ''})"
     )
     numbers = {
         "all_lower": all(b < a for a, b in final.values()),
@@ -55,3 +58,8 @@ def rank_bridge_view(result: dict, n_layer: int) -> View:
     }
     bridge = figures.rank_bridge_figure(init, trained, title, floor, colors=rule_colors())
     return View(numbers, readout, {"bridge": bridge})
+
+
+def _mean_curve(runs: list[dict], phase: str) -> list[float]:
+    """The per-layer mean of ``phase``'s rank curves over one run per seed."""
+    return [sum(layer) / len(layer) for layer in zip(*(r[phase] for r in runs), strict=True)]
