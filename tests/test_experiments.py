@@ -386,7 +386,8 @@ def test_a_verdict_stands_only_on_sound_evidence():
     table = report.verdict_markdown(rows)
     assert "| 3/4 converged, 1 collapsed; 3/4 learned |" in table
     assert "| untrained | **reproduced** |" in table
-    assert "**inconclusive: fewer than 3 seeds; sizes differ; collapsed; not learned**" in table
+    overruled = "**inconclusive: fewer than 3 seeds; sizes differ; collapsed; not learned**"
+    assert f"| {overruled} (the rule alone: reproduced) |" in table
 
 
 def test_edelta_findings_name_collapsed_runs_and_learned_counts():
@@ -621,6 +622,22 @@ def test_committed_beta_starts_at_beta0_in_every_layer():
         assert start["mean"] == pytest.approx([0.5] * n_layer, abs=1e-6)
         assert start["std"] == pytest.approx([0.0] * n_layer, abs=1e-6)
         assert list(row["snapshots"]) == ["0%", "25%", "50%", "100%"]
+
+
+def test_beta_claims_stand_on_three_seeds():
+    # The committed run's numbers as one seed and as three identical seeds: the rules read the
+    # same seed-averaged profile, only the seed gate differs.
+    result = committed("beta_dynamics")
+    module = get_protocol("beta_dynamics")
+    run = next(iter(result["per_seed"].values()))
+    one = module.conclude(result["config"], [42], {"42": json.loads(json.dumps(run))})[1]
+    three = module.conclude(
+        result["config"], [42, 123, 456], {s: json.loads(json.dumps(run)) for s in "abc"}
+    )[1]
+    for h1, h3 in zip(one, three, strict=True):
+        assert h1.rule_verdict == h3.rule_verdict == h3.verdict
+        assert verdicts.FEW_SEEDS in h1.reasons and verdicts.FEW_SEEDS not in h3.reasons
+        assert h1.verdict.startswith(verdicts.INCONCLUSIVE + ": " + verdicts.FEW_SEEDS)
 
 
 def test_committed_depth_scaling_matches_the_budget():

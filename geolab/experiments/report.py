@@ -51,18 +51,27 @@ def evidence_cell(h: dict) -> str:
 
 def verdict_rows(results: dict) -> list[dict]:
     """One row per hypothesis: protocol, id, claim, measured, baseline, interval, sizes,
-    evidence, verdict, rule."""
+    evidence, verdict, rule, and the rule's own verdict (``rule_verdict``; None where the
+    gate left it standing)."""
     keys = ("id", "claim", "measured", "verdict", "rule")
     return [
         {
             "protocol": name,
             **{k: h[k] for k in keys},
             **{k: h.get(k) or "—" for k in ("baseline", "interval", "sizes")},
+            "rule_verdict": h.get("rule_verdict") if h.get("reasons") else None,
             "evidence": evidence_cell(h),
         }
         for name, result in results.items()
         for h in result["hypotheses"]
     ]
+
+
+def verdict_cell(row: dict) -> str:
+    """The verdict in bold, and what the rule alone said when the evidence gate overruled it,
+    e.g. "**inconclusive: fewer than 3 seeds** (the rule alone: reproduced)"."""
+    alone = f" (the rule alone: {row['rule_verdict']})" if row["rule_verdict"] else ""
+    return f"**{row['verdict']}**{alone}"
 
 
 def _cell(text: str) -> str:
@@ -86,7 +95,7 @@ def verdict_markdown(results: dict) -> str:
             row["interval"],
             row["sizes"],
             row["evidence"],
-            f"**{row['verdict']}**",
+            verdict_cell(row),
         )
         lines.append("| " + " | ".join(_cell(c) for c in cells) + " |")
     return "\n".join(lines)
@@ -250,11 +259,12 @@ file from them and redraws the figures.
   last quarter's best validation value is worse than the best before it by more than ln 2 in
   log-MSE (5 % in text loss); **not converged** when the last quarter still gains ≥ 2 % (in
   log-MSE for the regressions, in loss for text); **converged** otherwise.
-- *Claims*: a comparison over seeds rests on ≥ 3 seeds and a 95 % interval (Welch's t for two
-  models, Student's t for one quantity), and the compared models' parameter counts agree within
-  3 %. Otherwise, or when a run it reads collapsed, did not converge or did not learn, the
-  verdict reads **inconclusive: REASONS** — the rule's own verdict is kept in the file
-  (`rule_verdict`). The E∆ table's claims compare one fixed budget, as published, and are gated
+- *Claims*: a claim read over seeds (a comparison, or a trained model's trend) rests on ≥ 3
+  seeds; a comparison on a 95 % interval (Welch's t for two models, Student's t for one
+  quantity), and the compared models' parameter counts agree within 3 %. Otherwise, or when a
+  run it reads collapsed, did not converge or did not learn, the verdict reads
+  **inconclusive: REASONS**, followed by what the rule alone said (kept in the file as
+  `rule_verdict`). The E∆ table's claims compare one fixed budget, as published, and are gated
   on learning, not convergence.
 
 Verdicts are computed from the numbers, never edited by hand — **reproduced**, **not

@@ -5,7 +5,8 @@ edited by hand: "reproduced", "not reproduced at this scale" or "inconclusive". 
 stands only when the claim's evidence is sound (``gate``); otherwise the verdict reads
 "inconclusive: REASONS", every reason that applies:
 
-* "fewer than 3 seeds" — a comparison over seeds needs the papers' three (``stats.MIN_SEEDS``);
+* "fewer than 3 seeds" — a claim read over seeds (a comparison, or a trained model's trend)
+  needs the papers' three (``stats.MIN_SEEDS``);
 * "sizes differ" — the compared models' parameter counts differ by more than ``SIZE_TOLERANCE``;
 * "collapsed", "not converged" — a run the claim reads is in that state
   (``geolab.experiments.convergence.judge``);
@@ -81,10 +82,10 @@ def gate(
     runs: label -> the trained runs (dicts with "state", and "learned", "baseline_ratio",
     "n_params" where known) the claim reads, one per seed. ``on`` names the run checks that gate
     ("converged": no collapsed or unconverged run; "learned": every run of ``must_learn``, default
-    every label, learned). ``seeds``: the seed count of a comparison over seeds (None: the claim
-    is no such comparison). ``compared``: the labels whose sizes must agree within
-    ``SIZE_TOLERANCE`` (None: no size check). Reasons the rule put in ``h.reasons`` are kept
-    first. The rule's verdict is kept in ``rule_verdict``.
+    every label, learned). ``seeds``: the seed count of a claim read over seeds (None: the claim
+    does not rest on seeds, e.g. an init-only measurement). ``compared``: the labels whose sizes
+    must agree within ``SIZE_TOLERANCE`` (None: no size check). Reasons the rule put in
+    ``h.reasons`` are kept first. The rule's verdict is kept in ``rule_verdict``.
     """
     every = [r for group in runs.values() for r in group]
     reasons = list(h.reasons)  # a rule may name its own (e.g. a width the claim needs)
