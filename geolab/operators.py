@@ -224,41 +224,40 @@ def _cayley_coeffs(x, u, v, c):
     """Per-index scalars (a, b, ok), each (..., 1), with Q x = x + a u + b v where ok is True.
 
     Everything here but the five dot products runs on (..., 1) tensors. Where ok is False,
-    a = b = 0 with zero gradient (the caller substitutes `_cayley_planes` there).
+    a = b = 0 with zero gradient (the caller substitutes `_cayley_planes` there). ok is None
+    when `_every_index_polynomial` found every index in range and in the polynomial form: the
+    guards are then skipped, and a, b are the same numbers.
     """
     uu, vv, uv, ux, vx = _dot(u, u), _dot(v, v), _dot(u, v), _dot(u, x), _dot(v, x)
     fin = torch.finfo(uu.dtype)
+    # ‖u‖², ‖v‖² in [√tiny, √max] (or exactly 0) keep uu·vv and ω² free of under/overflow.
+    # The polynomial's gradient carries c³ (through t² = c·(c ω²)): |c| ≤ max^(1/5) keeps it
+    # finite.
+    lo, hi, tame_c = fin.tiny**0.5, fin.max**0.5, fin.max**0.2
+    if _every_index_polynomial(uu, vv, c, lo, hi, tame_c):
+        a, b = _poly_coeffs(c, ux, vx, *_cross_terms(uu, vv, uv, ux, vx))
+        return a, b, None
     with torch.no_grad():
-        # ‖u‖², ‖v‖² in [√tiny, √max] (or exactly 0) keep uu·vv and ω² free of under/overflow.
-        lo, hi = fin.tiny**0.5, fin.max**0.5
         in_range = ((uu == 0) | ((uu >= lo) & (uu <= hi))) & ((vv == 0) | ((vv >= lo) & (vv <= hi)))
         nn = uu.sqrt() * vv.sqrt()
         small = c.abs() * nn <= 1
         sin2 = (uu * vv - uv * uv) / torch.where(nn > 0, nn * nn, torch.ones_like(nn))
-        # The polynomial's gradient carries c³ (through t² = c·(c ω²)): bounding |c| keeps it
-        # finite. The plane form from u, v needs 1/sin² ≤ 4: the rounding of the cancelling
+        # The plane form from u, v needs 1/sin² ≤ 4: the rounding of the cancelling
         # coefficients grows like eps/sin², so nearly parallel u, v go to `_cayley_planes`.
-        tame = c.abs() <= fin.max**0.2
+        tame = c.abs() <= tame_c
         ok = in_range & torch.where(small, tame, sin2 >= 0.25)
     zero, one = torch.zeros_like(uu), torch.ones_like(uu)
     uu, vv, uv, ux, vx = (torch.where(ok, z, zero) for z in (uu, vv, uv, ux, vx))
-    # u·(A x) and v·(A x), A = u vᵀ − v uᵀ; A²x = u (v·Ax) − v (u·Ax).
-    vax = uv * vx - vv * ux
-    uax = uu * vx - uv * ux
-    g = (uu * vv - uv * uv).clamp_min(0)  # ω² ≥ 0 exactly; see `_cayley_planes` on the clamp
+    vax, uax, g = _cross_terms(uu, vv, uv, ux, vx)
 
     # Each form is computed only where some index takes it (at init every m ≪ 1, so the plane
     # form's two dozen operators are skipped); entries no form selects stay exactly 0.
     a = b = zero
     poly = ok & small
     if _some(poly):
-        # m ≤ 1: Q x = x − k1 (Ax − c A²x), k1 = 2c/(1+t²), t² = c·(c ω²). Here
-        # |c| ≤ max^(1/5) (`tame`), so no product overflows; huge β on tiny u, v is left to
-        # `_cayley_planes`.
+        # Huge β on tiny u, v is left to `_cayley_planes` (`tame`), so no product overflows.
         cp = torch.where(poly, c, torch.zeros_like(c))
-        k1 = 2 * cp / (1 + cp * (cp * g))
-        a = torch.where(poly, k1 * (cp * vax - vx), zero)
-        b = torch.where(poly, k1 * (ux - cp * uax), zero)
+        a, b = _poly_coeffs(cp, ux, vx, vax, uax, g, where=(poly, zero))
     plane = ok & ~small
     if _some(plane):
         # m > 1: Q x = x − sinθ B x + (1 − cosθ) B² x with B = A/ω, in r = 1/t for |t| > 1.
@@ -274,6 +273,49 @@ def _cayley_coeffs(x, u, v, c):
         a = torch.where(plane, s2 * vax - s1 * vx, a)
         b = torch.where(plane, s1 * ux - s2 * uax, b)
     return a, b, ok
+
+
+def _cross_terms(uu, vv, uv, ux, vx):
+    """v·(A x), u·(A x) and ω² = ‖u‖²‖v‖² − (u·v)² from the five dot products, A = u vᵀ − v uᵀ
+    (A²x = u (v·Ax) − v (u·Ax))."""
+    vax = uv * vx - vv * ux
+    uax = uu * vx - uv * ux
+    g = (uu * vv - uv * uv).clamp_min(0)  # ω² ≥ 0 exactly; see `_cayley_planes` on the clamp
+    return vax, uax, g
+
+
+def _poly_coeffs(c, ux, vx, vax, uax, g, where=None):
+    """m ≤ 1: Q x = x − k1 (Ax − c A²x), k1 = 2c/(1+t²), t² = c·(c ω²): the coefficients
+    (a, b) of u and v, from u·x, v·x and `_cross_terms`; ``where`` = (mask, other) keeps each
+    where mask is set, other elsewhere."""
+
+    def keep(t):
+        return t if where is None else torch.where(where[0], t, where[1])
+
+    k1 = 2 * c / (1 + c * (c * g))
+    a = keep(k1 * (c * vax - vx))
+    return a, keep(k1 * (ux - c * uax))
+
+
+def _every_index_polynomial(uu, vv, c, lo, hi, tame_c) -> bool:
+    """Whether every index has ‖u‖², ‖v‖² in [lo, hi] (or 0), m = |c|‖u‖‖v‖ ≤ 1 and |c| ≤
+    tame_c — the polynomial form everywhere, as at init — so `_cayley_coeffs`' per-index guards
+    would change no value. Asked only where they do nothing else: no graph being recorded (they
+    also keep gradients finite), on a CPU in eager mode (one host read). Without a graph the
+    views' 200-layer stacks call this on 32 tokens, where the guards' two dozen small operators
+    cost as much as the arithmetic. NaN anywhere answers False (the guarded path handles it)."""
+    if torch.is_grad_enabled() or uu.device.type != "cpu" or torch.compiler.is_compiling():
+        return False
+    if uu.numel() == 0 or vv.numel() == 0 or c.numel() == 0:
+        return False
+    m = c.abs()
+    nn = uu.sqrt() * vv.sqrt()
+    edges = [torch.where(s == 0, lo, s).aminmax() for s in (uu, vv)]
+    u_min, u_max, v_min, v_max, m_nn, m_max = torch.stack(
+        [*edges[0], *edges[1], (m * nn).amax(), m.amax()]
+    ).tolist()
+    in_range = lo <= u_min and u_max <= hi and lo <= v_min and v_max <= hi
+    return in_range and m_nn <= 1 and m_max <= tame_c
 
 
 def _some(mask):
@@ -343,7 +385,7 @@ def cayley_apply(x, u, v, beta):
     # a u + b v is summed (rounded products, no fused multiply-add) before x is added, so it
     # cancels to exactly 0 when u ∥ v exactly.
     y = x + (a * u + b * v)
-    if not ok.all():
+    if ok is not None and not ok.all():
         y = _patch(y, ok, _cayley_planes, x, u, v, c)
     return y
 
@@ -446,7 +488,7 @@ def hybrid_apply(x, u, v, k, beta, gamma):
     _, kh = _unit(k)
     h = -2 * (1 - g) * _dot(kh, x)
     y = x + ((g * a) * u + (g * b) * v + h * kh)
-    if not ok.all():
+    if ok is not None and not ok.all():
         y = _patch(y, ok, _hybrid_planes, x, u, v, c, kh, g)
     return y
 

@@ -8,11 +8,14 @@ compared with the SVD in tests/test_metrics.py.
 import pytest
 import torch
 import torch.nn.functional as F
+from conftest import FAST, batch_shapes, dtypes
+from hypothesis import given
+from hypothesis import strategies as st
 
 from geolab.config import GeoConfig
 from geolab.layers import rms_norm_linear
 from geolab.mixing import LINEAR_SPREAD, _SinkhornLinear, _SinkhornLog, sinkhorn
-from geolab.operators import cayley_apply, delta_update
+from geolab.operators import _cayley_coeffs, cayley_apply, delta_update, hybrid_apply
 from geolab.rules import rule_class
 
 D, S, B = 16, 5, 3
@@ -192,6 +195,67 @@ def test_cayley_computes_every_form_when_it_cannot_ask_which_are_taken(monkeypat
     every = cayley_apply(x, u, v, beta)
     (every_grad,) = torch.autograd.grad(every.square().sum(), u)
     assert torch.equal(every, eager) and torch.equal(every_grad, eager_grad)
+
+
+_EXTREMES = [1e-30, 1e-7, 1.0, 1e7, 1e30]
+
+
+@given(
+    shape=batch_shapes,
+    dtype=dtypes,
+    u_scale=st.sampled_from(_EXTREMES),
+    v_scale=st.sampled_from([0.0, *_EXTREMES]),
+    beta_scale=st.sampled_from([0.0, *_EXTREMES]),
+    parallel=st.booleans(),
+    seed=st.integers(0, 2**16),
+)
+@FAST
+def test_cayley_and_hybrid_without_a_graph_equal_the_guarded_path(
+    shape, dtype, u_scale, v_scale, beta_scale, parallel, seed
+):
+    # Without a graph, _cayley_coeffs skips its per-index guards when every index takes the
+    # polynomial form; with one it always runs them. The numbers must be the same bits, over
+    # sizes that take each form and the full-width fallback.
+    g = torch.Generator().manual_seed(seed)
+    x, u, v, k = (torch.randn(*shape, 4, 7, generator=g, dtype=dtype) for _ in range(4))
+    u = u * u_scale
+    v = (u if parallel else v) * v_scale
+    beta = torch.randn(*shape, 4, generator=g, dtype=dtype) * beta_scale
+    gamma = torch.rand(*shape, 4, generator=g, dtype=dtype)
+    with torch.enable_grad():
+        guarded = cayley_apply(x, u, v, beta), hybrid_apply(x, u, v, k, beta, gamma)
+    with torch.no_grad():
+        skipped = cayley_apply(x, u, v, beta), hybrid_apply(x, u, v, k, beta, gamma)
+    for a, b in zip(guarded, skipped, strict=True):
+        assert torch.equal(a.isnan(), b.isnan()) and torch.equal(a.nan_to_num(), b.nan_to_num())
+
+
+def test_cayley_skips_the_guards_only_without_a_graph():
+    g = torch.Generator().manual_seed(1)
+    x, u, v = (torch.randn(B, S, D, generator=g) for _ in range(3))
+    c = torch.full((B, S, 1), 0.25)
+    with torch.no_grad():
+        assert _cayley_coeffs(x, u / D, v / D, c)[2] is None  # every m ≪ 1: no guards
+        assert _cayley_coeffs(x, u, v, 1e3 * c)[2] is not None  # m > 1: the plane form
+    assert _cayley_coeffs(x, u / D, v / D, c)[2] is not None  # a graph: the guards stay
+
+
+def test_edelta_regulariser_without_a_graph_is_the_same_number():
+    # Without a graph E∆ reads its regulariser's γ off the gate itself instead of recomputing
+    # it from the detached state.
+    rule = _rule("edelta").float()
+    x = torch.randn(B, S, D)
+    with torch.enable_grad():
+        rule(x, _sublayer_float())
+        with_graph = rule.reg.detach()
+    with torch.no_grad():
+        rule(x, _sublayer_float())
+    assert torch.equal(rule.reg, with_graph)
+
+
+def _sublayer_float():
+    w = torch.randn(D, D, generator=torch.Generator().manual_seed(2)) / D**0.5
+    return lambda h: torch.tanh(h @ w)
 
 
 @pytest.mark.parametrize("name", ["hc", "mhc"])

@@ -153,8 +153,11 @@ class _Geometric(Rule):
             op = hybrid_operator(u, v, k, beta, gamma)
         return (op @ x.unflatten(-1, (self.g, -1))).flatten(-2)
 
-    def _gate_for_regulariser(self, x: torch.Tensor) -> torch.Tensor:
-        """γ again, from the detached state: the regulariser's gradient stops at w_γ and b_γ."""
+    def _gate_for_regulariser(self, x: torch.Tensor, gamma: torch.Tensor) -> torch.Tensor:
+        """γ again, from the detached state: the regulariser's gradient stops at w_γ and b_γ.
+        Without a graph (per token) that is ``gamma`` itself, the same numbers."""
+        if not torch.is_grad_enabled() and self.pool == "token":
+            return gamma
         src = x.detach().mean(dim=-2, keepdim=True) if self.pool == "sequence" else x.detach()
         return torch.sigmoid(self.w_gamma(upcast(src))).squeeze(-1)
 
@@ -162,7 +165,7 @@ class _Geometric(Rule):
         with float32_gates(x):
             u, v, k, beta, gamma = self._geometry(x)
             y = self._shortcut(upcast(x), u, v, k, beta, gamma).to(x.dtype)
-            reg = None if gamma is None else gate_regularizer(self._gate_for_regulariser(x))
+            reg = None if gamma is None else gate_regularizer(self._gate_for_regulariser(x, gamma))
         gates = {name: t for name, t in (("beta", beta), ("gamma", gamma)) if t is not None}
         self.keep(**gates)
         self.reg = None if reg is None else reg.mean()
