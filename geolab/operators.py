@@ -34,6 +34,9 @@ def _vec(name, t, d=None, ref=None):
 
 def _lead(**shapes):
     """Broadcast the leading shapes of the named arguments, or raise naming all of them."""
+    first, *rest = shapes.values()
+    if all(s == first for s in rest):  # the usual case; torch.broadcast_shapes is ≈ 80 µs here
+        return torch.Size(first)
     try:
         return torch.broadcast_shapes(*shapes.values())
     except RuntimeError as err:
