@@ -33,6 +33,7 @@ RULES = ("postln", "preln", "mgt")  # 04's default curves, with the pure-attenti
 PROFILE_RULES = ("preln", "mgt", "edelta")
 TRAIN_RULES = ("mgt", "ddl", "hc", "mhc", "edelta")
 TARGETS = {"profile": 2.5, "depth": 2.5, "beta0": 2.0, "first": 4.0}  # issue 23
+OPENING_DEPTH = 24  # notebook 04's depth slider opens here
 
 
 def _row(name, ms: list[float], target_ms, notes="") -> dict:
@@ -139,10 +140,16 @@ def _rank_rows(n_layer: int, d: int, seq: int, targets: dict, rounds: int) -> li
     label = f"{n_layer} layers, D={d}, S={seq}"
     x = explore.rank_tokens(seq, 0)
     curves = (*RULES, explore.REFERENCE)
-    # 04 first load, cold: weights drawn, every curve probed, the figures.
-    stack.clear()
-    explore.rule_profile.cache_clear()
-    first_ms = 1e3 * seconds(lambda: explore.rank_view(RULES, n_layer, d_model=d, seq_len=seq))
+    opening = min(OPENING_DEPTH, n_layer)
+
+    def cold(depth):
+        """04's first load at ``depth``, ms: weights drawn, every curve probed, the figures."""
+        stack.clear()
+        explore.rule_profile.cache_clear()
+        return 1e3 * seconds(lambda: explore.rank_view(RULES, depth, d_model=d, seq_len=seq))
+
+    opening_ms = cold(opening)
+    first_ms = cold(n_layer)
     cfgs = {r: explore.rank_config(r, n_layer, d, seq) for r in curves}
     floors = {r: _floor(lambda c=c: stack.stack_states(c, 0, x)) for r, c in cfgs.items()}
     profile_cfgs = {r: explore.rank_config(r, n_layer, d, seq) for r in PROFILE_RULES}
@@ -157,10 +164,13 @@ def _rank_rows(n_layer: int, d: int, seq: int, targets: dict, rounds: int) -> li
 
         return run
 
-    shallow_floors = [
-        _floor(lambda c=c: stack.stack_states(c.replace(n_layer=shallow), 0, x))
-        for c in cfgs.values()
-    ]
+    def floors_at(depth):
+        return [
+            _floor(lambda c=c: stack.stack_states(c.replace(n_layer=depth), 0, x))
+            for c in cfgs.values()
+        ]
+
+    shallow_floors, opening_floors = floors_at(shallow), floors_at(opening)
     # The β₀ slider in its own rounds: the depth rows below clear the per-curve cache, which
     # the slider relies on (only mgt reads β₀; the other curves are cached, as in 04).
     explore.rank_view(RULES, n_layer, d_model=d, seq_len=seq)
@@ -178,6 +188,7 @@ def _rank_rows(n_layer: int, d: int, seq: int, targets: dict, rounds: int) -> li
         "new shallow depth": new_depth(shallow),
         "4 floors": lambda: [f() for f in floors.values()],
         "4 shallow floors": lambda: [f() for f in shallow_floors],
+        "4 opening floors": lambda: [f() for f in opening_floors],
     }
     for r, c in profile_cfgs.items():
         fns[f"profile {r}"] = lambda c=c: _profile(c, x)
@@ -222,6 +233,14 @@ def _rank_rows(n_layer: int, d: int, seq: int, targets: dict, rounds: int) -> li
             [statistics.median(four)],
             targets.get("first"),
             "one cold call against the floor's median in the rounds after it",
+        ),
+        _ratio_row(
+            f"04 first load at its opening depth {opening}, cold (its layers drawn, 4 curves "
+            f"probed + figures) / the 4 curves' floor at {opening} layers",
+            [opening_ms / 1e3],
+            [statistics.median(times["4 opening floors"])],
+            None,
+            "one cold call; the deeper layers are drawn when a deeper depth is first asked",
         ),
     ]
     rows.append(

@@ -1,4 +1,4 @@
-"""The views' stacked model: weights drawn once at the deepest depth, any depth a prefix.
+"""The views' stacked model: each layer's weights drawn once, any depth a prefix of the stack.
 
 docs/design.md §5. Notebook 04, ``geolab rank`` and the Jupyter rank explorer show the state after
 every layer of 12–200-layer token stacks at init, and move with depth and init sliders. A
@@ -9,9 +9,10 @@ hooks and one ``nn.Module`` call per linear map costs several times its arithmet
 - the attention and MLP weights of all layers are (L, …) tensors (``Sublayers``), layer l drawn
   from its own generator seeded by (seed, l), so a layer's weights do not depend on how deep the
   stack was drawn, and shared by every rule with the same sublayer width (curves differ by their
-  rule alone);
+  rule alone); a stack is drawn as deep as the deepest depth asked so far, and a deeper one
+  draws only the layers it adds (04 opens at 24 layers and pays for 200 only when asked);
 - the rules are the modules training uses, one per residual step, called through their own
-  ``forward`` (the same maths, no second copy): built once at the deepest depth, then
+  ``forward`` (the same maths, no second copy): each built once, as the stack grows, then
   ``Rule.reset_init`` re-applies slider constants (β₀, λ, α₀, γ₀) and depth constants (DeepNorm's
   a, LayerScale's s₀) without a redraw;
 - GPT-2's projection init 0.02/√(steps) is the only sublayer weight that depends on the total
@@ -39,7 +40,6 @@ from geolab.model import GeoTransformer
 from geolab.rules import Rule, rule_class
 
 STD = 0.02  # GPT-2's init std of every weight but the residual projections' extra 1/√(steps)
-DRAW_DEPTH = 200  # the depth a stack is drawn at unless a deeper one is asked for
 _PARAM_BUDGET = 400_000_000  # kept stacks, in parameters (≈ 1.6 GB of float32)
 _SUBLAYERS: OrderedDict = OrderedDict()
 _RULES: OrderedDict = OrderedDict()
@@ -59,9 +59,10 @@ def _normal(shape, seed: int) -> torch.Tensor:
 class Sublayers:
     """The embedding tables and every layer's attention and MLP weights, drawn N(0, 0.02²).
 
-    qkv (L, 3w, w), attn_proj (L, w, w), fc (L, h, w), mlp_proj (L, w, h) (the last two
-    ``None`` without MLP; h = ``cfg.mlp_hidden(w)``, 4w unless ``d_mlp`` is set); embed
-    (vocab, D), pos (rows, D). w is the rules' sublayer width.
+    qkv (L, 3w, w), attn_proj (L, w, w), fc (L', h, w), mlp_proj (L', w, h) (the last two
+    ``None`` until an MLP is asked for, and L' < L when only attention-only stacks were asked
+    deeper; h = ``cfg.mlp_hidden(w)``, 4w unless ``d_mlp`` is set); embed (vocab, D), pos
+    (rows, D). w is the rules' sublayer width.
     """
 
     embed: torch.Tensor
@@ -81,57 +82,72 @@ class Sublayers:
 
 def draw_sublayers(cfg: GeoConfig, seed: int, depth: int, previous=None) -> Sublayers:
     """``Sublayers`` of ``depth`` layers for ``cfg``'s widths, layer l from seeds (seed, l).
-    ``previous``, an attention-only draw at least as deep, lends its tables and attention
-    weights (the same seeds give the same values), so only the MLP's are drawn."""
+    ``previous``, a kept draw of the same widths (shallower, deeper, or attention-only), lends
+    its tables and every layer it holds (the same seeds give the same values), so only the
+    layers it lacks are drawn; the result is at least as deep as ``previous``."""
     w = rule_class(cfg).sublayer_width(cfg)
     rows = cfg.seq_len + 1 if cfg.flavor == "reference" else cfg.seq_len
+    if previous is not None:
+        depth = max(depth, previous.depth)
 
-    def layers(shape, part):
+    def layers(kept, shape, part):
+        """(depth, *shape): ``kept``'s layers, then the rest drawn into the stack."""
+        start = 0 if kept is None else kept.shape[0]
+        if start >= depth:
+            return kept
         out = torch.empty(depth, *shape)
-        for layer in range(depth):  # into the stack, no per-layer tensors to copy
+        if start:
+            out[:start] = kept
+        for layer in range(start, depth):  # into the stack, no per-layer tensors to copy
             gen = torch.Generator().manual_seed(_seed(seed, layer, part))
             torch.randn(shape, generator=gen, out=out[layer]).mul_(STD)
         return out
 
-    if previous is not None and previous.depth >= depth:
-        depth = previous.depth
-        embed, pos, qkv, attn_proj = previous.embed, previous.pos, previous.qkv, previous.attn_proj
-    else:
+    old = previous if previous is not None else SimpleNamespace(**dict.fromkeys(_PARTS))
+    if previous is None:
         embed = _normal((cfg.vocab_size, cfg.d_model), _seed(seed, -1, 0))
         pos = _normal((rows, cfg.d_model), _seed(seed, -1, 1))
-        qkv, attn_proj = layers((3 * w, w), 0), layers((w, w), 1)
+    else:
+        embed, pos = previous.embed, previous.pos
+    hidden = cfg.mlp_hidden(w)
     return Sublayers(
         embed=embed,
         pos=pos,
-        qkv=qkv,
-        attn_proj=attn_proj,
-        fc=layers((cfg.mlp_hidden(w), w), 2) if cfg.mlp else None,
-        mlp_proj=layers((w, cfg.mlp_hidden(w)), 3) if cfg.mlp else None,
+        qkv=layers(old.qkv, (3 * w, w), 0),
+        attn_proj=layers(old.attn_proj, (w, w), 1),
+        fc=layers(old.fc, (hidden, w), 2) if cfg.mlp else old.fc,
+        mlp_proj=layers(old.mlp_proj, (w, hidden), 3) if cfg.mlp else old.mlp_proj,
     )
 
 
-def build_rules(cfg: GeoConfig, seed: int, depth: int) -> list[Rule]:
+_PARTS = ("qkv", "attn_proj", "fc", "mlp_proj")
+
+
+def build_rules(cfg: GeoConfig, seed: int, depth: int, previous=()) -> list[Rule]:
     """One rule module per residual step of a ``depth``-layer stack (attention, MLP, …), each
-    drawn from the global RNG seeded by (seed, layer, step) and restored afterwards."""
+    drawn from the global RNG seeded by (seed, layer, step) and restored afterwards; the steps
+    of ``previous`` (a kept, shallower list) are kept and only the rest are built."""
     rule_cls = rule_class(cfg)
     cfg = cfg.replace(n_layer=depth)
-    rules = []
+    per_layer = 2 if cfg.mlp else 1
+    rules = list(previous)
     # The CPU generator alone: torch.manual_seed also queues a CUDA seed with a stack trace
     # (≈ 0.3 ms a call here), 400 times for 200 layers.
     with torch.random.fork_rng(devices=[]):
-        for layer in range(depth):
-            for step in range(2 if cfg.mlp else 1):
+        for layer in range(len(rules) // per_layer, depth):
+            for step in range(per_layer):
                 torch.default_generator.manual_seed(_seed(seed, layer, 4 + step))
                 rules.append(rule_cls(cfg).eval())
     return rules
 
 
 def _kept(cache: OrderedDict, key, fits, depth: int, draw):
-    """The cached value for ``key`` if ``fits(value)``, else ``draw(depth)``, kept least
-    recently used first out within the parameter budget."""
+    """The cached value for ``key`` if ``fits(value)``, else ``draw(depth, value)`` (value the
+    kept one, to grow from, or None), kept least recently used first out within the parameter
+    budget."""
     value, size = cache.pop(key, (None, 0))
     if value is None or not fits(value):
-        value = draw(depth)
+        value = draw(depth, value)
         size = _numel(value)
     cache[key] = value, size
     while (
@@ -161,13 +177,14 @@ def _fixed(cfg: GeoConfig) -> GeoConfig:
     return cfg.replace(n_layer=1, layerscale_init=None, **fields)
 
 
-def stack_weights(cfg: GeoConfig, seed: int, draw_depth: int = DRAW_DEPTH):
-    """The kept ``Sublayers`` and rule modules serving ``cfg`` (drawn at
-    max(draw_depth, cfg.n_layer) layers if none as deep are kept), the rules reset to ``cfg``'s
-    constants and depth. Returns (sublayers, rules), both possibly deeper than ``cfg``."""
+def stack_weights(cfg: GeoConfig, seed: int, draw_depth: int | None = None):
+    """The kept ``Sublayers`` and rule modules serving ``cfg`` (grown to
+    max(draw_depth, cfg.n_layer) layers if the kept ones are shallower), the rules reset to
+    ``cfg``'s constants and depth. Returns (sublayers, rules), both possibly deeper than
+    ``cfg``."""
     if cfg.vocab_size is None:
         raise ValueError("the stacked model serves token models: set GeoConfig.vocab_size")
-    depth = max(draw_depth, cfg.n_layer)
+    depth = max(draw_depth or 0, cfg.n_layer)
     rule_cls = rule_class(cfg)
     width = rule_cls.sublayer_width(cfg)
     # Attention-only stacks (pure attention) read the same attention weights as the others.
@@ -175,10 +192,12 @@ def stack_weights(cfg: GeoConfig, seed: int, draw_depth: int = DRAW_DEPTH):
     sub_key = (width, hidden, cfg.d_model, cfg.vocab_size, cfg.seq_len, cfg.flavor, seed)
 
     def deep_enough(sub):
-        return sub.depth >= cfg.n_layer and (sub.fc is not None or not cfg.mlp)
+        mlp_depth = 0 if sub.fc is None else sub.fc.shape[0]
+        return sub.depth >= cfg.n_layer and (mlp_depth >= cfg.n_layer or not cfg.mlp)
 
-    previous = _SUBLAYERS.get(sub_key, (None, 0))[0]  # an attention-only draw lends its own
-    draw = partial(draw_sublayers, cfg, seed, previous=previous)
+    def draw(depth, kept):
+        return draw_sublayers(cfg, seed, depth, previous=kept)
+
     sub = _kept(_SUBLAYERS, sub_key, deep_enough, depth, draw)
     fixed = _fixed(cfg)
     rules = _kept(
@@ -186,11 +205,12 @@ def stack_weights(cfg: GeoConfig, seed: int, draw_depth: int = DRAW_DEPTH):
         (fixed, seed),
         lambda rules: len(rules) >= cfg.n_steps,
         depth,
-        partial(build_rules, fixed, seed),
+        lambda depth, kept: build_rules(fixed, seed, depth, previous=kept or ()),
     )
+    # The steps cfg's stack runs, not all kept ones: a shallow depth resets its prefix only
+    # (rules[0].cfg == cfg still means the first cfg.n_steps hold cfg's constants). A grown
+    # stack always passes here: its depth, part of cfg, is new.
     if rules[0].cfg != cfg:  # a slider or the depth moved: constants only, no draw
-        # The steps cfg's stack runs, not all kept ones: a shallow depth resets its prefix only
-        # (rules[0].cfg == cfg still means the first cfg.n_steps hold cfg's constants).
         for rule in rules[: cfg.n_steps]:
             rule.reset_init(cfg)
     return sub, rules
@@ -226,15 +246,15 @@ def stack_states(
     seed: int,
     tokens: torch.Tensor,
     every_step: bool = False,
-    draw_depth: int = DRAW_DEPTH,
+    draw_depth: int | None = None,
     with_input: bool = False,
 ) -> torch.Tensor:
     """The merged residual states of ``cfg``'s stack on ``tokens`` (B, S) int64: after every
     layer, (n_layer, B, S, D), or with ``every_step`` the embedding and then every residual
     step, (n_steps + 1, B, S, D) — what ``probe.rank_profile`` and ``record`` see; with
     ``with_input`` alone the embedding and then every layer, (n_layer + 1, B, S, D) (04's
-    curves, without stacking the mid-layer steps only to drop them). A stack not kept yet is
-    drawn at max(draw_depth, cfg.n_layer) layers (the numbers do not depend on it)."""
+    curves, without stacking the mid-layer steps only to drop them). A stack shallower than
+    max(draw_depth, cfg.n_layer) is grown to it (the numbers do not depend on it)."""
     sub, rules = stack_weights(cfg, seed, draw_depth)
     sub = _sublayer_weights(sub, cfg)
     rule_cls = rule_class(cfg)

@@ -101,6 +101,35 @@ def test_a_deep_stack_after_a_shallow_move_equals_a_fresh_draw(rule, fields):
         assert torch.equal(kept, stack.stack_states(cfg, 3, tokens, True, draw_depth=6))
 
 
+@pytest.mark.parametrize("rule", RULES)
+def test_a_grown_stack_equals_a_fresh_draw(rule):
+    # 04 opens shallow and draws deeper layers only when asked; moving a slider first must not
+    # leave the layers drawn later at their defaults.
+    tokens = explore.rank_tokens(8, 0)
+    fields = {"beta0": -0.3} if rule.startswith("mgt") and rule != "mgt_mhc" else {}
+    deep = explore.rank_config(rule, 7, 32, 8, **fields)
+    stack.clear()
+    stack.stack_states(explore.rank_config(rule, 3, 32, 8, **fields), 4, tokens)
+    shallow_qkv = stack.stack_weights(explore.rank_config(rule, 3, 32, 8), 4)[0].qkv
+    grown = stack.stack_states(deep, 4, tokens, every_step=True)
+    sub = stack.stack_weights(deep, 4)[0]
+    assert sub.depth == 7 and torch.equal(sub.qkv[:3], shallow_qkv)
+    stack.clear()
+    assert torch.equal(grown, stack.stack_states(deep, 4, tokens, every_step=True))
+
+
+def test_an_mlp_grown_after_a_deeper_pure_attention_stack_equals_a_fresh_draw():
+    tokens = explore.rank_tokens(8, 0)
+    full = explore.rank_config("preln", 5, 32, 8)
+    stack.clear()
+    stack.stack_states(full.replace(n_layer=2), 0, tokens)  # MLPs of 2 layers
+    stack.stack_states(explore.rank_config(explore.REFERENCE, 8, 32, 8), 0, tokens)
+    kept = stack.stack_states(full, 0, tokens, every_step=True)  # MLPs grown to 8
+    assert stack.stack_weights(full, 0)[0].fc.shape[0] == 8
+    stack.clear()
+    assert torch.equal(kept, stack.stack_states(full, 0, tokens, every_step=True))
+
+
 def test_pure_attention_reads_the_attention_weights_of_the_full_stack():
     stack.clear()
     full = explore.rank_config("preln", 3, 32, 8)

@@ -42,7 +42,7 @@ def cmd_rank(args) -> int:
     cfg = geo_config(args, seq_len=args.seq_len, vocab_size=RANK_VOCAB, mlp=not args.no_mlp)
     check_fits(cfg, args.batch, args.seq_len, torch.device("cpu"), training=False)
     tokens = rank_tokens(args.seq_len, args.seed, args.batch)
-    states = stack_states(cfg, args.seed, tokens, every_step=True, draw_depth=cfg.n_layer)
+    states = stack_states(cfg, args.seed, tokens, every_step=True)
     ranks = effective_rank(states).mean(dim=-1).tolist()
     residuals = rank_collapse_residual(states).mean(dim=-1).tolist()
     per_step = 2 if cfg.mlp else 1

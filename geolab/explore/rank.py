@@ -128,9 +128,10 @@ def rule_profile(
     change them (the arrays are read-only: every caller shares them). Index l is ``geolab
     rank``'s layer l.
 
-    The states come from the views' stacked model (``geolab.stack``): weights drawn once per
-    (rule, width, sequence length, seed) at 200 layers, any depth a prefix, slider constants
-    re-applied without a redraw, so a slider move is one forward of the curves it changes.
+    The states come from the views' stacked model (``geolab.stack``): each layer's weights
+    drawn once per (rule, width, sequence length, seed), any depth a prefix of the deepest
+    asked so far, slider constants re-applied without a redraw, so a slider move is one forward
+    of the curves it changes.
     """
     cfg = rank_config(rule, n_layer, d_model, seq_len, **dict(fields))
     states = stack_states(cfg, seed, rank_tokens(seq_len, seed), with_input=True)[:, 0]
