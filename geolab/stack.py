@@ -90,8 +90,9 @@ def draw_sublayers(cfg: GeoConfig, seed: int, depth: int, previous=None) -> Subl
     if previous is not None:
         depth = max(depth, previous.depth)
 
-    def layers(kept, shape, part):
-        """(depth, *shape): ``kept``'s layers, then the rest drawn into the stack."""
+    def layers(name, shape, part):
+        """(depth, *shape): ``previous``'s layers of ``name``, then the rest drawn into it."""
+        kept = getattr(previous, name, None)
         start = 0 if kept is None else kept.shape[0]
         if start >= depth:
             return kept
@@ -103,7 +104,6 @@ def draw_sublayers(cfg: GeoConfig, seed: int, depth: int, previous=None) -> Subl
             torch.randn(shape, generator=gen, out=out[layer]).mul_(STD)
         return out
 
-    old = previous if previous is not None else SimpleNamespace(**dict.fromkeys(_PARTS))
     if previous is None:
         embed = _normal((cfg.vocab_size, cfg.d_model), _seed(seed, -1, 0))
         pos = _normal((rows, cfg.d_model), _seed(seed, -1, 1))
@@ -113,24 +113,23 @@ def draw_sublayers(cfg: GeoConfig, seed: int, depth: int, previous=None) -> Subl
     return Sublayers(
         embed=embed,
         pos=pos,
-        qkv=layers(old.qkv, (3 * w, w), 0),
-        attn_proj=layers(old.attn_proj, (w, w), 1),
-        fc=layers(old.fc, (hidden, w), 2) if cfg.mlp else old.fc,
-        mlp_proj=layers(old.mlp_proj, (w, hidden), 3) if cfg.mlp else old.mlp_proj,
+        qkv=layers("qkv", (3 * w, w), 0),
+        attn_proj=layers("attn_proj", (w, w), 1),
+        fc=layers("fc", (hidden, w), 2) if cfg.mlp else getattr(previous, "fc", None),
+        mlp_proj=layers("mlp_proj", (w, hidden), 3)
+        if cfg.mlp
+        else getattr(previous, "mlp_proj", None),
     )
 
 
-_PARTS = ("qkv", "attn_proj", "fc", "mlp_proj")
-
-
-def build_rules(cfg: GeoConfig, seed: int, depth: int, previous=()) -> list[Rule]:
+def build_rules(cfg: GeoConfig, seed: int, depth: int, previous=None) -> list[Rule]:
     """One rule module per residual step of a ``depth``-layer stack (attention, MLP, …), each
     drawn from the global RNG seeded by (seed, layer, step) and restored afterwards; the steps
     of ``previous`` (a kept, shallower list) are kept and only the rest are built."""
     rule_cls = rule_class(cfg)
     cfg = cfg.replace(n_layer=depth)
     per_layer = 2 if cfg.mlp else 1
-    rules = list(previous)
+    rules = list(previous or ())
     # The CPU generator alone: torch.manual_seed also queues a CUDA seed with a stack trace
     # (≈ 0.3 ms a call here), 400 times for 200 layers.
     with torch.random.fork_rng(devices=[]):
@@ -195,17 +194,14 @@ def stack_weights(cfg: GeoConfig, seed: int, draw_depth: int | None = None):
         mlp_depth = 0 if sub.fc is None else sub.fc.shape[0]
         return sub.depth >= cfg.n_layer and (mlp_depth >= cfg.n_layer or not cfg.mlp)
 
-    def draw(depth, kept):
-        return draw_sublayers(cfg, seed, depth, previous=kept)
-
-    sub = _kept(_SUBLAYERS, sub_key, deep_enough, depth, draw)
+    sub = _kept(_SUBLAYERS, sub_key, deep_enough, depth, partial(draw_sublayers, cfg, seed))
     fixed = _fixed(cfg)
     rules = _kept(
         _RULES,
         (fixed, seed),
         lambda rules: len(rules) >= cfg.n_steps,
         depth,
-        lambda depth, kept: build_rules(fixed, seed, depth, previous=kept or ()),
+        partial(build_rules, fixed, seed),
     )
     # The steps cfg's stack runs, not all kept ones: a shallow depth resets its prefix only
     # (rules[0].cfg == cfg still means the first cfg.n_steps hold cfg's constants). A grown
