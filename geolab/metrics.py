@@ -118,7 +118,8 @@ def effective_rank(X) -> torch.Tensor:
     # A subnormal scale (a state that decayed through ~100 layers) has no finite 1/scale: lift
     # those matrices by an exact power of two first (rank is scale-invariant); others × 1.
     lift = torch.where(finite & (scale > 0) & torch.isinf(1 / scale), SUBNORMAL_LIFT, 1.0)
-    X, scale = X * lift[..., None, None], scale * lift
+    if bool((lift != 1.0).any()):  # rare; × 1 would copy every state (a third of the cost)
+        X, scale = X * lift[..., None, None], scale * lift
     # LAPACK refuses non-finite input; zero those matrices here and mark them NaN at the end.
     inv = torch.where(finite & (scale > 0), 1 / scale, torch.zeros_like(scale))[..., None, None]
     sigma = _singular_values(X, inv)
@@ -136,9 +137,9 @@ def _singular_values(X: torch.Tensor, inv: torch.Tensor) -> torch.Tensor:
     keep = inv > 0
     if X.dtype == torch.float64:
         return torch.linalg.svdvals(torch.where(keep, X * inv, 0.0))
-    Xd = X.double() * inv.double()
+    Xd = X.double().mul_(inv.double())  # in place: the states' float64 copy is the big one
     gram = Xd @ Xd.mT if X.shape[-2] <= X.shape[-1] else Xd.mT @ Xd
-    sigma = torch.linalg.eigvalsh(torch.where(keep, gram, 0.0)).clamp_min(0).sqrt()
+    sigma = torch.linalg.eigvalsh(gram.masked_fill_(~keep, 0.0)).clamp_min(0).sqrt()
     return sigma.to(X.dtype)
 
 
