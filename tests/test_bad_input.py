@@ -809,6 +809,27 @@ def test_effective_rank_of_a_subnormal_state(dtype):
     assert effective_rank(rows).item() == pytest.approx(1 / 16, rel=1e-4)
 
 
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+def test_effective_rank_of_a_batch_is_each_matrix_alone(dtype):
+    """Whether a batch needs the subnormal lift is decided once for the batch (the lift is
+    skipped when no matrix needs it): each matrix's rank is the same bits as when it is ranked
+    alone, in a batch of normal, subnormal, zero, NaN and ±inf matrices."""
+    from geolab.metrics import effective_rank
+
+    gen = torch.Generator().manual_seed(4)
+    normal = torch.randn(5, 9, 13, dtype=dtype, generator=gen)
+    batch = normal.clone()
+    batch[1] *= torch.finfo(dtype).tiny / 16
+    batch[2] = 0.0
+    batch[3, 0, 0] = math.nan
+    batch[4, 1, 2] = -math.inf
+    got = effective_rank(batch)
+    for i in range(5):
+        assert torch.equal(got[i].nan_to_num(-1.0), effective_rank(batch[i]).nan_to_num(-1.0))
+    assert torch.equal(got[0], effective_rank(normal[0]))
+    assert got[1].isfinite() and got[2] == 0 and got[3].isnan() and got[4].isnan()
+
+
 def test_rank_of_400_attention_only_layers_is_the_floor(capsys):
     """`rank --residual noskip --no-mlp` deep enough to decay the state below float32's normal
     range: every rank finite, the last at the floor 1/S (within 5 %: a subnormal keeps only a
