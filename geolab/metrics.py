@@ -117,8 +117,9 @@ def effective_rank(X) -> torch.Tensor:
     finite = torch.isfinite(scale)  # amax propagates NaN, so this is "every entry finite"
     # A subnormal scale (a state that decayed through ~100 layers) has no finite 1/scale: lift
     # those matrices by an exact power of two first (rank is scale-invariant); others × 1.
-    lift = torch.where(finite & (scale > 0) & torch.isinf(1 / scale), SUBNORMAL_LIFT, 1.0)
-    if bool((lift != 1.0).any()):  # rare; × 1 would copy every state (a third of the cost)
+    subnormal = finite & (scale > 0) & torch.isinf(1 / scale)
+    if bool(subnormal.any()):  # rare: lifting by × 1 alone would copy every state
+        lift = torch.where(subnormal, SUBNORMAL_LIFT, 1.0)
         X, scale = X * lift[..., None, None], scale * lift
     # LAPACK refuses non-finite input; zero those matrices here and mark them NaN at the end.
     inv = torch.where(finite & (scale > 0), 1 / scale, torch.zeros_like(scale))[..., None, None]

@@ -813,7 +813,7 @@ def test_effective_rank_of_a_subnormal_state(dtype):
 def test_effective_rank_of_a_batch_is_each_matrix_alone(dtype):
     """Whether a batch needs the subnormal lift is decided once for the batch (the lift is
     skipped when no matrix needs it): each matrix's rank is the same bits as when it is ranked
-    alone, in a batch of normal, subnormal, zero, NaN and ±inf matrices."""
+    alone, in a batch of normal, subnormal, zero, NaN and −inf matrices."""
     from geolab.metrics import effective_rank
 
     gen = torch.Generator().manual_seed(4)
