@@ -156,3 +156,25 @@ def test_geolab_bench_is_wired():
     args = build_parser().parse_args(["bench", "--quick", "--only", "rules", "--threads", "1"])
     assert args.func is cmd_bench
     assert (args.quick, args.only, args.threads, args.clock) == (True, ["rules"], 1, "auto")
+
+
+def test_the_views_profiles_run():
+    """``python -m bench.profile --views`` and ``--first-load`` (README's evidence) at tiny sizes:
+    the first load's five parts are there and are CPU times; a view's profile names its calls."""
+    from bench import profile
+
+    parts = profile.first_load(4, d_model=32, seq_len=8)
+    assert list(parts) == [
+        "cold first load",
+        "kept weights (a new depth)",
+        "drawing the sublayer weights",
+        "building the rule modules",
+        "the 4 curves' matrix-product floor",
+    ]
+    assert all(math.isfinite(s) and s >= 0 for s in parts.values()), parts
+    head = profile.view_summary("mgt", 2, 3, d_model=32, seq_len=8).splitlines()[0]
+    assert head.startswith("mgt: rank_profile on the stacked model, 2 layers, D=32, S=8")
+    assert "aten calls" in head
+    with pytest.raises(SystemExit) as err:
+        profile.main([])
+    assert err.value.code == 2
