@@ -159,8 +159,9 @@ def test_geolab_bench_is_wired():
 
 
 def test_the_views_profiles_run():
-    """``python -m bench.profile --views`` and ``--first-load`` (README's evidence) at tiny sizes:
-    the first load's five parts are there and are CPU times; a view's profile names its calls."""
+    """``python -m bench.profile --views --replay`` and ``--first-load`` (README's evidence) at
+    tiny sizes: the first load's parts are there and are CPU times, a view's profile names its
+    calls, the replayed operators give finite times."""
     from bench import profile
 
     parts = profile.first_load(4, d_model=32, seq_len=8)
@@ -168,13 +169,18 @@ def test_the_views_profiles_run():
         "cold first load",
         "kept weights (a new depth)",
         "drawing the sublayer weights",
-        "building the rule modules",
+        "building the rule modules: postln",
+        "building the rule modules: preln",
+        "building the rule modules: mgt",
+        "building the rule modules: pure attention",
         "the 4 curves' matrix-product floor",
     ]
     assert all(math.isfinite(s) and s >= 0 for s in parts.values()), parts
     head = profile.view_summary("mgt", 2, 3, d_model=32, seq_len=8).splitlines()[0]
     assert head.startswith("mgt: rank_profile on the stacked model, 2 layers, D=32, S=8")
     assert "aten calls" in head
+    r = profile.replay_ratios("mgt", 2, rounds=1, d_model=32, seq_len=8)
+    assert all(math.isfinite(v) and v >= 0 for v in r.values()), r
     with pytest.raises(SystemExit) as err:
         profile.main([])
     assert err.value.code == 2
