@@ -19,10 +19,11 @@ from torch.utils._python_dispatch import TorchDispatchMode
 
 from bench.bench_live import RULES, _floor, _profile
 from bench.bench_rules import _step_fn
-from bench.timing import interleaved, seconds, set_clock
+from bench.timing import interleaved, median_ratio, seconds, set_clock
 from geolab import explore, stack
 
 MATMUL = ("aten::mm", "aten::addmm", "aten::bmm", "aten::_scaled_dot_product")
+REPLAY_ROUNDS = 5
 
 
 def _split(label: str, fn, rows: int) -> str:
@@ -98,7 +99,7 @@ def _replay(fn):
     return run
 
 
-def replay_ratios(rule: str, n_layer: int, rounds: int = 5, d_model=128, seq_len=32) -> dict:
+def replay_ratios(rule: str, n_layer: int, rounds=REPLAY_ROUNDS, d_model=128, seq_len=32) -> dict:
     """``rank_profile`` of ``rule`` on the stacked model, its aten operators replayed
     (``_replay``) and its matrix-product floor, interleaved: medians over ``rounds`` of each
     one's seconds (process CPU time) and of the two ratios to the floor."""
@@ -112,8 +113,7 @@ def replay_ratios(rule: str, n_layer: int, rounds: int = 5, d_model=128, seq_len
     times = interleaved(fns, rounds=rounds)
     out = {name: statistics.median(t) for name, t in times.items()}
     for name in ("model", "operators replayed"):
-        ratios = [a / b for a, b in zip(times[name], times["floor"], strict=True)]
-        out[f"{name} / floor"] = statistics.median(ratios)
+        out[f"{name} / floor"] = median_ratio(times[name], times["floor"])
     return out
 
 
@@ -126,14 +126,13 @@ def first_load(n_layer: int, d_model: int = 128, seq_len: int = 32) -> dict[str,
     curves = (*RULES, explore.REFERENCE)
     cfgs = [explore.rank_config(r, n_layer, d_model, seq_len) for r in curves]
 
-    def cold():
-        stack.clear()
-        explore.rule_profile.cache_clear()
-        explore.rank_view(RULES, n_layer, d_model=d_model, seq_len=seq_len)
-
     def warm():
         explore.rule_profile.cache_clear()
         explore.rank_view(RULES, n_layer, d_model=d_model, seq_len=seq_len)
+
+    def cold():
+        stack.clear()
+        warm()
 
     parts = {"cold first load": seconds(cold), "kept weights (a new depth)": seconds(warm)}
     # A pure-attention stack reads the same attention weights: the MLP stacks' draw covers it.
@@ -185,7 +184,7 @@ def main(argv: list[str] | None = None) -> None:
                 f"{rule}: model {r['model'] * 1e3:.0f} ms = {r['model / floor']:.2f}× the floor, "
                 f"its operators replayed {r['operators replayed'] * 1e3:.0f} ms = "
                 f"{r['operators replayed / floor']:.2f}×, floor {r['floor'] * 1e3:.0f} ms "
-                "(medians of 5 interleaved rounds)",
+                f"(medians of {REPLAY_ROUNDS} interleaved rounds)",
                 flush=True,
             )
 
