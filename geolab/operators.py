@@ -223,23 +223,21 @@ def _cayley_planes(x, u, v, c):
     return torch.where(small, q_poly, q_plane)
 
 
-def _cayley_coeffs(x, u, v, c):
-    """Per-index scalars (a, b, ok), each (..., 1), with Q x = x + a u + b v where ok is True.
+def _cayley_dots(x, u, v):
+    """The five dot products u·u, v·v, u·v, u·x, v·x, each (..., 1): all the Cayley
+    coefficients read of width d."""
+    return _dot(u, u), _dot(v, v), _dot(u, v), _dot(u, x), _dot(v, x)
 
-    Everything here but the five dot products runs on (..., 1) tensors. Where ok is False,
-    a = b = 0 with zero gradient (the caller substitutes `_cayley_planes` there). ok is None
-    when `_every_index_polynomial` found every index in range and in the polynomial form: the
-    guards are then skipped, and a, b are the same numbers.
+
+def _cayley_coeffs(c, uu, vv, uv, ux, vx):
+    """Per-index scalars (a, b, ok), each (..., 1), with Q x = x + a u + b v where ok is True,
+    from c = β/2 and `_cayley_dots` — the guarded form, for inputs `_polynomial_everywhere`
+    turned down.
+
+    Everything here runs on (..., 1) tensors. Where ok is False, a = b = 0 with zero gradient
+    (the caller substitutes `_cayley_planes` there).
     """
-    uu, vv, uv, ux, vx = _dot(u, u), _dot(v, v), _dot(u, v), _dot(u, x), _dot(v, x)
-    fin = torch.finfo(uu.dtype)
-    # ‖u‖², ‖v‖² in [√tiny, √max] (or exactly 0) keep uu·vv and ω² free of under/overflow.
-    # The polynomial's gradient carries c³ (through t² = c·(c ω²)): |c| ≤ max^(1/5) keeps it
-    # finite.
-    lo, hi, tame_c = fin.tiny**0.5, fin.max**0.5, fin.max**0.2
-    if _every_index_polynomial(uu, vv, c, lo, hi, tame_c):
-        a, b = _poly_coeffs(c, ux, vx, *_cross_terms(uu, vv, uv, ux, vx))
-        return a, b, None
+    lo, hi, tame_c = _limits(uu.dtype)
     with torch.no_grad():
         in_range = ((uu == 0) | ((uu >= lo) & (uu <= hi))) & ((vv == 0) | ((vv >= lo) & (vv <= hi)))
         nn = uu.sqrt() * vv.sqrt()
@@ -300,25 +298,55 @@ def _poly_coeffs(c, ux, vx, vax, uax, g, where=None):
     return a, keep(k1 * (ux - c * uax))
 
 
-def _every_index_polynomial(uu, vv, c, lo, hi, tame_c) -> bool:
-    """Whether every index has ‖u‖², ‖v‖² in [lo, hi] (or 0), m = |c|‖u‖‖v‖ ≤ 1 and |c| ≤
-    tame_c — the polynomial form everywhere, as at init — so `_cayley_coeffs`' per-index guards
-    would change no value. Asked only where they do nothing else: no graph being recorded (they
-    also keep gradients finite), on a CPU in eager mode (one host read). Without a graph the
-    views' 200-layer stacks call this on 32 tokens, where the guards' two dozen small operators
-    cost as much as the arithmetic. NaN anywhere answers False (the guarded path handles it)."""
-    if torch.is_grad_enabled() or uu.device.type != "cpu" or torch.compiler.is_compiling():
+def _limits(dtype):
+    """(lo, hi, tame_c) of `_cayley_coeffs`' guards: ‖u‖², ‖v‖² in [√tiny, √max] (or exactly 0)
+    keep uu·vv and ω² free of under/overflow; the polynomial's gradient carries c³ (through
+    t² = c·(c ω²)), and |c| ≤ max^(1/5) keeps it finite."""
+    fin = torch.finfo(dtype)
+    return fin.tiny**0.5, fin.max**0.5, fin.max**0.2
+
+
+@torch.compiler.disable
+def _polynomial_everywhere(c, uu, vv, *squares, finite=None) -> bool:
+    """Whether every index takes the polynomial form with no guard needed: ‖u‖², ‖v‖² in
+    [lo, hi] of `_limits` or exactly 0, each of ``squares`` (squared norms of vectors that get
+    normalised, where an underflow to 0 would lose the direction) in [lo, hi], m = |c|‖u‖‖v‖ ≤ 1,
+    |c| ≤ tame_c, and ``finite`` (a (..., 1) tensor) finite throughout. Then the guards of
+    `_cayley_coeffs` would change no value and no gradient, so the callers use the polynomial
+    directly (as at init and in training, where every m ≪ 1). NaN anywhere answers False (the
+    guarded path handles it).
+
+    One host read per call: on a CPU a few µs, on an accelerator one sync (the guarded path
+    syncs too, on its ``ok.all()``). Left out of torch.compile on purpose: a compiled step
+    breaks its graph here once and traces the branch this bool picks (dynamo guards on a bool,
+    so the all-polynomial graph is compiled once and reused by every layer).
+    """
+    if not all(t.numel() for t in (c, uu, vv)):
         return False
-    if uu.numel() == 0 or vv.numel() == 0 or c.numel() == 0:
-        return False
+    lo, hi, tame_c = _limits(uu.dtype)
     m = c.abs()
-    nn = uu.sqrt() * vv.sqrt()
-    edges = [torch.where(s == 0, lo, s).aminmax() for s in (uu, vv)]
-    u_min, u_max, v_min, v_max, m_nn, m_max = torch.stack(
-        [*edges[0], *edges[1], (m * nn).amax(), m.amax()]
-    ).tolist()
-    in_range = lo <= u_min and u_max <= hi and lo <= v_min and v_max <= hi
-    return in_range and m_nn <= 1 and m_max <= tame_c
+    mnn = m * (uu.sqrt() * vv.sqrt())  # the same m as `_cayley_coeffs`' guards compute
+    cols = [uu, vv, *squares, mnn, m] + ([] if finite is None else [finite.abs()])
+    shape = mnn.shape
+    if any(t.shape != shape for t in cols):  # broadcast leading dims, or a number β
+        shape = _lead(**{str(i): t.shape for i, t in enumerate(cols)})
+        cols = [t.expand(shape) for t in cols]
+    # One host read of every column's min and max: ≈ 10 small operators on (..., 1) tensors.
+    low, high = torch.aminmax(torch.cat(cols, -1).reshape(-1, len(cols)), dim=0)
+    got = torch.cat([low, high]).tolist()
+    n, squared = len(cols), 2 + len(squares)
+    low, high = got[:squared], got[n : n + squared]
+    m_nn, m_max, big = got[n + squared :] + [0.0] * (finite is None)
+    # Written so that NaN (every comparison False) answers False.
+    if not (all(b <= hi for b in high) and m_nn <= 1 and m_max <= tame_c and math.isfinite(big)):
+        return False
+    if all(lo <= a for a in low):
+        return True
+    # ‖u‖ = 0 or ‖v‖ = 0 is allowed (the polynomial gives Q = I there exactly): the minima
+    # again without zeros, once, and only here.
+    if not all(lo <= a for a in low[2:]):
+        return False
+    return all(lo <= torch.where(s == 0, lo, s).amin().item() for s in (uu, vv))
 
 
 def _some(mask):
@@ -384,7 +412,12 @@ def cayley_apply(x, u, v, beta):
     _vec("v", v, d, "x")
     lead = _lead(x=x.shape[:-1], u=u.shape[:-1], v=v.shape[:-1])
     c = _scalar("beta", beta, x, lead, 1) / 2
-    a, b, ok = _cayley_coeffs(x, u, v, c)
+    dots = _cayley_dots(x, u, v)
+    if _polynomial_everywhere(c, *dots[:2]):
+        a, b = _poly_coeffs(c, *dots[3:], *_cross_terms(*dots))
+        ok = None
+    else:
+        a, b, ok = _cayley_coeffs(c, *dots)
     # a u + b v is summed (rounded products, no fused multiply-add) before x is added, so it
     # cancels to exactly 0 when u ∥ v exactly.
     y = x + (a * u + b * v)
@@ -474,10 +507,14 @@ def hybrid_apply(x, u, v, k, beta, gamma):
     Source: Shahmansoori 2026 (docs/design.md §2.4, §3.5).
 
     x, u, v, k: (..., d); beta, gamma: numbers or (...) tensors -> (..., d).
-    Fused with the scalar form of `cayley_apply` (Q x = x + a u + b v):
-        G_γ x = x + γa u + γb v − 2(1 − γ)(k̂·x) k̂,
-    one full-width combine; indices `cayley_apply` hands to its full-width form use it here
-    too (γ Q x + (1 − γ) H₂ x on those indices only).
+    Fused with the scalar form of `cayley_apply` (Q x = x + a u + b v) and H₂(k) x = x − 2
+    (k·x)/(k·k) k (geolab's arrangement, same G_γ):
+        G_γ x = x + γa u + γb v − 2(1 − γ)(k·x)/(k·k) k,
+    from seven dot products (u·u, v·v, u·v, u·x, v·x, k·k, k·x) and three fused multiply-adds,
+    when one host check (`_polynomial_everywhere`, ‖k‖² in range too) finds every index in the
+    polynomial form — at init and in training, with or without a graph. Otherwise the guarded
+    form (`_hybrid_guarded`) runs, as `cayley_apply` does; k = 0 (or ‖k‖² outside [√tiny, √max])
+    goes there, and k = 0 gives γ Q x + (1 − γ) x with zero gradient w.r.t. k.
     """
     _vec("x", x)
     d = x.shape[-1]
@@ -486,12 +523,30 @@ def hybrid_apply(x, u, v, k, beta, gamma):
     _vec("k", k, d, "x")
     lead = _lead(x=x.shape[:-1], u=u.shape[:-1], v=v.shape[:-1], k=k.shape[:-1])
     c = _scalar("beta", beta, x, lead, 1) / 2
-    a, b, ok = _cayley_coeffs(x, u, v, c)
-    g = _scalar("gamma", gamma, a, lead, 1)
+    g = _scalar("gamma", gamma, c, lead, 1)
+    dots = _cayley_dots(x, u, v)
+    kk = _dot(k, k)
+    # (k·x)/‖k‖², the coefficient of k in H₂(k) x = x − 2 (k·x)/‖k‖² k (used only where the
+    # check found every ‖k‖² in range).
+    kx = _dot(k, x) / kk
+    if not _polynomial_everywhere(c, *dots[:2], kk, finite=kx):
+        return _hybrid_guarded(x, u, v, k, c, g, dots)
+    a, b = _poly_coeffs(c, *dots[3:], *_cross_terms(*dots))
+    y = torch.addcmul(x, u, g * a)
+    # In place on a fresh tensor: addcmul's backward reads its operands, never its output.
+    y.addcmul_(v, g * b)
+    return y.addcmul_(k, -2 * (1 - g) * kx)
+
+
+def _hybrid_guarded(x, u, v, k, c, g, dots):
+    """`hybrid_apply` for inputs outside the polynomial regime: `_cayley_coeffs`' per-index
+    forms, k̂ through the overflow-safe `_unit`, and the full-width forms on the indices that
+    need them (γ Q x + (1 − γ) H₂ x there)."""
+    a, b, ok = _cayley_coeffs(c, *dots)
     _, kh = _unit(k)
     h = -2 * (1 - g) * _dot(kh, x)
     y = x + ((g * a) * u + (g * b) * v + h * kh)
-    if ok is not None and not ok.all():
+    if not ok.all():
         y = _patch(y, ok, _hybrid_planes, x, u, v, c, kh, g)
     return y
 

@@ -15,7 +15,17 @@ from hypothesis import strategies as st
 from geolab.config import GeoConfig
 from geolab.layers import rms_norm_linear
 from geolab.mixing import LINEAR_SPREAD, _SinkhornLinear, _SinkhornLog, sinkhorn
-from geolab.operators import _cayley_coeffs, cayley_apply, delta_update, hybrid_apply
+from geolab.operators import (
+    _cayley_coeffs,
+    _cayley_dots,
+    _cayley_planes,
+    _hybrid_guarded,
+    _patch,
+    _polynomial_everywhere,
+    cayley_apply,
+    delta_update,
+    hybrid_apply,
+)
 from geolab.rules import rule_class
 
 D, S, B = 16, 5, 3
@@ -205,39 +215,141 @@ _EXTREMES = [1e-30, 1e-7, 1.0, 1e7, 1e30]
     dtype=dtypes,
     u_scale=st.sampled_from(_EXTREMES),
     v_scale=st.sampled_from([0.0, *_EXTREMES]),
+    k_scale=st.sampled_from([0.0, *_EXTREMES]),
     beta_scale=st.sampled_from([0.0, *_EXTREMES]),
     parallel=st.booleans(),
     seed=st.integers(0, 2**16),
 )
 @FAST
-def test_cayley_and_hybrid_without_a_graph_equal_the_guarded_path(
-    shape, dtype, u_scale, v_scale, beta_scale, parallel, seed
+def test_cayley_and_hybrid_equal_their_guarded_forms(
+    shape, dtype, u_scale, v_scale, k_scale, beta_scale, parallel, seed
 ):
-    # Without a graph, _cayley_coeffs skips its per-index guards when every index takes the
-    # polynomial form; with one it always runs them. The numbers must be the same bits, over
-    # sizes that take each form and the full-width fallback.
+    # The public calls take the polynomial form without guards when one host check finds
+    # every index in it, the guarded forms otherwise: over sizes that take each form and the
+    # full-width fallback, both must give the guarded forms' numbers — Cayley the same bits,
+    # the fused hybrid (another arrangement of H₂) to rounding — with or without a graph.
     g = torch.Generator().manual_seed(seed)
     x, u, v, k = (torch.randn(*shape, 4, 7, generator=g, dtype=dtype) for _ in range(4))
     u = u * u_scale
     v = (u if parallel else v) * v_scale
+    k = k * k_scale
     beta = torch.randn(*shape, 4, generator=g, dtype=dtype) * beta_scale
     gamma = torch.rand(*shape, 4, generator=g, dtype=dtype)
-    with torch.enable_grad():
-        guarded = cayley_apply(x, u, v, beta), hybrid_apply(x, u, v, k, beta, gamma)
-    with torch.no_grad():
-        skipped = cayley_apply(x, u, v, beta), hybrid_apply(x, u, v, k, beta, gamma)
-    for a, b in zip(guarded, skipped, strict=True):
-        assert torch.equal(a.isnan(), b.isnan()) and torch.equal(a.nan_to_num(), b.nan_to_num())
+    c, gm = beta.unsqueeze(-1) / 2, gamma.unsqueeze(-1)
+    dots = _cayley_dots(x, u, v)
+    a, b, ok = _cayley_coeffs(c, *dots)
+    cayley_guarded = x + (a * u + b * v)
+    if not ok.all():
+        cayley_guarded = _patch(cayley_guarded, ok, _cayley_planes, x, u, v, c)
+    hybrid_guarded = _hybrid_guarded(x, u, v, k, c, gm, dots)
+    tol = 4 * torch.finfo(dtype).eps * x.abs().amax().item()
+    for grad in (True, False):
+        with torch.set_grad_enabled(grad):
+            got = cayley_apply(x, u, v, beta)
+            assert torch.equal(got.isnan(), cayley_guarded.isnan())
+            assert torch.equal(got.nan_to_num(), cayley_guarded.nan_to_num())
+            got = hybrid_apply(x, u, v, k, beta, gamma)
+            assert torch.equal(got.isnan(), hybrid_guarded.isnan())
+            torch.testing.assert_close(
+                got.nan_to_num(), hybrid_guarded.nan_to_num(), rtol=0, atol=tol
+            )
 
 
-def test_cayley_skips_the_guards_only_without_a_graph():
+def _dense_hybrid(x, u, v, k, beta, gamma):
+    """γ (I + cA)⁻¹(I − cA) x + (1 − γ)(I − 2kkᵀ/kᵀk) x with A = u vᵀ − v uᵀ, c = β/2: dense
+    matrices and a solve, written here from the definition (float64, differentiable)."""
+    d = x.shape[-1]
+    eye = torch.eye(d, dtype=x.dtype)
+    A = u.unsqueeze(-1) * v.unsqueeze(-2) - v.unsqueeze(-1) * u.unsqueeze(-2)
+    c = (beta / 2)[..., None, None]
+    q = torch.linalg.solve(eye + c * A, (eye - c * A) @ x.unsqueeze(-1)).squeeze(-1)
+    kk = (k * k).sum(-1, keepdim=True)
+    h = x - 2 * k * (k * x).sum(-1, keepdim=True) / kk
+    return gamma.unsqueeze(-1) * q + (1 - gamma.unsqueeze(-1)) * h
+
+
+@given(
+    shape=batch_shapes,
+    d=st.integers(2, 40),
+    scale=st.sampled_from([1e-3, 0.02, 0.3]),
+    k_scale=st.sampled_from([1e-8, 1.0, 1e8]),
+    x_scale=st.sampled_from([1e-6, 1.0, 1e6]),
+    seed=st.integers(0, 2**16),
+)
+@FAST
+def test_fused_hybrid_values_and_gradients_match_a_dense_solve(
+    shape, d, scale, k_scale, x_scale, seed
+):
+    # E∆'s operator at the sizes training meets (m = |β/2|‖u‖‖v‖ ≤ 1, the polynomial form) and
+    # extreme ‖k‖, ‖x‖: float32 values and gradients of every input against float64 dense maths.
+    g = torch.Generator().manual_seed(seed)
+    x, k = (torch.randn(*shape, 3, d, generator=g, dtype=torch.float64) for _ in range(2))
+    u, v = (scale * torch.randn(*shape, 3, d, generator=g, dtype=torch.float64) for _ in range(2))
+    x, k = x * x_scale, k * k_scale
+    beta = torch.rand(*shape, 3, generator=g, dtype=torch.float64) * 2
+    gamma = torch.rand(*shape, 3, generator=g, dtype=torch.float64)
+    w = torch.randn(*shape, 3, d, generator=g, dtype=torch.float64)
+    ins = (x, u, v, k, beta, gamma)
+    want = _dense_hybrid(*(t.clone().requires_grad_() for t in ins))
+    leaves64 = [t.clone().requires_grad_() for t in ins]
+    want = _dense_hybrid(*leaves64)
+    want_grads = torch.autograd.grad((want * w).sum(), leaves64)
+    leaves32 = [t.float().requires_grad_() for t in ins]
+    got = hybrid_apply(*leaves32)
+    got_grads = torch.autograd.grad((got * w.float()).sum(), leaves32)
+    assert got.dtype == torch.float32
+    eps32 = torch.finfo(torch.float32).eps
+    torch.testing.assert_close(got.double(), want, rtol=0, atol=20 * eps32 * x_scale)
+    for name, a, b in zip("x u v k beta gamma".split(), got_grads, want_grads, strict=True):
+        bound = 200 * eps32 * max(1.0, b.abs().max().item())
+        torch.testing.assert_close(a.double(), b, rtol=1e-4, atol=bound, msg=name)
+
+
+def test_polynomial_check_answers_for_every_index():
     g = torch.Generator().manual_seed(1)
-    x, u, v = (torch.randn(B, S, D, generator=g) for _ in range(3))
+    x, u, v, k = (torch.randn(B, S, D, generator=g) for _ in range(4))
     c = torch.full((B, S, 1), 0.25)
-    with torch.no_grad():
-        assert _cayley_coeffs(x, u / D, v / D, c)[2] is None  # every m ≪ 1: no guards
-        assert _cayley_coeffs(x, u, v, 1e3 * c)[2] is not None  # m > 1: the plane form
-    assert _cayley_coeffs(x, u / D, v / D, c)[2] is not None  # a graph: the guards stay
+
+    def check(u, v, k, c, x=x):
+        uu, vv = _cayley_dots(x, u, v)[:2]
+        kk = (k * k).sum(-1, keepdim=True)
+        return _polynomial_everywhere(c, uu, vv, kk, finite=(k * x).sum(-1, keepdim=True))
+
+    assert check(u / D, v / D, k, c)  # every m ≪ 1: the polynomial, no guards
+    assert check(0 * u, v / D, k, c)  # u = 0: the polynomial gives Q = I exactly
+    assert not check(u / D, v / D, 0 * k, c)  # k = 0: no direction, the guarded form
+    assert not check(u / D, v / D, 1e-25 * k, c)  # ‖k‖² underflows: the guarded form
+    assert not check(u, v, k, 1e3 * c)  # m > 1: the plane form
+    u_big = (u / D).clone()
+    u_big[1, 2] = 1e-21  # one index whose ‖u‖² is subnormal, below the guards' range
+    assert not check(u_big, v / D, k, c)
+    k_big = k.clone()
+    k_big[0, 0] *= 1e20  # one index whose ‖k‖² overflows
+    assert not check(u / D, v / D, k_big, c)
+    x_nan = x.clone()
+    x_nan[2, 4, 0] = float("nan")
+    assert not check(u / D, v / D, k, c, x_nan)
+
+
+def test_hybrid_under_compile_breaks_once_and_traces_only_the_polynomial():
+    # The host check is left out of torch.compile: one graph break, and dynamo guards on its
+    # bool, so new values (a slider move, another layer) reuse the compiled graphs.
+    import torch._dynamo
+    from torch._dynamo.testing import CompileCounter
+
+    torch._dynamo.reset()
+    counter = CompileCounter()
+    fn = torch.compile(hybrid_apply, backend=counter, dynamic=False)
+    g = torch.Generator().manual_seed(2)
+    for scale in (1.0, 0.5, 2.0):
+        x, u, v, k = (scale * torch.randn(B, S, D, generator=g) / D for _ in range(4))
+        beta, gamma = torch.rand(B, S, generator=g), torch.rand(B, S, generator=g)
+        torch.testing.assert_close(
+            fn(x, u, v, k, beta, gamma), hybrid_apply(x, u, v, k, beta, gamma)
+        )
+    # the graphs before and after the check, each once; the guarded path is never traced
+    assert counter.frame_count == 2
+    torch._dynamo.reset()
 
 
 def test_edelta_regulariser_without_a_graph_is_the_same_number():
