@@ -53,10 +53,11 @@ def sinkhorn(logits, iters=20, return_error=False):
         stacked = logits.to(dtype).reshape(-1, n, n).permute(1, 2, 0).contiguous()
         # The spread is read only on a CPU: on an accelerator the read is a host sync, and the
         # log domain serves every spread.
-        spread = _spread(stacked) if stacked.device.type == "cpu" and stacked.numel() else None
-        if spread is None or not math.isfinite(spread):  # a −∞ logit, or NaN, may be there
+        finite, linear = False, False
+        if stacked.device.type == "cpu" and stacked.numel():
+            finite, linear = _branch(stacked)
+        if not finite:  # a −∞ logit, or NaN, may be there
             stacked = _revive_dead(stacked)
-        linear = spread is not None and spread < LINEAR_SPREAD
         M = (_SinkhornLinear if linear else _SinkhornLog).apply(stacked, iters)
         M = M.permute(2, 0, 1).contiguous().view(logits.shape)
     if not return_error:
@@ -65,14 +66,18 @@ def sinkhorn(logits, iters=20, return_error=False):
 
 
 @torch.compiler.disable
-def _spread(stacked) -> float:
-    """The largest logit spread (max − min) among the matrices of (n, n, T): inf with a −∞
-    logit, NaN with a NaN.
+def _branch(stacked) -> tuple[bool, bool]:
+    """(finite, linear) from the largest logit spread (max − min) among the matrices of
+    (n, n, T): whether it is finite (no −∞ logit, no NaN), and whether it is below
+    ``LINEAR_SPREAD`` (the division form is safe).
 
-    A read back to Python: left out of torch.compile, so a compiled model breaks its graph here
-    on purpose (and quietly) and traces the node this answer picks.
+    A read back to Python, left out of torch.compile: a compiled model breaks its graph here
+    on purpose (and quietly) and traces the branch this answer picks. It answers bools, not
+    the spread, so dynamo guards on at most three cases, not on every float (which would
+    recompile every layer until the limit).
     """
-    return (stacked.amax((0, 1)) - stacked.amin((0, 1))).max().item()
+    spread = (stacked.amax((0, 1)) - stacked.amin((0, 1))).max().item()
+    return math.isfinite(spread), spread < LINEAR_SPREAD
 
 
 def _revive_dead(stacked):

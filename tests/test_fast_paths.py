@@ -409,3 +409,24 @@ def test_rms_norm_linear_is_the_norm_then_the_linear(eps, bias):
     want = torch.autograd.grad((ref * w).sum(), params)
     for g1, g2 in zip(got, want, strict=True):
         torch.testing.assert_close(g1, g2, rtol=1e-10, atol=1e-12)
+
+
+def test_sinkhorn_under_compile_guards_on_its_branch_not_on_the_spread():
+    # The spread is read on the host (a graph break on purpose); answered as a float, dynamo
+    # would guard on its value and recompile for every new matrix. Answered as the branch, new
+    # logits below the linear spread reuse the graphs.
+    import torch._dynamo
+    from torch._dynamo.testing import CompileCounter
+
+    torch._dynamo.reset()
+    counter = CompileCounter()
+    fn = torch.compile(sinkhorn, backend=counter, dynamic=False)
+    g = torch.Generator().manual_seed(6)
+    for scale in (0.5, 1.0, 2.0, 4.0):
+        logits = scale * torch.randn(7, 4, 4, generator=g)
+        torch.testing.assert_close(fn(logits, 3), sinkhorn(logits, 3))
+    frames = counter.frame_count
+    logits = 100 * torch.randn(7, 4, 4, generator=g)  # the log domain: one more branch
+    torch.testing.assert_close(fn(logits, 3), sinkhorn(logits, 3))
+    assert frames == 2 and counter.frame_count == 3
+    torch._dynamo.reset()
