@@ -54,11 +54,17 @@ def _(mo):
 
 
 @app.cell
-def _(guess, mo, rank_view):
-    mo.stop(guess.value is None, mo.md("*Pick an answer: the plot appears once you have.*"))
+def _(guess):
+    answer = guess.value
+    return (answer,)
+
+
+@app.cell
+def _(answer, mo, rank_view):
+    mo.stop(answer is None, mo.md("*Pick an answer: the plot appears once you have.*"))
     _pure = rank_view((), 24)
     _ref = "pure attention"
-    _right = guess.value.startswith("1/32")
+    _right = answer.startswith("1/32")
     mo.vstack(
         [
             mo.callout(
@@ -86,10 +92,12 @@ def _(guess, mo, rank_view):
 @app.cell
 def _(explore, mo):
     depth = mo.ui.slider(
-        steps=[12, 24, 48, 100, 200],
+        12,
+        200,
+        step=1,
         value=24,
-        label=r"depth $L$ (layers)",
-        show_value=True,
+        label=r"depth $L$ (layers, any from 12 to 200: slide, or type it in the box)",
+        include_input=True,
         debounce=True,
         full_width=True,
     )
@@ -116,19 +124,27 @@ def _(explore, glossary_markdown, mo):
 
 
 @app.cell(hide_code=True)
-def _(mo):
-    mo.md(r"""
+def _(mo, rank_view):
+    _edelta = {g: rank_view(["edelta"], 24, gamma0=g, reference=False) for g in (0.05, 0.9)}
+    _low, _high = (_edelta[g].numbers["final_rank"]["edelta"] for g in (0.05, 0.9))
+    mo.md(rf"""
     The MGT rules with a Delta controller (`mgt`, `mgt_ddl`) start every token at
-    $\beta = \beta_0$ with range $\lambda$ and decay $\alpha$. **$\gamma_0$ only matters for
-    `edelta`**, which starts its hybrid gate there, and only a little at init: at 24 layers
-    `edelta`'s final rank goes from 0.94 at $\gamma_0 = 0.05$ to 0.90 at $\gamma_0 = 0.9$
-    (add `edelta` to the rules and look at the readout's digits, not the plot). The gate
-    matters for how E∆ trains, not for its rank at initialisation.
+    $\beta = \beta_0$ and decay $\alpha = \alpha_0$.
+    **$\lambda$ moves no curve at init**: $\beta = \lambda\tanh(W_\beta x + b_\beta)$ starts
+    with $W_\beta = 0$ and $b_\beta = \operatorname{{atanh}}(\beta_0/\lambda)$, so every token's
+    $\beta$ is exactly $\beta_0$ whatever $\lambda$ is. $\lambda$ is $\beta$'s range
+    $(-\lambda, \lambda)$: here it decides which $\beta_0$ are allowed (outside it the MGT
+    curves are left out, with a note, and every other curve stays); in training it caps how far
+    $\beta$ can move (notebook 02 shows it acting on the gate).
+    **$\gamma_0$ only matters for `edelta`**, which starts its hybrid gate there, and only a
+    little at init: at 24 layers `edelta`'s final rank is {_low:.3f} at $\gamma_0 = 0.05$ and
+    {_high:.3f} at $\gamma_0 = 0.9$ (add `edelta` to the rules and read the readout's digits,
+    not the plot). The gate matters for how E∆ trains, not for its rank at initialisation.
     The other rules read none of these sliders, so moving one recomputes only the curves it
-    changes. A $\beta_0$ outside $(-\lambda, \lambda)$ leaves the MGT curves out (with a
-    note) and keeps every other curve; so does a $\beta_0 < 0$ with $\alpha_0 > 0$ deep enough
-    that the stream, scaled by $1 - \alpha_0\beta_0 > 1$ at every step, would overflow float32
-    (past $|1 - \alpha_0\beta_0|^{2L} = 10^{15}$, the note says).
+    changes. A $\beta_0 < 0$ makes $1 - \alpha_0\beta_0 > 1$: the stream then grows by that
+    factor at each of the $2L$ residual steps, and where it would grow more than $10^{{15}}$
+    times (LayerNorm squares it, and float32 ends at $3.4 \times 10^{{38}}$) the MGT curves are
+    left out, with a note that does the multiplication.
     """)
     return
 
@@ -212,9 +228,9 @@ def _(depth, explore, gates, mo, reference, rules):
 
 
 @app.cell
-def _(guess, mo, rules, view):
+def _(answer, mo, rules, view):
     mo.stop(
-        guess.value is None,
+        answer is None,
         mo.md("*The curves of your rules appear once you have answered the question above.*"),
     )
     _notes = [
@@ -228,24 +244,32 @@ def _(guess, mo, rules, view):
 
 
 @app.cell
-def _(guess, mo, view):
-    mo.stop(guess.value is None)
+def _(answer, mo, view):
+    mo.stop(answer is None)
     view.figures["rank"]
     return
 
 
 @app.cell(hide_code=True)
-def _(mo):
-    mo.md(r"""
+def _(alpha, beta0, mo):
+    _r = 1 - alpha.value * beta0.value
+    mo.md(rf"""
     ## Why MGT falls at 200 layers
 
     At init MGT's update is $x' = (1 - \alpha_0\beta_0)\,x + \beta_0\,V$ on every channel: the
-    decay term keeps only a fraction $1 - \alpha_0\beta_0 = 0.95$ of the old state at each of
-    the $2L$ residual steps (attention and MLP). After 200 layers that is
-    $0.95^{400} \approx 10^{-9}$ of the input: the tokens' own identity has faded, and what is
-    left is the sum of the last few sublayer outputs, which attention averages across tokens. The
-    table's last row shows $(1-\alpha_0\beta_0)^{2L}$. Set $\alpha_0 = 0$ and MGT keeps its
-    rank at 200 layers; raise $\beta_0$ and it collapses sooner.
+    decay term keeps only a fraction $1 - \alpha_0\beta_0 = {_r:.4g}$ (at the sliders'
+    $\alpha_0 = {alpha.value:g}$, $\beta_0 = {beta0.value:g}$) of the old state at each of the
+    $2L$ residual steps (attention and MLP). After 200 layers that is
+    ${_r:.4g}^{{400}} \approx {abs(_r) ** 400:.1e}$ of the input: the tokens' own identity has
+    faded, and what is left is the sum of the last few sublayer outputs, which attention averages
+    across tokens. The readout's last row shows $(1-\alpha_0\beta_0)^{{2L}}$ at your depth.
+    Set $\alpha_0 = 0$ and MGT keeps its rank at 200 layers; raise $\beta_0$ and it collapses
+    sooner.
+
+    With $\alpha_0\beta_0$ near 1 the state itself shrinks, by about a factor 10 every layer or
+    two, below $10^{{-31}}$ where float32 has no digits left for it (its rank would read noise,
+    then 0). Such a curve is recomputed in float64, whose range reaches $10^{{-292}}$; a curve
+    that leaves even that range stops, with a label on the plot at the layer where it did.
 
     ## The tokens themselves
 
@@ -273,9 +297,9 @@ def _(depth, mo):
 
 
 @app.cell
-def _(depth, gates, guess, layer, mo, rank_view, reference, rules):
+def _(answer, depth, gates, layer, mo, rank_view, reference, rules):
     # a collapsed pure-attention cloud would answer the question above before it is asked
-    mo.stop(guess.value is None, mo.md("*The token clouds appear once you have answered.*"))
+    mo.stop(answer is None, mo.md("*The token clouds appear once you have answered.*"))
     cloud = rank_view(
         tuple(rules.value),
         depth.value,
@@ -294,9 +318,9 @@ def _(mo):
 
     Drawing the weights of all fifteen rules at 200 layers takes a while on a laptop CPU, so it
     waits for the button. The table lists the effective rank and Dong's residual after the last
-    layer. The same numbers from a terminal, for the same rule, depth and seed (the same seeded
-    weights and the same 32 random tokens): `geolab rank --residual mgt --layers 200`; pure
-    attention is `--residual noskip --no-mlp`.
+    layer (4 significant digits), or why a rule has none. The same numbers from a terminal,
+    for the same rule, depth and seed (the same seeded weights and the same 32 random tokens):
+    `geolab rank --residual mgt --layers 200`; pure attention is `--residual noskip --no-mlp`.
     """)
     return
 
@@ -311,21 +335,14 @@ def _(mo):
 @app.cell
 def _(compare, depth, explore, gates, mo):
     mo.stop(not compare.value, mo.md("*Press the button to compare every rule.*"))
-    table = []
-    for name in mo.status.progress_bar(
-        explore.rank_rules(), title="drawing weights and probing every rule", show_eta=True
-    ):
-        one = explore.rank_view([name], depth.value, reference=False, **gates)
-        if name in one.numbers["rejected"]:
-            table.append({"rule": name, "effective rank": None, "Dong residual": None})
-            continue
-        table.append(
-            {
-                "rule": name,
-                "effective rank": round(one.numbers["final_rank"][name], 4),
-                "Dong residual": float(f"{one.numbers['final_residual'][name]:.3e}"),
-            }
-        )
+    # the bar counts residual steps still to compute (curves already drawn cost none)
+    table = explore.compare_rows(
+        depth.value,
+        progress=lambda steps: mo.status.progress_bar(
+            total=steps, title="drawing weights and probing every rule (residual steps)"
+        ),
+        **gates,
+    )
     mo.ui.table(table, selection=None, page_size=len(table))  # every rule on one page
     return
 
@@ -345,9 +362,11 @@ def _(mo):
 
 
 @app.cell
-def _(explore, mo):
+def _(answer, explore, mo):
     from geolab.experiments.runner import load_result
 
+    # its floor line and collapsed curves answer the question at the top
+    mo.stop(answer is None, mo.md("*The trained curves appear once you have answered.*"))
     _path = mo.notebook_dir().parent / "data" / "results" / "rank_evolution-small.json"
     mo.stop(not _path.is_file(), mo.md(f"*No committed rank_evolution result at `{_path}`.*"))
     evolution = load_result(_path)

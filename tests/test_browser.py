@@ -273,28 +273,33 @@ def test_04_depth_beta0_and_every_slider(browser, tmp_path):
         page.wait_for_selector("text=Pick an answer", timeout=LOAD_S * 1000)
         nb.settled()
         assert page.get_by_text("rank / residual at layer 24").count() == 0
+        # nothing that answers the question is drawn: no rank plot, no trained curves
+        assert not [t for t in nb.titles() if "ank per layer" in t], nb.titles()
+        assert "floor 1/S" not in page.inner_text("body")
         nb.predict(*PREDICTIONS["04_rank_collapse"])
         page.wait_for_selector("text=rank / residual at layer 24", timeout=LOAD_S * 1000)
+        wait_until(lambda: mb.plot(page, "Rank per layer, dotted at init"), LOAD_S, "trained")
         nb.sliders().first.focus()
-        page.keyboard.press("ArrowLeft")  # depth steps 12, 24, 48, 100, 200: 24 → 12
-        page.wait_for_selector("text=rank / residual at layer 12", timeout=LOAD_S * 1000)
+        page.keyboard.press("ArrowLeft")  # any depth 12–200: 24 → 23
+        page.wait_for_selector("text=rank / residual at layer 23", timeout=LOAD_S * 1000)
 
         rules = ["postln", "preln", "mgt"]
-        expected = explore.rank_view(rules, 12)
+        expected = explore.rank_view(rules, 23)
 
         def curves_match(view):
-            traces = mb.plot(page, "Effective rank per layer at init (L = 12")["traces"]
+            traces = mb.plot(page, "Effective rank per layer at init (L = 23")["traces"]
             names = [t["name"] for t in traces[:4]]
             assert names == [*rules, explore.REFERENCE], names
             for t in traces[:4]:
                 np.testing.assert_allclose(t["y"], view.numbers["ranks"][t["name"]], rtol=1e-4)
             return True
 
-        wait_until(lambda: curves_match(expected), 30, "12-layer rank curves")
+        wait_until(lambda: curves_match(expected), 30, "23-layer rank curves")
         nb.settled()
-        # sliders: depth, β₀, λ, α₀, γ₀, layer; γ₀ moves nothing while edelta is not chosen
+        # sliders: depth, β₀, λ, α₀, γ₀, layer; λ moves no number at init (only rounding in
+        # the plot, as the page says) and γ₀ nothing while edelta is not chosen
         assert page.get_by_text("moves nothing now").count() == 1
-        assert nb.each_slider_changes_the_numbers(unchanged={4}) == 6
+        assert nb.each_slider_changes_the_numbers(unchanged={2, 4}) == 6
 
         # β₀ out of (−λ, λ): the MGT curves go, with a note; every other curve stays
         lam = nb.sliders().nth(2)

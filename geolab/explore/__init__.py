@@ -27,6 +27,7 @@ from geolab.explore.mgt import MGT_WIDTH, mgt_view
 from geolab.explore.rank import (
     RANK_DEPTHS,
     REFERENCE,
+    compare_rows,
     layer_profile,
     layer_states,
     rank_config,
@@ -57,6 +58,7 @@ __all__ = [
     "View",
     "cayley_limit_view",
     "cayley_view",
+    "compare_rows",
     "delta_mode",
     "delta_view",
     "gradient_view",

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import functools
+from collections import OrderedDict
+from contextlib import nullcontext
 
 import numpy as np
 import torch
@@ -15,7 +17,8 @@ from geolab.metrics import effective_rank, rank_collapse_residual
 from geolab.model import GeoTransformer
 from geolab.probe import record
 from geolab.rules import RESIDUALS
-from geolab.stack import stack_states
+from geolab.rules.delta import MAX_INIT_GROWTH
+from geolab.stack import as_module, stack_states
 
 RANK_DEPTHS = (12, 24, 48, 100, 200)
 REFERENCE = "pure attention"
@@ -73,14 +76,60 @@ def rank_tokens(seq_len: int, seed: int, batch: int = 1) -> torch.Tensor:
 
 
 @torch.inference_mode()
-def layer_states(model: GeoTransformer, x: torch.Tensor) -> torch.Tensor:
+def layer_states(model: GeoTransformer, x: torch.Tensor, with_input: bool = False) -> torch.Tensor:
     """The token states after every *layer* (its last residual step), stream states merged as
-    the head sees them: (n_layer, batch, seq_len, d_model)."""
+    the head sees them: (n_layer, batch, seq_len, d_model); with ``with_input`` the embedded
+    tokens first, (n_layer + 1, batch, seq_len, d_model)."""
     with record(model) as rec:
         model(x)
     per_layer = len(rec.states) // model.cfg.n_layer
     merge = model.rule_cls.merge
-    return torch.stack([merge(s) for s in rec.states[per_layer - 1 :: per_layer]])
+    first = rec.embedding[:1] if with_input else []
+    return torch.stack(first + [merge(s) for s in rec.states[per_layer - 1 :: per_layer]])
+
+
+def precision_lost(states: torch.Tensor) -> int | None:
+    """The first layer whose state has left its float's range, or None: (L, ..., S, D) states.
+
+    A state whose largest |entry| is below tiny/eps (2⁻¹⁰³ ≈ 1e-31 in float32, 2⁻⁹⁷⁰ ≈ 1e-292 in
+    float64) has entries within the float's relative precision of that largest one that are
+    subnormal: they carry fewer bits than the float's mantissa, and below tiny·eps they are 0.
+    Its effective rank then measures rounding (float32 MGT at α₀ = 1 read 0.05, 0.41, 0, 0 …
+    from layer 85 of 200), not the tokens. geolab's threshold, from IEEE 754's formats.
+    """
+    finfo = torch.finfo(states.dtype)
+    scale = states.abs().flatten(1).amax(dim=1)
+    low = torch.nonzero(scale < finfo.tiny / finfo.eps)
+    return int(low[0]) if len(low) else None
+
+
+def float64_states(cfg: GeoConfig, seed: int, tokens: torch.Tensor) -> torch.Tensor:
+    """The states ``stack_states(cfg, seed, tokens, with_input=True)`` computes, in float64:
+    the module model holding the stack's weights (``stack.as_module``) cast to float64.
+    (n_layer + 1, B, S, D). Float64's exponent reaches 1e-292 where float32's stops at 1e-31,
+    so a stack whose state decays geometrically (MGT with a large α₀β₀: the state shrinks by
+    ≈ 0.5–0.8 decades a layer once LayerNorm's ε dominates its variance) keeps its precision
+    for hundreds of layers more.
+
+    The model of the last (rule, sizes, depth, seed) is kept (≈ 0.4 GB at 200 layers of
+    D = 128) and its rules reset to ``cfg``'s constants, so a slider move does not rebuild it;
+    the reset runs in float32, as the stack's does, so the float64 model holds the float32
+    model's constants exactly (lossless casts both ways), not their float64 neighbours.
+    """
+    model = _float64_model(cfg.replace(**_init_defaults(cfg)), seed).float()
+    for rule in model.rules:
+        rule.reset_init(cfg)
+    return layer_states(model.double(), tokens, with_input=True)
+
+
+def _init_defaults(cfg: GeoConfig) -> dict:
+    """``cfg``'s init constants (the rule's ``init_fields``) at GeoConfig's defaults."""
+    return {name: getattr(GeoConfig, name) for name in RESIDUALS[cfg.residual].init_fields}
+
+
+@functools.lru_cache(maxsize=1)
+def _float64_model(cfg: GeoConfig, seed: int) -> GeoTransformer:
+    return as_module(cfg, seed)
 
 
 def layer_profile(model: GeoTransformer, x: torch.Tensor) -> tuple[np.ndarray, np.ndarray]:
@@ -103,9 +152,13 @@ def token_plane(states: torch.Tensor) -> np.ndarray:
 
     Computed from the Gram matrix of the shorter side in float64, not an SVD of S×D (≈ 3× faster
     for 200 layers of 32×128): X v_i = σ_i u_i, so the coordinates are the top eigenvectors of
-    X Xᵀ scaled by σ_i when S ≤ D, and X times the top eigenvectors of XᵀX otherwise.
+    X Xᵀ scaled by σ_i when S ≤ D, and X times the top eigenvectors of XᵀX otherwise. Each
+    layer is first divided by its largest |entry| (the picture is scale-free), so a float64
+    state of 1e-200 is not squared to 0.
     """
     X = states.double()
+    top = X.abs().amax(dim=(-2, -1), keepdim=True)
+    X = X / torch.where(top > 0, top, 1.0)
     energy = X.square().sum(dim=(-2, -1), keepdim=True)
     X = X * torch.where(energy > 0, X.shape[-2] / energy, 0.0).sqrt()
     if X.shape[-2] <= X.shape[-1]:
@@ -118,28 +171,92 @@ def token_plane(states: torch.Tensor) -> np.ndarray:
     return (points * sign).numpy()
 
 
-@functools.lru_cache(maxsize=256)
+_PROFILES: OrderedDict = OrderedDict()  # rule_profile's results, least recently used first
+_MAX_PROFILES = 256
+
+
+def profile_kept(*key) -> bool:
+    """Whether ``rule_profile(*key)`` is kept (costs no work)."""
+    return key in _PROFILES
+
+
 def rule_profile(
     rule: str, n_layer: int, d_model: int, seq_len: int, seed: int, fields: tuple
-) -> tuple[np.ndarray, np.ndarray, torch.Tensor]:
+) -> tuple[np.ndarray, np.ndarray, torch.Tensor, int | None]:
     """Effective rank and Dong's residual (``layer_profile``) of the input (index 0, the
-    embedded tokens) and after every layer (index l) of one 04 curve, and the states themselves
-    ((n_layer + 1, S, D), for ``token_plane`` at the layer shown), cached by everything that can
-    change them (the arrays are read-only: every caller shares them). Index l is ``geolab
-    rank``'s layer l.
+    embedded tokens) and after every layer (index l) of one 04 curve, the states themselves
+    ((n_layer + 1, S, D), for ``token_plane`` at the layer shown), and the layer where the
+    state left even float64's range (``precision_lost``; None for almost every curve), cached
+    by everything that can change them (the arrays are read-only: every caller shares them).
+    Index l is ``geolab rank``'s layer l.
+
+    Precision: float32, as the rules run; a curve whose float32 state decays out of float32's
+    range (``precision_lost``) is recomputed in float64 (``float64_states``), and from the
+    layer where that one too runs out, its rank and residual are NaN (no number), not the
+    rounding noise the metrics would return.
 
     The states come from the views' stacked model (``geolab.stack``): each layer's weights
     drawn once per (rule, width, sequence length, seed), any depth a prefix of the deepest
     asked so far, slider constants re-applied without a redraw, so a slider move is one forward
-    of the curves it changes.
+    of the curves it changes. ``rule_profile.cache_clear()`` forgets the kept results.
     """
+    key = (rule, n_layer, d_model, seq_len, seed, fields)
+    if key not in _PROFILES:
+        _PROFILES[key] = _profile(*key)
+        if len(_PROFILES) > _MAX_PROFILES:
+            _PROFILES.popitem(last=False)
+    _PROFILES.move_to_end(key)
+    return _PROFILES[key]
+
+
+rule_profile.cache_clear = _PROFILES.clear
+
+
+def _profile(rule, n_layer, d_model, seq_len, seed, fields):
+    """``rule_profile`` computed."""
     cfg = rank_config(rule, n_layer, d_model, seq_len, **dict(fields))
-    states = stack_states(cfg, seed, rank_tokens(seq_len, seed), with_input=True)[:, 0]
+    tokens = rank_tokens(seq_len, seed)
+    states = stack_states(cfg, seed, tokens, with_input=True)[:, 0]
+    if precision_lost(states) is not None:
+        states = float64_states(cfg, seed, tokens)[:, 0]
+    lost = precision_lost(states)
     ranks = effective_rank(states).numpy()
     residual = rank_collapse_residual(states).numpy()
+    if lost is not None:
+        ranks[lost:] = residual[lost:] = np.nan
     for array in (ranks, residual):
         array.setflags(write=False)
-    return ranks, residual, states
+    return ranks, residual, states, lost
+
+
+def not_drawn_note(
+    rule: str, error: ValueError, beta0: float, lam: float, alpha0: float, n_layer: int
+) -> str:
+    """Why 04 leaves a rule out, in the learner's terms: the config's refusal (``error``)
+    restated with the numbers behind it. MGT's two refusals (``rules.delta``): β₀ outside
+    β's range (−λ, λ), or a stream that grows by |1 − α₀β₀| per residual step past
+    ``MAX_INIT_GROWTH`` over the 2L steps."""
+    if "beta0" not in RESIDUALS[_residual(rule)].init_fields:
+        return str(error)
+    if not -lam < beta0 < lam:
+        return (
+            f"β₀ = {beta0:g} lies outside β's range (-λ, λ) = ({-lam:g}, {lam:g}): β = λ·tanh(·)"
+            " never reaches it. Raise λ or move β₀ inside."
+        )
+    r, steps = abs(1 - alpha0 * beta0), 2 * n_layer
+    growth = f"{r**steps:.1e}".replace("e+", "e")  # r ≤ 1.95, steps ≤ 800: no overflow
+    limit = f"{MAX_INIT_GROWTH:.0e}".replace("e+", "e")
+    return (
+        f"each of its {steps} residual steps multiplies the stream by 1 − α₀β₀ = {r:.6g}, so"
+        f" at init it grows {r:.6g}^{steps} ≈ {growth} times, past {limit}, beyond which"
+        " LayerNorm's squares overflow float32."
+        " Use fewer layers, a β₀ ≥ 0 or a smaller α₀."
+    )
+
+
+def underflow_note(layer: int) -> str:
+    """What a curve cut by ``precision_lost`` at ``layer`` says instead of a number."""
+    return f"no number from layer {layer}: the state fell below 1e-292, out of float64's range"
 
 
 def rank_view(
@@ -163,7 +280,9 @@ def rank_view(
     (``noskip``, ``mlp=False``), whose rank collapses doubly exponentially (Dong et al. 2021)
     down to the floor 1/min(S, D) (one direction left). A rule whose config rejects the slider
     values (e.g. β₀ outside (−λ, λ) for MGT) is left out of the plot and named with the
-    config's message in ``numbers["rejected"]`` and the readout; the other curves stay.
+    config's message in ``numbers["rejected"]`` and the readout; the other curves stay. A curve
+    whose state falls out of float64's range (``rule_profile``) stops at that layer, labelled on
+    the plot and in the readout, its layer in ``numbers["underflow"]``.
     ``layer`` (default: the last; 0 is the input) picks the layer of the token clouds
     (``token_plane``).
     ``progress`` (optional) wraps the list of curves as they are computed, e.g. a progress bar
@@ -176,17 +295,20 @@ def rank_view(
     if unknown:
         raise ValueError(f"rules: {unknown} not allowed; choose from {', '.join(allowed)}")
     names = list(dict.fromkeys(rules)) + ([REFERENCE] if reference else [])
-    ranks, residuals, clouds, rejected = {}, {}, {}, {}
+    ranks, residuals, clouds, rejected, lost = {}, {}, {}, {}, {}
     for name in names if progress is None else progress(names):
         fields = rule_fields(name, beta0, lam, alpha0, gamma0)
         try:
-            ranks[name], residuals[name], states = rule_profile(
+            ranks[name], residuals[name], states, lost_at = rule_profile(
                 name, n_layer, d_model, seq_len, seed, tuple(sorted(fields.items()))
             )
         except ValueError as err:
-            rejected[name] = str(err)
+            rejected[name] = not_drawn_note(name, err, beta0, lam, alpha0, n_layer)
             continue
-        clouds[name] = token_plane(states[layer : layer + 1])[0]  # the layer shown only
+        if lost_at is not None:
+            lost[name] = lost_at
+        if lost_at is None or layer < lost_at:
+            clouds[name] = token_plane(states[layer : layer + 1])[0]  # the layer shown only
     floor = 1 / min(seq_len, d_model)
     final = {name: float(r[-1]) for name, r in ranks.items()}
     numbers = {
@@ -197,9 +319,12 @@ def rank_view(
         "rank_floor": floor,
         "clouds": clouds,
         "rejected": rejected,
+        "underflow": lost,
     }
     readout = [
         (f"{name}: rank / residual at layer {n_layer}", f"{final[name]:.3f} / {num(r[-1])}")
+        if name not in lost
+        else (f"{name}: rank / residual at layer {n_layer}", underflow_note(lost[name]))
         for name, r in residuals.items()
     ] + [(f"{name}: not drawn", message) for name, message in rejected.items()]
     if "mgt" in ranks or "mgt_ddl" in ranks:
@@ -221,9 +346,75 @@ def rank_view(
             floor=floor,
             colors=colors,
             first_layer=0,
+            breaks={name: (at, underflow_note(at)) for name, at in lost.items()},
         ),
         "cloud": figures.token_cloud_figure(
             clouds, title=f"The {seq_len} tokens: {where}, top-2 directions", colors=colors
         ),
     }
     return View(numbers, readout, figs)
+
+
+def compare_rows(
+    n_layer: int,
+    beta0: float = 0.5,
+    lam: float = 1.0,
+    alpha0: float = 0.1,
+    gamma0: float = 0.5,
+    d_model: int = 128,
+    seq_len: int = 32,
+    seed: int = 0,
+    progress=None,
+) -> list[dict]:
+    """04's "every rule at this depth" table: per ``rank_rules`` rule, its effective rank and
+    Dong's residual after layer ``n_layer`` (``rank_view``'s numbers, 4 and 4 significant
+    digits), or why it has none.
+
+    ``progress`` (optional) is called once with the work to do, in residual steps of the curves
+    not yet kept (a kept curve, e.g. one on 04's plot, costs none), and returns a context
+    manager whose ``update(increment=k)`` is told each curve's steps as it is done (notebook 04
+    passes marimo's progress bar, whose rate and ETA then count work, not rules). Not called
+    when every curve is kept.
+    """
+    n_layer = check_int("n_layer", n_layer, 1, 400)
+    gates = {"beta0": beta0, "lam": lam, "alpha0": alpha0, "gamma0": gamma0}
+    work = {}
+    for name in rank_rules():
+        fields = tuple(sorted(rule_fields(name, **gates).items()))
+        try:
+            steps = rank_config(name, n_layer, d_model, seq_len, **dict(fields)).n_steps
+        except ValueError:  # refused: no work, the table says why
+            steps = 0
+        kept = profile_kept(name, n_layer, d_model, seq_len, seed, fields)
+        work[name] = 0 if kept else steps
+    total = sum(work.values())
+    rows = []
+    with nullcontext() if progress is None or total == 0 else progress(total) as bar:
+        for name in rank_rules():
+            one = rank_view(
+                [name],
+                n_layer,
+                reference=False,
+                d_model=d_model,
+                seq_len=seq_len,
+                seed=seed,
+                **gates,
+            )
+            n = one.numbers
+            if name in n["rejected"] or name in n["underflow"]:
+                why = n["rejected"].get(name) or underflow_note(n["underflow"][name])
+                rows.append(
+                    {"rule": name, "effective rank": None, "Dong residual": None, "note": why}
+                )
+            else:
+                rows.append(
+                    {
+                        "rule": name,
+                        "effective rank": float(f"{n['final_rank'][name]:.4g}"),
+                        "Dong residual": float(f"{n['final_residual'][name]:.4g}"),
+                        "note": "",
+                    }
+                )
+            if bar is not None and work[name]:
+                bar.update(increment=work[name])
+    return rows

@@ -42,6 +42,7 @@ def rank_figure(
     floor: float | None = None,
     colors: Mapping[str, str] | None = None,
     first_layer: int = 1,
+    breaks: Mapping[str, tuple[int, str]] | None = None,
 ) -> go.Figure:
     """Rank-per-layer curves of several rules at once, layer index on x.
 
@@ -51,6 +52,9 @@ def rank_figure(
     left) as a dotted line named in the legend (a label on the plot covered the curves that end
     on it). ``colors`` maps a name to its colour (default: palette by position); the curves
     start at layer ``first_layer`` (0 when the first value is the input, before any layer).
+    ``breaks`` maps a name to (the layer where its curve stops, why): the rank panel labels the
+    curve's last point with the reason, so a curve that ends early is not read as one that
+    reached the floor.
     """
     data = [
         _layer_line(name, values, color_of(name, i, colors), first_layer)
@@ -105,6 +109,27 @@ def rank_figure(
                 "hoverinfo": "skip",
             }
         )
+    annotations = []
+    for name, (layer, why) in (breaks or {}).items():
+        y = floats(ranks[name])
+        last = layer - first_layer - 1  # the last value before the break
+        annotations.append(
+            {
+                "x": layer - 1,
+                "y": float(y[last]) if last >= 0 else 0.0,
+                "xref": "x",
+                "yref": "y",
+                "text": f"{name}: {why}",
+                "showarrow": True,
+                "arrowhead": 2,
+                "ax": -40,
+                "ay": -30,
+                "xanchor": "right",
+                "font": {"color": color_of(name, list(ranks).index(name), colors)},
+            }
+        )
+    if annotations:
+        extra["annotations"] = annotations
     return figure(data, base_layout(title, "layer", "effective rank", **extra))
 
 
