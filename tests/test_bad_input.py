@@ -13,6 +13,7 @@ import shutil
 import socket
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import numpy as np
@@ -593,6 +594,7 @@ def test_a_folder_left_before_the_first_checkpoint_is_rerun(tmp_path, capsys):
     assert load_checkpoint(out / "ckpt.pt")["step"] == 3
     assert not (out / ".ckpt.pt.tmp999999999").exists()
     assert (out / f".ckpt.pt.tmp{os.getppid()}").exists()
+    (out / "metrics.jsonl").write_text('{"step": 1}\n')  # crashed again before a checkpoint
     (out / "ckpt.pt").unlink()
     assert main([*TINY, "--out", str(out), "--resume"]) == 0
     assert "restarting from step 0" in capsys.readouterr().err
@@ -894,7 +896,7 @@ def test_resume_after_config_json_was_deleted_writes_it_anew(tmp_path, finished_
     assert main([*TINY, "--out", str(out), "--resume", "--steps", "4"]) == 0
     assert "config.json' is missing or damaged: it is written anew" in capsys.readouterr().err
     config = json.loads((out / "config.json").read_text())
-    assert config["task"] == {"name": "gyroscope", "seq_len": 255, "n_train": 16}
+    assert config["task"] == {"name": "gyroscope", "seq_len": 255, "n_train": 16, "n_val": 4}
     assert config["train"]["steps"] == 4 and config["resumes"] == [{"step": 3, "steps": [3, 4]}]
 
 
@@ -992,3 +994,245 @@ def test_the_graders_python_api_refuses_limits_that_are_not_finite_and_positive(
     for field in ("timeout", "task_timeout"):
         with pytest.raises(ValueError, match=rf"{field}=.* must be a finite number > 0"):
             grade_dir(tmp_path, "A1", **{field: value})
+
+
+# --- Concurrency, faults and full disks: nothing a user had is lost ------------------------
+
+
+def symlink_to(target: str):
+    def setup(tmp: Path, finished: Path) -> None:
+        (tmp / "link").symlink_to(target.replace("{tmp}", str(tmp)))
+
+    return setup
+
+
+OUT_FAULTS = [  # (id, setup, --out, fragment): where a folder is to be written
+    ("file", a_file, "{tmp}/file", "is not allowed: it is a file, not a folder"),
+    ("under-a-file", a_file, "{tmp}/file/run", "is not allowed: it lies under the file"),
+    ("300-chars", None, "{tmp}/" + "x" * 300, "is 300 bytes long; this file system allows"),
+    ("self-link", symlink_to("{tmp}/link"), "{tmp}/link", "links back to itself"),
+    ("dangling-link", symlink_to("{tmp}/gone/run"), "{tmp}/link", "which does not exist"),
+]
+OUT_COMMANDS = {  # a command that writes a folder, before its --out
+    "train": TINY,
+    "reproduce": ["reproduce", "ablation", "--scale", "tiny", "--no-png"],
+    "release": ["release", "--src", str(REPO / "assignments" / "instructor")],
+}
+
+
+@pytest.mark.parametrize("command", OUT_COMMANDS)
+@pytest.mark.parametrize("fault", OUT_FAULTS, ids=[f[0] for f in OUT_FAULTS])
+def test_an_output_folder_that_cannot_be_written_is_refused_up_front(
+    command, fault, tmp_path, capsys, monkeypatch
+):
+    """A file, a path under a file, a name longer than the file system allows, a symbolic link
+    to itself or to nothing: one line before any work, nothing written."""
+    monkeypatch.chdir(tmp_path)
+    _, setup, out, fragment = fault
+    if setup is not None:
+        setup(tmp_path, None)
+    before = sorted(tmp_path.rglob("*"))
+    assert main([*OUT_COMMANDS[command], "--out", out.replace("{tmp}", str(tmp_path))]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"geolab {command}: error: ") and err.count("\n") == 1, err
+    assert fragment in err and "Traceback" not in err
+    assert sorted(tmp_path.rglob("*")) == before
+
+
+def _holder(out: Path, steps: int = 10**6) -> subprocess.Popen:
+    """A real `geolab train` into ``out`` that runs until it is killed (and saves no checkpoint
+    before), once it holds the lock."""
+    cmd = [sys.executable, "-m", "geolab", *TINY, "--steps", str(steps), "--ckpt-every", "0"]
+    cmd += ["--out", str(out)]
+    env = {**os.environ, "OMP_NUM_THREADS": "1"}
+    proc = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    lock = out / ".geolab.lock"
+    for _ in range(600):
+        if lock.is_file() and lock.read_text().startswith(f"{proc.pid}\n"):
+            return proc
+        assert proc.poll() is None, proc.stderr.read().decode()
+        time.sleep(0.2)
+    proc.kill()
+    raise AssertionError("the first geolab train never took its lock")
+
+
+def test_two_trainings_into_one_folder_the_second_is_refused_a_dead_holder_taken_over(
+    tmp_path, capsys
+):
+    """Two real processes: the second `geolab train` into the folder the first is training in
+    exits 2 with one line naming the first's PID and command, and writes nothing; after the
+    first is killed (SIGKILL: it cannot release), the next run takes the lock over, says so."""
+    out = tmp_path / "run"
+    first = _holder(out)
+    try:
+        files = {p.name: p.read_bytes() for p in out.iterdir() if p.name != ".geolab.lock"}
+        cmd = [sys.executable, "-m", "geolab", *TINY, "--out", str(out)]
+        second = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
+        assert second.returncode == 2, second.stderr
+        assert second.stderr.count("\n") == 1 and "Traceback" not in second.stderr
+        assert f"is in use by process {first.pid} (" in second.stderr
+        assert "geolab train --task gyroscope" in second.stderr
+        assert "--steps 1000000" in second.stderr
+        kept = {p.name: p.read_bytes() for p in out.iterdir() if p.name in files}
+        assert kept.keys() == files.keys()
+        assert kept["config.json"] == files["config.json"]  # the first run's, not replaced
+    finally:
+        first.kill()
+        first.wait()
+    assert main([*TINY, "--out", str(out)]) == 0
+    err = capsys.readouterr().err
+    assert f"took over the lock left by process {first.pid}" in err and "no longer runs" in err
+    assert load_checkpoint(out / "ckpt.pt")["step"] == 3
+    assert not (out / ".geolab.lock").exists()  # released
+
+
+@pytest.mark.parametrize(
+    "argv, folder",
+    [
+        (["reproduce", "ablation", "--scale", "tiny", "--no-png", "--out", "{tmp}/res"], "res"),
+        ([*G, "--out", "{tmp}/books/gb.csv"], "books"),
+        ([*OUT_COMMANDS["release"], "--out", "{tmp}/rel"], "rel"),
+        ([*TINY, "--resume", "--out", "{tmp}/run"], "run"),
+    ],
+    ids=["reproduce", "grade", "release", "train-resume"],
+)
+def test_every_writer_is_refused_while_another_holds_its_folder(
+    argv, folder, tmp_path, finished_run, capsys
+):
+    from geolab.lock import hold
+
+    submissions(tmp_path, finished_run)
+    _run_copy(tmp_path, finished_run)
+    before = {p: p.read_bytes() for p in tmp_path.rglob("*") if p.is_file()}
+    with hold(tmp_path / folder, "--out"):
+        argv = [a.replace("{tmp}", str(tmp_path)) for a in argv]
+        assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and f"is in use by process {os.getpid()} (" in err, err
+    after = {p: p.read_bytes() for p in tmp_path.rglob("*") if p.is_file()}
+    assert after == before
+
+
+def test_a_finished_run_without_its_checkpoint_is_refused(tmp_path, finished_run, capsys):
+    """Its log shows a checkpoint was saved: neither a resume nor a fresh run replaces it."""
+    ckpt = _run_copy(tmp_path, finished_run)
+    out = ckpt.parent
+    log = (out / "metrics.jsonl").read_bytes()
+    ckpt.unlink()
+    for extra in ([], ["--resume"]):
+        assert main([*TINY, "--out", str(out), *extra]) == 2
+        err = capsys.readouterr().err
+        assert "its ckpt.pt is gone, but its metrics.jsonl shows one was saved at step 3" in err
+    ckpt.symlink_to(tmp_path / "elsewhere.pt")
+    assert main([*TINY, "--out", str(out), "--resume"]) == 2
+    assert "is a symbolic link to" in capsys.readouterr().err
+    assert (out / "metrics.jsonl").read_bytes() == log
+
+
+def test_a_resume_checks_the_data_against_the_checkpoint_without_config_json(
+    tmp_path, finished_run, capsys
+):
+    ckpt = _run_copy(tmp_path, finished_run)
+    (ckpt.parent / "config.json").unlink()
+    for flag, fragment in (
+        (["--n-train", "32"], "resume: n_train=32 differs from the run's n_train=16"),
+        (["--n-val", "8"], "resume: n_val=8 differs from the run's n_val=4"),
+    ):
+        assert main([*TINY, "--out", str(ckpt.parent), "--resume", *flag]) == 2
+        assert fragment in capsys.readouterr().err
+    state = load_checkpoint(ckpt)
+    del state["task"]  # as a checkpoint written before it recorded its task
+    torch.save(state, ckpt)
+    assert main([*TINY, "--out", str(ckpt.parent), "--resume", "--n-train", "32"]) == 2
+    assert "does not record the run's task and data" in capsys.readouterr().err
+    assert not (ckpt.parent / "config.json").exists()
+
+
+def test_a_resume_refuses_another_n_val(tmp_path, finished_run, capsys):
+    ckpt = _run_copy(tmp_path, finished_run)
+    assert main([*TINY, "--out", str(ckpt.parent), "--resume", "--n-val", "8"]) == 2
+    assert "resume: n_val=8 differs from the run's n_val=4" in capsys.readouterr().err
+
+
+def test_a_checkpoint_holding_nan_is_never_resumed(tmp_path, finished_run, capsys):
+    ckpt = _run_copy(tmp_path, finished_run)
+    state = load_checkpoint(ckpt)
+    name = next(iter(state["model"]))
+    state["model"][name] = torch.full_like(state["model"][name], float("nan"))
+    torch.save(state, ckpt)
+    assert main([*TINY, "--out", str(ckpt.parent), "--resume", "--steps", "5"]) == 2
+    assert f"holds NaN or Inf in its weight {name}" in capsys.readouterr().err
+
+
+def test_weights_that_are_not_finite_are_not_saved_as_a_good_checkpoint(tmp_path):
+    """A weight the loss never reads (so the loss and gradients stay finite) holding NaN: the
+    checkpoint is not written, and the error says none is good."""
+    from geolab.model import GeoTransformer
+    from geolab.tasks import get_task
+    from geolab.train import TrainConfig, TrainingDiverged, train
+
+    task = get_task("gyroscope", seed=0, n_train=16, n_val=4)
+    cfg = GeoConfig(n_layer=1, d_model=16, n_head=2, **task.model_fields())
+    model = GeoTransformer(cfg)
+    model.spare = torch.nn.Parameter(torch.tensor([1.0, float("nan")]))
+    out = str(tmp_path / "r")
+    tc = TrainConfig(steps=3, batch_size=4, device="cpu", progress=False, out_dir=out)
+    with pytest.raises(TrainingDiverged, match="weight spare is NaN or Inf after step 3; not "):
+        train(cfg, task, tc, model=model)
+    assert not (tmp_path / "r" / "ckpt.pt").exists()
+
+
+@pytest.fixture
+def small_disk(tmp_path):
+    """mount(size) -> a folder on a tmpfs of ``size`` bytes (root's ``mount``; skipped where
+    mounting is not permitted), unmounted after the test."""
+    mounted = []
+
+    def mount(size: int, *options: str) -> Path:
+        where = tmp_path / f"disk{len(mounted)}"
+        where.mkdir()
+        opts = ",".join([f"size={size}", *options])
+        done = subprocess.run(["mount", "-t", "tmpfs", "-o", opts, "tmpfs", str(where)],
+                              capture_output=True, text=True)  # fmt: skip
+        if done.returncode:
+            pytest.skip(f"cannot mount a tmpfs here: {done.stderr.strip() or done.returncode}")
+        mounted.append(where)
+        return where
+
+    yield mount
+    for where in mounted:
+        subprocess.run(["umount", "-l", str(where)], check=False)
+
+
+def test_a_disk_without_room_for_one_checkpoint_is_refused_up_front(small_disk, capsys):
+    disk = small_disk(16 * 1024)
+    assert main([*TINY, "--out", str(disk / "run")]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "but one checkpoint needs at least" in err, err
+    assert list(disk.iterdir()) == []
+
+
+def test_a_disk_that_fills_up_keeps_the_last_checkpoint_and_log(small_disk, capsys):
+    """Room for one checkpoint but not a second beside it (the atomic rename needs both): the
+    second save fails, one line, the first checkpoint and the log are whole, no temp file."""
+    disk = small_disk(200 * 1024)
+    out = disk / "run"
+    assert main([*TINY, "--steps", "4", "--ckpt-every", "1", "--out", str(out)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()[-1]
+    assert err.startswith("geolab train: error: cannot write ") and "ckpt.pt" in err, err
+    assert "No space left on device" in err and "the checkpoint of step 1" in err
+    assert "Traceback" not in err
+    assert load_checkpoint(out / "ckpt.pt")["step"] == 1
+    rows = [json.loads(line) for line in (out / "metrics.jsonl").read_text().splitlines()]
+    assert [r["step"] for r in rows] == [1] and rows[0]["checkpoint"] is True
+    assert sorted(p.name for p in out.iterdir()) == ["ckpt.pt", "config.json", "metrics.jsonl"]
+
+
+def test_a_read_only_run_folder_is_refused_before_a_resume(small_disk, finished_run, capsys):
+    disk = small_disk(1024 * 1024)
+    shutil.copytree(finished_run, disk / "run")
+    subprocess.run(["mount", "-o", "remount,ro", str(disk)], check=True)
+    assert main([*TINY, "--out", str(disk / "run"), "--resume", "--steps", "5"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "Read-only file system" in err, err
+    assert load_checkpoint(disk / "run" / "ckpt.pt")["step"] == 3

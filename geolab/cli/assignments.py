@@ -2,8 +2,12 @@
 
 import argparse
 import math
+import sys
+from pathlib import Path
 
 from geolab.assignments import catalog, grade, release, sandbox
+from geolab.assignments.gradebook import check_gradebook
+from geolab.lock import hold
 
 # the grader's resource limits: flag, default, what it bounds, the largest value allowed
 # (timers and setrlimit take finite, bounded numbers: inf or 1e300 would overflow them)
@@ -29,7 +33,20 @@ def check_limits(args) -> None:
 
 def _cmd_grade(args) -> int:
     check_limits(args)
-    return grade._cmd_grade(args)
+    check_gradebook(Path(args.out), args.force)  # its paths first, again under the lock
+    with hold(Path(args.out).parent, "--out", _note("grade")):  # one grader per gradebook folder
+        return grade._cmd_grade(args)
+
+
+def _cmd_release(args) -> int:
+    if args.check:  # reads only
+        return release._cmd_release(args)
+    with hold(args.out, "--out", _note("release")):
+        return release._cmd_release(args)
+
+
+def _note(command: str):
+    return lambda text: print(f"geolab {command}: note: {text}", file=sys.stderr)
 
 
 def add_grade_cli(subparsers: argparse._SubParsersAction) -> None:
@@ -86,4 +103,4 @@ def add_release_cli(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--src", default=str(release.SRC_DIR), help="instructor notebooks (%(default)s)")
     p.add_argument("--out", default=str(release.OUT_DIR), help="student release (%(default)s)")
     p.add_argument("--check", action="store_true", help="only report out-of-date release files")
-    p.set_defaults(func=release._cmd_release)
+    p.set_defaults(func=_cmd_release)

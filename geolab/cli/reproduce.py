@@ -31,6 +31,7 @@ import argparse
 import json
 import os
 import sys
+from contextlib import nullcontext
 from pathlib import Path
 
 from geolab.experiments import NAMES, get_protocol, pack, plan, report
@@ -43,6 +44,7 @@ from geolab.experiments.runner import (
     run_protocol,
     scale_settings,
 )
+from geolab.lock import hold
 from geolab.registry import FLAVORS
 from geolab.threads import check_threads
 
@@ -65,28 +67,43 @@ def run_reproduce_cli(args: argparse.Namespace) -> int:
             raise ValueError(f"--out {args.out!r} holds no NAME-small.json results")
         if args.data_dir is not None:
             os.environ["GEOLAB_DATA"] = args.data_dir
-        if args.rejudge:  # every file judged again before any figure is drawn from it
-            for name, result in results.items():
-                path = Path(args.out) / f"{name}-small.json"
-                path.write_text(json.dumps(rejudge(result), indent=1, allow_nan=False) + "\n")
-                print(f"rejudged {path}")
-        figures = {}
-        for name, result in results.items():  # all drawn before any file is written
-            try:
-                figures[name] = report.result_figures(result)
-            except (KeyError, TypeError, IndexError, ValueError) as err:
-                raise ValueError(
-                    f"{str(Path(args.out) / f'{name}-small.json')!r}: its numbers do not fit "
-                    f"protocol {name} ({type(err).__name__}: {err}); rerun it"
-                ) from None
-        for i, (name, figs) in enumerate(figures.items(), 1):
-            kind = "HTML" if args.no_png else "HTML and PNG"
-            print(f"[{i}/{len(results)}] {name}: {len(figs)} figures ({kind})", flush=True)
-            save_figures(figs, Path(args.out), f"{name}-small", not args.no_png, print)
-        path = Path(args.out) / "README.md"
-        path.write_text(report.readme_text(results))
-        print(f"wrote {path} and redrew the figures of {len(results)} protocols")
-        return 0
+        with hold(args.out, "--out", note):
+            return write_readme(args, results)
+    return reproduce(args)
+
+
+def note(text: str) -> None:
+    print(f"geolab reproduce: note: {text}", file=sys.stderr)
+
+
+def write_readme(args: argparse.Namespace, results: dict) -> int:
+    """``--readme``: judge again (``--rejudge``), redraw every figure, write OUT/README.md."""
+    if args.rejudge:  # every file judged again before any figure is drawn from it
+        for name, result in results.items():
+            path = Path(args.out) / f"{name}-small.json"
+            path.write_text(json.dumps(rejudge(result), indent=1, allow_nan=False) + "\n")
+            print(f"rejudged {path}")
+    figures = {}
+    for name, result in results.items():  # all drawn before any file is written
+        try:
+            figures[name] = report.result_figures(result)
+        except (KeyError, TypeError, IndexError, ValueError) as err:
+            raise ValueError(
+                f"{str(Path(args.out) / f'{name}-small.json')!r}: its numbers do not fit "
+                f"protocol {name} ({type(err).__name__}: {err}); rerun it"
+            ) from None
+    for i, (name, figs) in enumerate(figures.items(), 1):
+        kind = "HTML" if args.no_png else "HTML and PNG"
+        print(f"[{i}/{len(results)}] {name}: {len(figs)} figures ({kind})", flush=True)
+        save_figures(figs, Path(args.out), f"{name}-small", not args.no_png, print)
+    path = Path(args.out) / "README.md"
+    path.write_text(report.readme_text(results))
+    print(f"wrote {path} and redrew the figures of {len(results)} protocols")
+    return 0
+
+
+def reproduce(args: argparse.Namespace) -> int:
+    """A protocol's run (or its plan, ``--dry-run``)."""
     if args.rejudge:
         raise ValueError("--rejudge is only allowed with --readme")
     if args.name is None:
@@ -117,13 +134,6 @@ def run_reproduce_cli(args: argparse.Namespace) -> int:
             f"(--jobs > 1 only for {', '.join(parallel)})"
         )
     check_launch_flags(args, parallel)
-    previous = Path(args.out) / f"{args.name}-{args.scale}.json"
-    if not args.dry_run and not args.force and previous.exists():
-        raise ValueError(
-            f"--out {args.out!r} already holds {previous.name}, an earlier {args.name} result at "
-            f"scale {args.scale}; pass --force to replace it (and its figures), or choose "
-            "another --out"
-        )
     time_limit = None if args.time_limit is None else args.time_limit * 60
     if args.compile:
         settings = scale_settings(module, args.scale)
@@ -132,10 +142,29 @@ def run_reproduce_cli(args: argparse.Namespace) -> int:
         settings = {**scale_settings(module, args.scale), **options}
         n_seeds = len(pick_seeds(settings, args.seeds))
         device = device_name(settings)
-        flops, source = plan.measured(args.out, device) or (plan.SUSTAINED_FLOPS, plan.ASSUMPTION)
+        flops, source = plan.measured(args.out, device, note) or (
+            plan.SUSTAINED_FLOPS,
+            plan.ASSUMPTION,
+        )
         rows = plan.protocol_plan(module, settings, n_seeds, flops)
         print(plan.plan_text(args.name, args.scale, rows, source))
         return 0
+    # One writer per --out (rank 0 writes under torchrun), taken before --out is read: two
+    # sweeps into one folder would each train every run and overwrite each other's files.
+    lead = os.environ.get("RANK", "0") == "0"
+    with hold(args.out, "--out", note) if lead else nullcontext():
+        return run_locked(args, module, options, time_limit)
+
+
+def run_locked(args: argparse.Namespace, module, options: dict, time_limit) -> int:
+    """Train the protocol into --out (held by this process) and print its verdicts."""
+    previous = Path(args.out) / f"{args.name}-{args.scale}.json"
+    if not args.force and previous.exists():
+        raise ValueError(
+            f"--out {args.out!r} already holds {previous.name}, an earlier {args.name} result at "
+            f"scale {args.scale}; pass --force to replace it (and its figures), or choose "
+            "another --out"
+        )
     if args.launcher is not None:
         from geolab.experiments.launch import launch
 

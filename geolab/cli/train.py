@@ -4,10 +4,12 @@ import argparse
 import os
 import signal
 import sys
+from contextlib import nullcontext
 
 from geolab.cli.args import add_model_arguments, geo_config
 from geolab.cli.errors import flag_names, run
 from geolab.data import bundled_dir
+from geolab.lock import hold
 from geolab.model import param_count
 from geolab.rules import RESIDUALS
 from geolab.tasks import get_task
@@ -82,11 +84,24 @@ def run_train_cli(args: argparse.Namespace) -> int:
     options = {k: v for k, v in options.items() if v is not None}
     task = get_task(args.task, seed=args.seed, flavor=args.flavor, **options)
     cfg = geo_config(args, grad_checkpoint=args.grad_checkpoint, **task.model_fields())
+    # One writer per run folder (rank 0 writes under torchrun): the lock is taken before the
+    # folder is judged, so two commands never both find it free and both write it.
+    lead = int(os.environ.get("RANK", "0")) == 0
+    lock = hold(out, "TrainConfig.out_dir", lambda text: note(flag_names(text, args)))
+    with lock if lead else nullcontext():
+        return _train(args, cfg, task, tc, out)
+
+
+def note(text: str) -> None:
+    print(f"geolab train: note: {text}", file=sys.stderr)
+
+
+def _train(args, cfg, task, tc: TrainConfig, out: str) -> int:
     plan = prepare(cfg, task, tc)
     lead = plan.rank == 0
     if lead:
-        for note in plan.notes:
-            print(f"geolab train: note: {flag_names(note, args)}", file=sys.stderr)
+        for line in plan.notes:
+            note(flag_names(line, args))
         print(
             f"geolab train: {task.name} with {cfg.residual}, L={cfg.n_layer}, "
             f"D={cfg.d_model}, {param_count(cfg):,} parameters -> {out}"

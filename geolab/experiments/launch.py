@@ -117,7 +117,7 @@ def launch(
         if best is not None:
             about = {"protocol": module.NAME, "scale": scale, "launcher": launcher}
             about["finished_utc"] = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
-            plan.record_throughput(out, best[1], about)
+            plan.record_throughput(out, best[1], about, log)
         for line in failed:
             log(line)
         _, missing, _ = collect(module, settings, chosen, run_dir)

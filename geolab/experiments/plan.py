@@ -23,6 +23,7 @@ time over several GPUs. A plan needs only sizes: the text corpora's vocabulary s
 """
 
 import json
+import os
 from pathlib import Path
 
 import torch
@@ -80,37 +81,80 @@ def protocol_plan(module, settings: dict, seeds: int, flops_per_s: float = SUSTA
     ]
 
 
-def record_throughput(folder, throughput: dict, about: dict) -> Path:
+def record_throughput(folder, throughput: dict, about: dict, note=print) -> Path | None:
     """Merge ``throughput`` (device -> {"runs_per_min", "flops_per_s", ...}, as
     ``pack.Sweep.throughput`` gives it) with ``about`` (protocol, scale, git, time) into
-    ``folder/throughput.json``: one record per device, the newest kept."""
+    ``folder/throughput.json``: one record per device, the newest kept. A damaged file is
+    replaced, and a file that cannot be written is skipped, each with ``note(text)``: the
+    throughput is a by-product and never costs the sweep its result. Returns the path (None
+    when it was not written)."""
     path = Path(folder) / THROUGHPUT
-    records = json.loads(path.read_text()) if path.is_file() else {}
+    records, damaged = read_throughput(folder)
+    if damaged:
+        note(f"{damaged} and replaced")
     records.update({device: {**row, **about} for device, row in throughput.items()})
-    path.write_text(json.dumps(records, indent=1, allow_nan=False) + "\n")
+    records = {k: r for k, r in records.items() if _whole(r)}  # a sweep of no time says nothing
+    tmp = path.with_name(f".{path.name}.tmp{os.getpid()}")
+    try:
+        tmp.write_text(json.dumps(records, indent=1, allow_nan=False) + "\n")
+        os.replace(tmp, path)
+    except OSError as err:
+        tmp.unlink(missing_ok=True)
+        note(f"{path} was not written ({err.strerror}); the result does not need it")
+        return None
     return path
 
 
-def measured(folder, device: str) -> tuple[float, str] | None:
-    """(FLOP/s, where it comes from) of ``folder/throughput.json``: ``device``'s record when it
-    is a GPU, else the latest GPU ("cuda") record; None without one."""
+def read_throughput(folder) -> tuple[dict, str | None]:
+    """(device -> record, note) of ``folder/throughput.json``: the records that are whole (a
+    finite, positive FLOP/s and runs per minute), and a note naming what was damaged and left
+    out (None when nothing was). A missing file is no records and no note."""
     path = Path(folder) / THROUGHPUT
     if not path.is_file():
-        return None
-    records = json.loads(path.read_text())
+        return {}, None
+    try:
+        records = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, ValueError) as err:
+        why = err.strerror if isinstance(err, OSError) else type(err).__name__
+        return {}, f"{path} is damaged ({why}); it is ignored"
+    if not isinstance(records, dict):
+        return {}, f"{path} is damaged (not a JSON object); it is ignored"
+    whole = {k: r for k, r in records.items() if _whole(r)}
+    bad = sorted(set(records) - set(whole))
+    note = f"{path}: the damaged record(s) {', '.join(bad)} are ignored" if bad else None
+    return whole, note
+
+
+def _whole(record) -> bool:
+    def rate(v):
+        return isinstance(v, (int, float)) and not isinstance(v, bool) and 0 < v < float("inf")
+
+    return isinstance(record, dict) and all(
+        rate(record.get(k)) for k in ("flops_per_s", "runs_per_min")
+    )
+
+
+def measured(folder, device: str, note=None) -> tuple[float, str] | None:
+    """(FLOP/s, where it comes from) of ``folder/throughput.json``: ``device``'s record when it
+    is a GPU, else the latest GPU record; None without one. A damaged file or record is left
+    out, and ``note(text)`` says so."""
+    records, damaged = read_throughput(folder)
+    if damaged and note is not None:
+        note(damaged)
+    path = Path(folder) / THROUGHPUT
     gpus = {k: r for k, r in records.items() if k.startswith("cuda")}
     if device in gpus:
         name = device
     elif gpus:
-        name = max(gpus, key=lambda k: gpus[k].get("finished_utc", ""))
+        name = max(gpus, key=lambda k: str(gpus[k].get("finished_utc", "")))
     else:
         return None
     r = gpus[name]
     return r["flops_per_s"], (
         f"GPU-hours = 6·(N + L·S·D)·tokens / ({r['flops_per_s']:.3g} FLOP/s) / 3600 per seed "
         f"(Kaplan et al. 2020, §2.1), the FLOP/s measured on {name} per {path} "
-        f"({r['protocol']} at scale {r['scale']!r}, {r['jobs']} worker(s), "
-        f"{r['runs_per_min']:.3g} runs/min, {r.get('finished_utc', '?')})"
+        f"({r.get('protocol', '?')} at scale {r.get('scale', '?')!r}, {r.get('jobs', '?')} "
+        f"worker(s), {r['runs_per_min']:.3g} runs/min, {r.get('finished_utc', '?')})"
     )
 
 

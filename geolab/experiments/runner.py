@@ -143,12 +143,13 @@ def run_protocol(
                 if out is not None and sw.trained:
                     about = {"protocol": module.NAME, "scale": scale, "git": git["commit"]}
                     about["finished_utc"] = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
-                    path = plan.record_throughput(out, sw.throughput(), about)
+                    path = plan.record_throughput(out, sw.throughput(), about, log)
+                    where = f"recorded in {path}" if path is not None else "not recorded"
                     for device, row in sw.throughput().items():
                         log(
                             f"throughput on {device}: {row['runs_per_min']:.3g} runs/min, "
                             f"{row['flops_per_s']:.3g} FLOP/s sustained per device with "
-                            f"{row['jobs']} worker(s) (recorded in {path})"
+                            f"{row['jobs']} worker(s) ({where})"
                         )
         wall = time.perf_counter() - t0
     result = {

@@ -36,7 +36,11 @@ API (notebooks, experiments and outside scripts build on these names)::
     uninterrupted one. Resuming needs the same model config, rank count and optimisation
     settings; ``steps`` and the logging/checkpoint/device settings may change, and each change
     is recorded in ``config.json`` under "resumes". A folder without ``ckpt.pt`` left by a run
-    that stopped before its first checkpoint is reused (``resume=True`` restarts it at step 0).
+    that stopped before its first checkpoint is reused (``resume=True`` restarts it at step 0);
+    one whose log shows a checkpoint that is gone is refused. The checkpoint records the task
+    (name, window, both split sizes) so a resume checks it even without ``config.json``, and a
+    checkpoint holding NaN/Inf is neither saved nor resumed. A write that fails (full disk)
+    raises ValueError and leaves the last checkpoint and the log whole.
   * ``prepare(model_cfg, task, train_cfg) -> Plan`` runs every check a user's input can fail
     (model vs task, batch vs ranks, the memory estimate of ``geolab.memory``, the run folder, the
     checkpoint) before anything is built or written; ``train`` runs it first, or takes its

@@ -18,6 +18,7 @@ from geolab.outputs import check_dir
 CKPT = "ckpt.pt"
 METRICS = "metrics.jsonl"
 CONFIG = "config.json"
+CKPT_COPIES = 3  # a checkpoint holds the weights and AdamW's two moments of each
 STATE_KEYS = (
     "step",
     "model",
@@ -36,14 +37,22 @@ def check_out_dir(out: Path | None, resume: bool) -> list[str]:
     A fresh run needs a new folder, an empty one, or a stale one: config.json and metrics.jsonl
     without ckpt.pt, left by a run that crashed or diverged before its first checkpoint, which
     has nothing to resume and is replaced. A resume needs ckpt.pt, or restarts a stale folder
-    from step 0.
+    from step 0. A folder whose log shows a checkpoint was saved (``checkpoint_steps``) but
+    whose ckpt.pt is gone, or a ckpt.pt that links to nothing, is refused: restarting would
+    replace a run that cannot be resumed.
     """
     if out is None:
         if resume:
             raise ValueError("TrainConfig.resume=True needs out_dir (where ckpt.pt lives)")
         return []
     check_dir(out, "TrainConfig.out_dir")
-    if (out / CKPT).exists():
+    ckpt = out / CKPT
+    if ckpt.is_symlink() and not ckpt.exists():
+        raise ValueError(
+            f"{str(ckpt)!r} is a symbolic link to {os.readlink(ckpt)!r}, which does not exist; "
+            "restore the checkpoint it points to, or choose another directory"
+        )
+    if ckpt.exists():
         if not resume:
             raise ValueError(
                 f"TrainConfig.out_dir={str(out)!r} already holds a run; pass "
@@ -57,6 +66,13 @@ def check_out_dir(out: Path | None, resume: bool) -> list[str]:
                 f"TrainConfig.out_dir={str(out)!r} is not allowed: its {name} is not a geolab "
                 "run's and a run would overwrite it; choose another directory"
             )
+    saved_at = checkpoint_steps(out)
+    if saved_at:
+        raise ValueError(
+            f"TrainConfig.out_dir={str(out)!r} is not allowed: its {CKPT} is gone, but its "
+            f"{METRICS} shows one was saved at step {saved_at[-1]}; a new run would replace "
+            f"that run's log. Restore {CKPT}, or choose another directory"
+        )
     if not stale:
         if resume:
             raise ValueError(f"TrainConfig.resume=True but {str(out / CKPT)!r} does not exist")
@@ -66,6 +82,27 @@ def check_out_dir(out: Path | None, resume: bool) -> list[str]:
         f"{str(out)!r} holds a run that stopped before its first checkpoint (no {CKPT}): "
         f"{start}; its {' and '.join(stale)} are replaced"
     ]
+
+
+def checkpoint_steps(out: Path) -> list[int]:
+    """The steps at which the run in ``out`` saved its checkpoint, as its log and config.json
+    tell: rows marked ``"checkpoint": true``, and (logs written before the mark) the last step
+    of the run and every ``ckpt_every``-th step."""
+    try:
+        rows = [json.loads(line) for line in (out / METRICS).read_text().splitlines() if line]
+    except (OSError, UnicodeDecodeError, ValueError):
+        return []
+    train = (read_run_config(out / CONFIG) or {}).get("train", {})
+    steps, every = train.get("steps"), train.get("ckpt_every")
+    saved = []
+    for row in rows:
+        step = row.get("step") if isinstance(row, dict) else None
+        if not isinstance(step, int) or isinstance(step, bool):
+            continue
+        periodic = isinstance(every, int) and every > 0 and step % every == 0
+        if row.get("checkpoint") or step == steps or periodic:
+            saved.append(step)
+    return saved
 
 
 def _written_by_geolab(path: Path) -> bool:
@@ -112,9 +149,69 @@ def _alive(pid: int) -> bool:
 
 
 def atomic_write(path: Path, write) -> None:
+    """``write(tmp)`` then rename tmp over ``path``: a reader sees the old file or the new one.
+    When the write fails (a full disk, a folder made read-only meanwhile) the temporary file is
+    removed, ``path`` is left as it was and a one-line ValueError says so."""
     tmp = path.with_name(f".{path.name}.tmp{os.getpid()}")
-    write(tmp)
-    os.replace(tmp, path)
+    try:
+        write(tmp)
+        os.replace(tmp, path)
+    except (OSError, RuntimeError) as err:  # torch.save reports a failed write as RuntimeError
+        tmp.unlink(missing_ok=True)
+        raise WriteFailed(path, err) from None
+
+
+class WriteFailed(ValueError):
+    """A run file could not be written; what was on disk before is intact."""
+
+    def __init__(self, path: Path, err: Exception):
+        # torch.save into a Python file raises its own RuntimeError ("unexpected pos ...")
+        # during the file's OSError, which it keeps as the context: that one says why
+        cause = err if isinstance(err, OSError) else err.__context__
+        if isinstance(cause, OSError) and cause.strerror:
+            why = cause.strerror
+        else:
+            why = str(err).strip().splitlines()[-1][-200:] if str(err).strip() else repr(err)
+        self.path = path
+        super().__init__(f"cannot write {str(path)!r} ({why}); the file as it was is kept")
+
+
+def save_state(state: dict, path: Path) -> None:
+    """``torch.save`` through a Python file, so a failed write keeps its OSError (WriteFailed)."""
+    with open(path, "wb") as f:
+        torch.save(state, f)
+
+
+def append_line(log, text: str, path: Path) -> None:
+    """Append ``text`` to the open log and flush it; a failed write is cut back off, so the log
+    keeps only whole lines, and raises WriteFailed."""
+    end = log.tell()
+    try:
+        log.write(text)
+        log.flush()
+    except OSError as err:
+        try:
+            log.truncate(end)
+        except OSError:
+            pass
+        raise WriteFailed(path, err) from None
+
+
+def check_space(out: Path, n_params: int) -> None:
+    """ValueError when ``out``'s file system has no room for one checkpoint of a model of
+    ``n_params`` float32 weights (weights + AdamW's two moments), checked before the first step."""
+    need = CKPT_COPIES * 4 * n_params
+    try:
+        st = os.statvfs(out if out.exists() else out.parent)
+    except OSError:
+        return
+    free = st.f_bavail * st.f_frsize
+    if free < need:
+        raise ValueError(
+            f"TrainConfig.out_dir={str(out)!r} is not allowed: its disk has {free:,} bytes "
+            f"free, but one checkpoint needs at least {need:,}; free space or choose another "
+            "directory"
+        )
 
 
 def rng_state(device: torch.device) -> dict:
@@ -200,7 +297,26 @@ def read_history(path: Path, upto: int) -> list[dict]:
     return [row for row in rows if row["step"] <= upto]
 
 
-def save_checkpoint(path, raw, opt, data_gen, step, model_cfg, tc, device, world, lead) -> None:
+def check_finite(state: dict, path) -> None:
+    """ValueError naming the first model weight or optimizer moment of checkpoint ``state`` that
+    holds NaN or ±Inf: such a checkpoint cannot continue a run, so it is never "good"."""
+    tensors = [(f"weight {k}", v) for k, v in state["model"].items()]
+    for i, moments in state["optimizer"].get("state", {}).items():
+        tensors += [(f"optimizer {name} of parameter {i}", v) for name, v in moments.items()]
+    for what, value in tensors:
+        if torch.is_tensor(value) and value.is_floating_point() and not value.isfinite().all():
+            raise ValueError(
+                f"checkpoint {str(path)!r} holds NaN or Inf in its {what}: the run had diverged "
+                "when it was saved and cannot continue from it; start a new run"
+            )
+
+
+def save_checkpoint(
+    path, raw, opt, data_gen, step, model_cfg, tc, device, world, lead, task=None
+) -> None:
+    """Save the state ``load_checkpoint`` reads (atomically, rank 0 only); ``task`` is the
+    run's task record (``loop.task_record``), kept so a resume can check it without
+    config.json."""
     rng = [rng_state(device)]
     if world > 1:
         rng = [None] * world
@@ -216,5 +332,6 @@ def save_checkpoint(path, raw, opt, data_gen, step, model_cfg, tc, device, world
         "model_cfg": model_cfg.to_dict(),
         "train_cfg": asdict(tc),
         "world_size": world,
+        "task": task,
     }
-    atomic_write(path, lambda p: torch.save(state, p))
+    atomic_write(path, lambda p: save_state(state, p))

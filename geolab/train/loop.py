@@ -19,14 +19,18 @@ from torch import nn
 from geolab.config import GeoConfig
 from geolab.device import pick_device
 from geolab.memory import check_fits
-from geolab.model import GeoTransformer, count_params
+from geolab.model import GeoTransformer, count_params, param_count
 from geolab.tasks import Task
 from geolab.train.checkpoint import (
     CKPT,
     CONFIG,
     METRICS,
+    WriteFailed,
+    append_line,
     atomic_write,
+    check_finite,
     check_out_dir,
+    check_space,
     check_state,
     load_checkpoint,
     read_history,
@@ -169,6 +173,8 @@ def prepare(model_cfg: GeoConfig, task: Task, tc: TrainConfig) -> Plan:
     check_fits(model_cfg, tc.batch_size // world, task.seq_len, device, training=True)
     out = Path(tc.out_dir) if tc.out_dir is not None else None
     notes = check_out_dir(out, tc.resume)
+    if out is not None and rank == 0:
+        check_space(out, param_count(model_cfg))
     saved = load_checkpoint(out / CKPT) if tc.resume and (out / CKPT).exists() else None
     changed, config = {}, None
     if tc.warmup > tc.steps:
@@ -190,11 +196,20 @@ def prepare(model_cfg: GeoConfig, task: Task, tc: TrainConfig) -> Plan:
             meta_model = GeoTransformer(model_cfg)
             meta_opt = torch.optim.AdamW(param_groups(meta_model, tc.weight_decay))
         check_state(saved, meta_model, meta_opt, world, out / CKPT)
+        check_finite(saved, out / CKPT)
         config = read_run_config(out / CONFIG)
+        if isinstance(saved.get("task"), dict):  # the checkpoint's own record decides
+            check_same_task(saved["task"], task, out / CKPT)
+        elif config is None:
+            raise ValueError(
+                f"resume: {str(out / CONFIG)!r} is missing or damaged and the checkpoint does "
+                "not record the run's task and data, so a resume cannot check them; restore "
+                f"{CONFIG}, or start a new run elsewhere"
+            )
         if config is None:
             notes.append(
                 f"{str(out / CONFIG)!r} is missing or damaged: it is written anew from the "
-                "checkpoint and this task"
+                "checkpoint, whose task and data this run matches"
             )
         else:
             check_same_task(config["task"], task, out / CONFIG)
@@ -208,14 +223,22 @@ def prepare(model_cfg: GeoConfig, task: Task, tc: TrainConfig) -> Plan:
 
 
 def task_record(task: Task) -> dict:
-    """What config.json records of the task a run trains on (and a resume must match)."""
-    return {"name": task.name, "seq_len": task.seq_len, "n_train": task.n_samples("train")}
+    """What config.json and the checkpoint record of the task a run trains on (and a resume must
+    match): its name, window and the sizes of both splits."""
+    return {
+        "name": task.name,
+        "seq_len": task.seq_len,
+        "n_train": task.n_samples("train"),
+        "n_val": task.n_samples("val"),
+    }
 
 
 def check_same_task(recorded: dict, task: Task, path: Path) -> None:
-    """ValueError when a resume would train on another task, or other data, than the run did."""
+    """ValueError when a resume would train on another task, or other data, than the run did
+    (what ``recorded`` holds of ``task_record``: older runs lack n_val)."""
     now = task_record(task)
-    for key, flag in (("name", "task"), ("seq_len", "seq_len"), ("n_train", "n_train")):
+    for key in ("name", "seq_len", "n_train", "n_val"):
+        flag = "task" if key == "name" else key
         if key in recorded and recorded[key] != now[key]:
             raise ValueError(
                 f"resume: {flag}={now[key]!r} differs from the run's {flag}={recorded[key]!r} "
@@ -406,16 +429,18 @@ def _run(model_cfg, task, tc, callback, model, plan: Plan) -> TrainResult:
                 periodic = tc.ckpt_every and done % tc.ckpt_every == 0
                 if out is not None and (done == tc.steps or periodic or stopping):
                     t_save = time.perf_counter()
+                    check_weights(raw, done, out / CKPT, last_ckpt)
                     save_checkpoint(
-                        out / CKPT, raw, opt, data_gen, done, model_cfg, tc, device, world, lead
-                    )
+                        out / CKPT, raw, opt, data_gen, done, model_cfg, tc, device, world, lead,
+                        task=task_record(task),
+                    )  # fmt: skip
                     last_ckpt = done
+                    record["checkpoint"] = True
                     t_other += time.perf_counter() - t_save
                 if lead:
                     history.append(record)
                     if log is not None:
-                        log.write(json.dumps(record) + "\n")
-                        log.flush()
+                        append_line(log, json.dumps(record) + "\n", out / METRICS)
                     if bar is not None:
                         bar.set_postfix(loss=f"{loss_v:.4g}", lr=f"{lr:.2e}", refresh=False)
                         bar.update(1)
@@ -423,6 +448,14 @@ def _run(model_cfg, task, tc, callback, model, plan: Plan) -> TrainResult:
                         callback(record)
                 if stopping and done < tc.steps:
                     raise TrainingInterrupted(stop.signum or signal.SIGTERM, done, out / CKPT)
+    except WriteFailed as err:
+        kept = (
+            f"the checkpoint of step {last_ckpt} and the log are intact; free space (or fix "
+            "the folder) and continue with --resume"
+            if last_ckpt is not None
+            else "no checkpoint was written yet; free space (or fix the folder) and rerun"
+        )
+        raise ValueError(f"{err}; training stopped: {kept}") from None
     finally:
         if log is not None:
             log.close()
@@ -440,6 +473,23 @@ def _run(model_cfg, task, tc, callback, model, plan: Plan) -> TrainResult:
     raw.eval()
     trained = tc.steps - start
     return TrainResult(raw, metrics, history, out, trained / max(train_s, 1e-9), trained)
+
+
+def check_weights(model: nn.Module, step: int, path: Path, last_ckpt: int | None) -> None:
+    """TrainingDiverged, before a checkpoint is saved over ``path``, when the step left a weight
+    NaN or ±Inf (a finite loss and gradient can still overflow the update): the checkpoint on
+    disk stays the last good one."""
+    for name, p in model.named_parameters():
+        if not p.detach().isfinite().all():
+            where = (
+                f"the last good checkpoint is {str(path)!r} (step {last_ckpt})"
+                if last_ckpt is not None
+                else "no checkpoint was written"
+            )
+            raise TrainingDiverged(
+                f"weight {name} is NaN or Inf after step {step}; not saved over the checkpoint; "
+                f"{where}. Lower the learning rate or keep clipping on."
+            )
 
 
 def validation_batches(tc: TrainConfig) -> dict:
