@@ -452,19 +452,23 @@ def test_04_whole_slider_grid_at_200_layers_holds_the_floor_and_never_jumps():
         assert_holds(explore.rank_view(["edelta"], 200, gamma0=gamma0, reference=False), 200)
 
 
-def test_04_a_state_below_float64s_range_stops_its_curve_with_a_label():
-    """400 layers (the view's API allows it) at α₀ = 1, β₀ = 0.95: the state falls ~0.8 decades
-    a layer and leaves float64's range; the curve stops there, labelled, and the readout says so."""
-    view = explore.rank_view(["mgt"], 400, beta0=0.95, alpha0=1.0, reference=False, layer=400)
+def test_04_a_state_below_float64s_range_stops_its_curve_with_a_label(monkeypatch):
+    """400 layers (the view's API allows it) at α₀ = 1, β₀ = 0.95, small sizes: the state falls
+    ~1 decade a layer and leaves float64's range; the curve stops there, labelled, and the
+    readout and the compare-all table say so."""
+    small = {"d_model": 32, "seq_len": 8}
+    gates = {"beta0": 0.95, "alpha0": 1.0}
+    view = explore.rank_view(["mgt"], 400, reference=False, layer=400, **small, **gates)
     at = view.numbers["underflow"]["mgt"]
-    assert 200 < at < 400
+    assert 100 < at < 400
     assert_holds(view, 400)
     (label,) = view.figures["rank"].layout.annotations
     assert f"no number from layer {at}" in label.text and label.x == at - 1
     assert dict(view.readout)["mgt: rank / residual at layer 400"].startswith("no number")
     assert "mgt" not in view.numbers["clouds"]  # no cloud drawn from rounding noise
-    cells = explore.compare_rows(400, beta0=0.95, alpha0=1.0)
-    assert next(r for r in cells if r["rule"] == "mgt")["note"].startswith("no number")
+    monkeypatch.setattr(explore.rank, "rank_rules", lambda: ("mgt",))
+    (row,) = explore.compare_rows(400, **small, **gates)
+    assert row["effective rank"] is None and row["note"].startswith("no number")
 
 
 def test_04_precision_lost_is_where_the_largest_entry_leaves_the_floats_precise_range():
@@ -564,6 +568,37 @@ def test_04_nothing_that_answers_the_question_shows_before_an_answer():
     text = seen(after)
     assert "Rank per layer, dotted" in text
     assert set(glbls["bridge"].numbers["final"]) == {"postln", "preln", "deepnorm", "mgt"}
+
+
+def test_04_more_than_three_curves_are_named_on_their_ends_apart_and_in_their_colours():
+    view = explore.rank_view(["postln", "preln", "mgt"], 12)  # and pure attention: four
+    labels = view.figures["rank"].layout.annotations
+    colors = explore.rule_colors()
+    assert sorted(a.text for a in labels) == sorted(view.numbers["ranks"])
+    assert all(a.font.color == colors[a.text] and a.x == 12 for a in labels)
+    ys = sorted(a.y for a in labels)
+    assert min(np.diff(ys)) >= 0.045 - 1e-12  # apart, even where curves end together
+    for a in labels:  # each at its curve's end, or moved up from it only
+        assert a.y >= view.numbers["final_rank"][a.text] - 1e-12
+    assert not explore.rank_view(["preln", "mgt"], 12).figures["rank"].layout.annotations
+
+
+def test_04_trained_curves_one_panel_per_rule_two_labelled_lines_each():
+    from geolab.experiments.runner import load_result
+
+    result = load_result(REPO / "data" / "results" / "rank_evolution-small.json")
+    fig = explore.rank_bridge_view(result, 12).figures["bridge"]
+    rules = ["postln", "preln", "deepnorm", "mgt"]
+    colors = explore.rule_colors()
+    for i, rule in enumerate(rules):
+        axis = "x" if i == 0 else f"x{i + 1}"
+        traces = [t for t in fig.data if t.xaxis == axis]
+        assert [t.name for t in traces] == [f"{rule} (init)", f"{rule} (trained)"]
+        assert {t.line.color for t in traces} == {colors[rule]}
+        texts = [a.text for a in fig.layout.annotations if a.xref == axis]
+        assert texts == ["init", "trained"]
+    assert [a.text for a in fig.layout.annotations if a.yref == "paper"] == rules
+    assert len(fig.layout.shapes) == 4 and fig.layout.shapes[0].y0 == pytest.approx(1 / 32)
 
 
 def test_04_mgt_memory_explains_the_fall_at_200_layers():

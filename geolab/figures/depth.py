@@ -128,9 +128,44 @@ def rank_figure(
                 "font": {"color": color_of(name, list(ranks).index(name), colors)},
             }
         )
+    if len(ranks) > 3:  # more than three lines: each named at its end, not only in the legend
+        annotations += end_labels(
+            {n: v for n, v in ranks.items() if n not in (breaks or {})}, first_layer, colors
+        )
+        extra["margin"] = {"r": 110}
     if annotations:
         extra["annotations"] = annotations
     return figure(data, base_layout(title, "layer", "effective rank", **extra))
+
+
+def end_labels(
+    curves: Mapping[str, object], first: int, colors=None, gap: float = 0.045
+) -> list[dict]:
+    """One annotation per curve: its name just right of its last point, in its colour, moved
+    apart vertically (at least ``gap`` of the axis, bottom up) where curves end close together,
+    e.g. several rules on the floor. Curves start at x = ``first``."""
+    ends = sorted(
+        (float(floats(v)[-1]), name, i, len(floats(v)))
+        for i, (name, v) in enumerate(curves.items())
+    )
+    labels, low = [], -1.0
+    for y, name, i, n in ends:
+        y_label = max(y, low + gap)
+        low = y_label
+        labels.append(
+            {
+                "x": first + n - 1,
+                "y": y_label,
+                "xref": "x",
+                "yref": "y",
+                "text": name,
+                "showarrow": False,
+                "xanchor": "left",
+                "xshift": 4,
+                "font": {"color": color_of(name, i, colors), "size": 11},
+            }
+        )
+    return labels
 
 
 def token_cloud_figure(
