@@ -42,17 +42,18 @@ def _(mo):
     ## Try it: one slider, one operator
 
     $A(k, \beta) = I - \beta\, k k^\top$ for a unit vector $k$, in $\mathbb{R}^4$. Slide $\beta$
-    from $0$ (identity) through $1$ to $2$ and watch the eigenvalues: three of the four stay at
-    $1$, one moves (left plot; the label $\times 3$ marks the three stacked at $1$). Notebook 01
-    takes this apart.
+    from $0$ (identity) to $1$ and watch the eigenvalues: three of the four stay at $1$, one
+    moves (left plot; the label $\times 3$ marks the three stacked at $1$). What happens past
+    $\beta = 1$ is notebook 01's opening question, so this slider stops at $1$.
     """)
     return
 
 
 @app.cell
 def _(mo):
+    # [0, 1] only: at β = 2 the readout would answer 01's predict-first question (det A = −1)
     beta = mo.ui.slider(
-        -1.0, 3.0, step=0.05, value=1.0, label=r"$\beta$", show_value=True, full_width=True
+        0.0, 1.0, step=0.05, value=1.0, label=r"$\beta$", show_value=True, full_width=True
     )
     mo.vstack([beta])
     return (beta,)
@@ -99,14 +100,27 @@ def _(mo, re):
     }
     folder = mo.notebook_dir()
     files = sorted(folder.glob("*.py")) + sorted((folder / "assignments").glob("*.py"))
+    # `marimo run notebooks` opens this page as ?file=00_tour.py and serves every notebook by
+    # that link; `marimo run notebooks/00_tour.py` serves this file alone (no ?file=), where a
+    # link would only return marimo's "File … not found": there each row names its command.
+    linked = "file" in mo.query_params()
     rows = []
     for path in files:
         name = path.relative_to(folder).with_suffix("").as_posix()
         title = re.search(r'app_title="([^"]*)"', path.read_text(encoding="utf-8"))
         what = about.get(name, title.group(1) if title else "")
-        rows.append(f"| [`{name}`](?file={name}.py) | {what} |")
+        where = f"[`{name}`](?file={name}.py)" if linked else f"`marimo run notebooks/{name}.py`"
+        rows.append(f"| {where} | {what} |")
+    alone = (
+        "*This page is served alone, so the notebooks are not links: run the command in a"
+        " row (`.venv/bin/python -m marimo run …` from the repository), or serve the whole"
+        " folder with `.venv/bin/python -m marimo run notebooks` and every name becomes a"
+        " link.*\n\n"
+    )
     mo.md(
-        "## The notebooks\n\n| notebook | what it is about |\n|:--|:--|\n"
+        "## The notebooks\n\n"
+        + ("" if linked else alone)
+        + "| notebook | what it is about |\n|:--|:--|\n"
         + "\n".join(rows)
         + "\n\n01–05 and 08 each ask a question first: commit to a guess, then the plot answers."
     )
@@ -118,11 +132,10 @@ def _(mo):
     mo.md(r"""
     ## How to navigate
 
-    * **The links above** open each notebook when marimo serves the whole folder:
+    * **The names above** are links when marimo serves the whole folder:
       `.venv/bin/python -m marimo run notebooks` (read-only apps) or
       `.venv/bin/python -m marimo edit notebooks` (editable). When marimo serves this file
-      alone, a link cannot reach the others: open one from a terminal in the repository with
-      `.venv/bin/python -m marimo edit notebooks/01_delta_operator.py` (any name above).
+      alone, a link cannot reach the others, so the table gives each one's command instead.
     * `marimo run notebooks/NN_name.py` shows a notebook as an app, its code hidden;
       `marimo edit` shows the code too (in edit mode, each cell's code opens from the cell
       itself); `python notebooks/NN_name.py` runs it top to bottom as a script.

@@ -36,25 +36,39 @@ def _(mo):
 
 
 @app.cell
-def _(mo):
-    guess = mo.ui.radio(
-        options=["1", "0", "−1", "3"],
-        label=r"**Predict first.** At $\beta = 2$, what is $\det A$?",
-    )
-    mo.vstack([guess])
-    return (guess,)
+def _(explore):
+    get_answer, set_answer = explore.answer_state()
+    return get_answer, set_answer
 
 
 @app.cell
-def _(delta_view, guess, mo):
-    mo.stop(guess.value is None, mo.md("*Pick an answer: the plot appears once you have.*"))
+def _(explore, get_answer, set_answer):
+    guess, again = explore.question(
+        r"**Predict first.** At $\beta = 2$, what is $\det A$?",
+        ["1", "0", "−1", "3"],
+        get_answer(),
+        set_answer,
+    )
+    explore.asked(guess, again, get_answer())
+    return again, guess
+
+
+@app.cell
+def _(get_answer):
+    answer = get_answer()
+    return (answer,)
+
+
+@app.cell
+def _(answer, delta_view, explore, mo):
+    mo.stop(answer is None, mo.md(explore.WAITING))
     mirror = delta_view(2.0, 0.5, 1.0)
-    right = guess.value == "−1"
+    right = answer == "−1"
     mo.vstack(
         [
             mo.callout(
                 mo.md(
-                    ("**Right.** " if right else f"**Not {guess.value}.** ")
+                    ("**Right.** " if right else f"**Not {answer}.** ")
                     + rf"At $\beta = 2$, $\det A = {mirror.numbers['det']:+.4f}$ (computed)."
                     r" The plot marks $\beta = 2$ on the determinant's line; beside it, $A$ at"
                     r" $\beta = 2$ maps the unit circle onto itself, turned inside out."
@@ -73,8 +87,8 @@ def _(delta_view, guess, mo):
 
 
 @app.cell(hide_code=True)
-def _(guess, mo):
-    mo.stop(guess.value is None)
+def _(answer, mo):
+    mo.stop(answer is None)
     mo.md(r"""
     ## The spectrum in one line
 
@@ -133,26 +147,26 @@ def _(beta, delta_view, phi, v):
 
 
 @app.cell
-def _(mo, view):
-    mo.md(view.markdown())
-    return
-
-
-@app.cell
-def _(guess, mo, view):
+def _(answer, mo, view):
     mo.stop(
-        guess.value is None,
+        answer is None,
         mo.md(
-            "*The eigenvalues and the determinant along $\\beta$ appear once you have answered.*"
+            "*The table, the eigenvalues and the determinant along $\\beta$ appear once you"
+            " have answered the question above.*"
         ),
     )
-    mo.hstack([view.figures["spectrum"], view.figures["det"]], widths="equal")
+    mo.vstack(
+        [
+            mo.md(view.markdown()),
+            mo.hstack([view.figures["spectrum"], view.figures["det"]], widths="equal"),
+        ]
+    )
     return
 
 
 @app.cell(hide_code=True)
-def _(guess, mo):
-    mo.stop(guess.value is None)
+def _(answer, mo):
+    mo.stop(answer is None)
     mo.md(r"""
     ## What $A$ does to the unit circle
 
@@ -164,6 +178,13 @@ def _(guess, mo):
     return
 
 
+@app.cell
+def _(answer, mo, view):
+    mo.stop(answer is None)
+    view.figures["image"]
+    return
+
+
 @app.cell(hide_code=True)
 def _(mo):
     mo.md(r"""
@@ -172,15 +193,15 @@ def _(mo):
     The residual update of Deep Delta Learning (Eq. 2) is
     $x' = x + \beta\,(v - k^\top x)\,k$ for a unit $k$, which equals $A(k,\beta)\,x + \beta v k$.
     Along $k$ the new state holds $k^\top x' = (1-\beta)\,k^\top x + \beta v$: at $\beta = 1$
-    the old value is erased and exactly $v$ is written. Slide $v$ and compare the last two
-    rows of the table above.
+    the old value is erased and exactly $v$ is written. Slide $v$ and watch $x'$ (once you
+    have answered, the last two rows of the table above give the numbers).
     """)
     return
 
 
 @app.cell
-def _(mo, view):
-    mo.hstack([view.figures["image"], view.figures["update"]], widths="equal")
+def _(view):
+    view.figures["update"]
     return
 
 

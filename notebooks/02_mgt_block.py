@@ -31,8 +31,67 @@ def _(mo):
     over 64 tokens × 16 channels, the fraction that turns negative, and what the tangent gate
     does to one token's update. The last part tests a claim of the paper's theory (its
     Proposition 3.5): what does this elementwise update do to the spectrum of the rank-1 Delta
-    operator it is named after? Commit to a guess before the plot answers.
+    operator it is named after? Commit to a guess first: the question comes next.
     """)
+    return
+
+
+@app.cell
+def _(explore):
+    get_answer, set_answer = explore.answer_state()
+    return get_answer, set_answer
+
+
+@app.cell
+def _(explore, get_answer, set_answer):
+    guess, again = explore.question(
+        r"**Predict first.** At the default settings below ($\lambda = 1$, $\epsilon = 0$,"
+        r" $\alpha = 0.1$, $\beta_0 = 0.5$, $W_\beta$ scale 1), how many of the 16 eigenvalues of"
+        r" MGT's Jacobian $J = \partial x'/\partial x$ for one token are exactly $1$?",
+        ["15 of 16, like the Delta operator", "about half", "none of them"],
+        get_answer(),
+        set_answer,
+    )
+    explore.asked(guess, again, get_answer())
+    return again, guess
+
+
+@app.cell
+def _(get_answer):
+    answer = get_answer()
+    return (answer,)
+
+
+@app.cell
+def _(answer, explore, mgt_view, mo):
+    mo.stop(answer is None, mo.md(explore.WAITING))
+    # The case asked, not the sliders.
+    _asked = mgt_view(1.0, 0.0, 0.1, 0.5, 1.0)
+    _n = _asked.numbers
+    _right = answer == "none of them"
+    mo.vstack(
+        [
+            mo.callout(
+                mo.md(
+                    ("**Right.** " if _right else "**No.** ")
+                    + f"At the default settings {_n['unit_eigs_mgt']} of 16 eigenvalues of $J$"
+                    f" equal 1 (the Delta operator: {_n['unit_eigs_delta']} of 16), and"
+                    f" $\\operatorname{{rank}}(J - I) = {_n['rank_mgt']}$ against"
+                    f" $\\operatorname{{rank}}(A - I) = {_n['rank_delta']}$. The plot puts each"
+                    " eigenvalue's distance from 1 on a log axis: the Delta operator's 15 sit on"
+                    " the floor, MGT's are all well above."
+                ),
+                kind="success" if _right else "warn",
+            ),
+            _asked.figures["jacobian"],
+            mo.md(
+                r"**Why?** The update rescales every channel by its own factor"
+                r" $1 - \alpha\beta_i$ and writes on every channel, so every direction of the"
+                r" token moves: the geometric reading *erase along $k$, keep the rest* does not"
+                r" carry over from the Delta operator to MGT."
+            ),
+        ]
+    )
     return
 
 
@@ -53,15 +112,6 @@ def _(mo):
     alpha = mo.ui.slider(
         0.0, 2.0, step=0.05, value=0.1, label=r"decay $\alpha$", show_value=True, full_width=True
     )
-    beta0 = mo.ui.slider(
-        -0.95,
-        0.95,
-        step=0.05,
-        value=0.5,
-        label=r"initial gate $\beta_0$ ($b_\beta$)",
-        show_value=True,
-        full_width=True,
-    )
     w_scale = mo.ui.slider(
         0.0,
         3.0,
@@ -71,36 +121,50 @@ def _(mo):
         show_value=True,
         full_width=True,
     )
-    mo.vstack([lam, eps, alpha, beta0, w_scale])
-    return alpha, beta0, eps, lam, w_scale
+    mo.vstack([lam, eps, alpha, w_scale])
+    return alpha, eps, lam, w_scale
+
+
+@app.cell
+def _(mo):
+    # the β₀ the learner asked for, kept while a narrow λ holds the slider inside the range
+    get_beta0, set_beta0 = mo.state(0.5)
+    return get_beta0, set_beta0
+
+
+@app.cell
+def _(eps, explore, get_beta0, lam, mo, set_beta0):
+    _start, _stop, _value = explore.beta0_slider(lam.value, eps.value, get_beta0())
+    beta0 = mo.ui.slider(
+        _start,
+        _stop,
+        step=0.05,
+        value=_value,
+        label=r"initial gate $\beta_0$ ($b_\beta$)",
+        show_value=True,
+        full_width=True,
+        on_change=set_beta0,
+    )
+    _held = (
+        rf"*Your $\beta_0 = {get_beta0():g}$ lies outside"
+        rf" $(-\lambda+\epsilon,\ \lambda+\epsilon) = ({-lam.value + eps.value:g},"
+        rf" {lam.value + eps.value:g})$: the slider holds it at ${_value:g}$ until the range"
+        r" reaches it again.*"
+    )
+    mo.vstack([beta0] + ([mo.md(_held)] if _value != get_beta0() else []))
+    return (beta0,)
 
 
 @app.cell(hide_code=True)
 def _(mo):
     mo.md(r"""
     $\beta_0$ sets the bias $b_\beta = \operatorname{atanh}((\beta_0 - \epsilon)/\lambda)$, so it
-    must lie inside $(-\lambda + \epsilon, \lambda + \epsilon)$; geolab initialises $W_\beta = 0$
-    (every token starts at $\beta_0$). Here $W_\beta$ is drawn at the scale you choose, as a
-    trained controller would read the token.
+    must lie inside $(-\lambda + \epsilon, \lambda + \epsilon)$: its slider spans that range and
+    follows $\lambda$ and $\epsilon$. geolab initialises $W_\beta = 0$ (every token starts at
+    $\beta_0$). Here $W_\beta$ is drawn at the scale you choose, as a trained controller would
+    read the token.
     """)
     return
-
-
-@app.cell
-def _(alpha, beta0, eps, lam, mo):
-    low, high = -lam.value + eps.value, lam.value + eps.value
-    mo.stop(
-        not low < beta0.value < high,
-        mo.callout(
-            mo.md(
-                rf"$\beta_0 = {beta0.value:g}$ lies outside $(-\lambda+\epsilon,\ \lambda+\epsilon)"
-                rf" = ({low:g}, {high:g})$: move $\beta_0$ or widen $\lambda$."
-            ),
-            kind="warn",
-        ),
-    )
-    settings = (lam.value, eps.value, alpha.value, beta0.value)
-    return (settings,)
 
 
 @app.cell
@@ -110,8 +174,8 @@ def _(explore):
 
 
 @app.cell
-def _(mgt_view, settings, w_scale):
-    view = mgt_view(*settings, w_scale.value)
+def _(alpha, beta0, eps, lam, mgt_view, w_scale):
+    view = mgt_view(lam.value, eps.value, alpha.value, beta0.value, w_scale.value)
     return (view,)
 
 
@@ -161,53 +225,8 @@ def _(mo):
 
 
 @app.cell
-def _(mo):
-    guess = mo.ui.radio(
-        options=["15 of 16, like the Delta operator", "about half", "none of them"],
-        label=r"**Predict first.** At the default settings ($\lambda = 1$, $\epsilon = 0$,"
-        r" $\alpha = 0.1$, $\beta_0 = 0.5$, $W_\beta$ scale 1), how many of the 16 eigenvalues of"
-        r" MGT's Jacobian $J$ are exactly $1$?",
-    )
-    mo.vstack([guess])
-    return (guess,)
-
-
-@app.cell
-def _(guess, mgt_view, mo):
-    mo.stop(guess.value is None, mo.md("*Pick an answer: the plot appears once you have.*"))
-    # The case asked, not the sliders: the reveal stays when a slider leaves the allowed range.
-    _asked = mgt_view(1.0, 0.0, 0.1, 0.5, 1.0)
-    _n = _asked.numbers
-    _right = guess.value == "none of them"
-    mo.vstack(
-        [
-            mo.callout(
-                mo.md(
-                    ("**Right.** " if _right else "**No.** ")
-                    + f"At the default settings {_n['unit_eigs_mgt']} of 16 eigenvalues of $J$"
-                    f" equal 1 (the Delta operator: {_n['unit_eigs_delta']} of 16), and"
-                    f" $\\operatorname{{rank}}(J - I) = {_n['rank_mgt']}$ against"
-                    f" $\\operatorname{{rank}}(A - I) = {_n['rank_delta']}$. The plot puts each"
-                    " eigenvalue's distance from 1 on a log axis: the Delta operator's 15 sit on"
-                    " the floor, MGT's are all well above."
-                ),
-                kind="success" if _right else "warn",
-            ),
-            _asked.figures["jacobian"],
-            mo.md(
-                r"**Why?** The update rescales every channel by its own factor"
-                r" $1 - \alpha\beta_i$ and writes on every channel, so every direction of the"
-                r" token moves: the geometric reading *erase along $k$, keep the rest* does not"
-                r" carry over from the Delta operator to MGT."
-            ),
-        ]
-    )
-    return
-
-
-@app.cell
-def _(guess, mo, view):
-    mo.stop(guess.value is None)
+def _(answer, mo, view):
+    mo.stop(answer is None)
     _n = view.numbers
     mo.vstack(
         [

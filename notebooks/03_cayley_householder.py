@@ -37,26 +37,40 @@ def _(mo):
 
 
 @app.cell
-def _(mo):
-    guess = mo.ui.radio(
-        options=[
+def _(explore):
+    get_answer, set_answer = explore.answer_state()
+    return get_answer, set_answer
+
+
+@app.cell
+def _(explore, get_answer, set_answer):
+    guess, again = explore.question(
+        r"**Predict first.** Turn the Cayley scale up to $\beta = 1000$ (angle $a = 1.2$"
+        r" between $u$ and $v$). Does the rotation angle $\theta$ reach $\pi$?",
+        [
             "yes: at some finite β, θ = π and Q maps x to −x",
             "no: θ gets ever closer to π but stays below it",
             "θ passes π and wraps around",
         ],
-        label=r"**Predict first.** Turn the Cayley scale up to $\beta = 1000$ (angle $a = 1.2$"
-        r" between $u$ and $v$). Does the rotation angle $\theta$ reach $\pi$?",
+        get_answer(),
+        set_answer,
     )
-    mo.vstack([guess])
-    return (guess,)
+    explore.asked(guess, again, get_answer())
+    return again, guess
 
 
 @app.cell
-def _(explore, guess, mo):
-    mo.stop(guess.value is None, mo.md("*Pick an answer: the plot appears once you have.*"))
+def _(get_answer):
+    answer = get_answer()
+    return (answer,)
+
+
+@app.cell
+def _(answer, explore, mo):
+    mo.stop(answer is None, mo.md(explore.WAITING))
     _far = explore.cayley_limit_view(1000.0, 1.2)
     _n = _far.numbers
-    _right = guess.value.startswith("no")
+    _right = answer.startswith("no")
     mo.vstack(
         [
             mo.callout(
@@ -83,8 +97,8 @@ def _(explore, guess, mo):
 
 
 @app.cell(hide_code=True)
-def _(guess, mo):
-    mo.stop(guess.value is None)
+def _(answer, mo):
+    mo.stop(answer is None)
     mo.md(r"""
     ## The Cayley map of a rank-2 generator
 
@@ -144,18 +158,20 @@ def _(angle, beta, cayley_view, gamma):
 
 
 @app.cell
-def _(mo, view):
-    mo.md(view.markdown())
-    return
-
-
-@app.cell
-def _(guess, mo, view):
+def _(answer, mo, view):
     mo.stop(
-        guess.value is None,
-        mo.md("*The spectrum of $Q$ and its angle along $\\beta$ appear once you have answered.*"),
+        answer is None,
+        mo.md(
+            "*The table, the spectrum of $Q$ and its angle along $\\beta$ appear once you have"
+            " answered the question above.*"
+        ),
     )
-    mo.hstack([view.figures["spectrum"], view.figures["angle"]], widths="equal")
+    mo.vstack(
+        [
+            mo.md(view.markdown()),
+            mo.hstack([view.figures["spectrum"], view.figures["angle"]], widths="equal"),
+        ]
+    )
     return
 
 

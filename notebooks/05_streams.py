@@ -36,23 +36,37 @@ def _(mo):
 
 
 @app.cell
-def _(mo):
-    guess = mo.ui.radio(
-        options=["about 1", "about 10", "about 10⁴", "10¹⁰ or more"],
-        label=r"**Predict first.** Multiply 100 unconstrained HC mixers $I + \tanh(2G)$ (each"
-        r" entry of $G$ drawn from $N(0, 1)$). How large is the forward Amax gain of the"
-        r" product?",
-    )
-    mo.vstack([guess])
-    return (guess,)
+def _(explore):
+    get_answer, set_answer = explore.answer_state()
+    return get_answer, set_answer
 
 
 @app.cell
-def _(guess, mo, streams_view):
-    mo.stop(guess.value is None, mo.md("*Pick an answer: the plot appears once you have.*"))
+def _(explore, get_answer, set_answer):
+    guess, again = explore.question(
+        r"**Predict first.** Multiply 100 unconstrained HC mixers $I + \tanh(2G)$ (each"
+        r" entry of $G$ drawn from $N(0, 1)$). How large is the forward Amax gain of the"
+        r" product (its largest absolute row sum)?",
+        ["about 1", "about 10", "about 10⁴", "10¹⁰ or more"],
+        get_answer(),
+        set_answer,
+    )
+    explore.asked(guess, again, get_answer())
+    return again, guess
+
+
+@app.cell
+def _(get_answer):
+    answer = get_answer()
+    return (answer,)
+
+
+@app.cell
+def _(answer, explore, mo, streams_view):
+    mo.stop(answer is None, mo.md(explore.WAITING))
     _hc = streams_view(20, 2.0, 100)
     _gain = _hc.numbers["final_gain"]["HC"][0]
-    _right = guess.value.startswith("10¹⁰")
+    _right = answer.startswith("10¹⁰")
     mo.vstack(
         [
             mo.callout(
@@ -128,9 +142,9 @@ def _(depth, iters, spread, streams_view):
 
 
 @app.cell
-def _(guess, mo, view):
+def _(answer, mo, view):
     mo.stop(
-        guess.value is None,
+        answer is None,
         mo.md("*The readout and the gains appear once you have answered the question above.*"),
     )
     mo.md(view.markdown())
@@ -150,7 +164,8 @@ def _(view):
 
 
 @app.cell(hide_code=True)
-def _(mo):
+def _(answer, mo):
+    mo.stop(answer is None)
     mo.md(r"""
     ## The composite product over depth
 
@@ -186,8 +201,8 @@ def _(mo):
 
 
 @app.cell
-def _(guess, mo, view):
-    mo.stop(guess.value is None)
+def _(answer, mo, view):
+    mo.stop(answer is None)
     view.figures["gain"]
     return
 

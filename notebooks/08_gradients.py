@@ -47,27 +47,41 @@ def _(mo):
 
 
 @app.cell
-def _(mo):
-    guess = mo.ui.radio(
-        options=[
+def _(explore):
+    get_answer, set_answer = explore.answer_state()
+    return get_answer, set_answer
+
+
+@app.cell
+def _(explore, get_answer, set_answer):
+    guess, again = explore.question(
+        r"**Predict first.** Pure attention (no skip, no MLP), 24 layers: the largest"
+        r" singular value of the input–output Jacobian $J_0$ is …",
+        [
             "about 1: attention mixes, it does not shrink",
             "far below 1: the gradient vanishes",
             "far above 1: the gradient explodes",
         ],
-        label=r"**Predict first.** Pure attention (no skip, no MLP), 24 layers: the largest"
-        r" singular value of the input–output Jacobian $J_0$ is …",
+        get_answer(),
+        set_answer,
     )
-    mo.vstack([guess])
-    return (guess,)
+    explore.asked(guess, again, get_answer())
+    return again, guess
 
 
 @app.cell
-def _(explore, guess, mo):
-    mo.stop(guess.value is None, mo.md("*Pick an answer: the plot appears once you have.*"))
+def _(get_answer):
+    answer = get_answer()
+    return (answer,)
+
+
+@app.cell
+def _(answer, explore, mo):
+    mo.stop(answer is None, mo.md(explore.WAITING))
     _pure = explore.gradient_view((), 24)
     _ref = "pure attention"
     _hi, _lo = _pure.numbers["input_output"][_ref]
-    _right = guess.value.startswith("far below")
+    _right = answer.startswith("far below")
     mo.vstack(
         [
             mo.callout(
@@ -122,9 +136,9 @@ def _(depth, gradient_view, mo, reference, rules):
 
 
 @app.cell
-def _(guess, mo, view):
+def _(answer, mo, view):
     mo.stop(
-        guess.value is None,
+        answer is None,
         mo.md("*The curves of your rules appear once you have answered the question above.*"),
     )
     mo.md(view.markdown())
@@ -132,14 +146,15 @@ def _(guess, mo, view):
 
 
 @app.cell
-def _(guess, mo, view):
-    mo.stop(guess.value is None)
+def _(answer, mo, view):
+    mo.stop(answer is None)
     view.figures["jacobian"]
     return
 
 
 @app.cell(hide_code=True)
-def _(mo):
+def _(answer, mo):
+    mo.stop(answer is None)
     mo.md(r"""
     **Reading the Jacobian plot.** At the right end ($l = L$) $J_L$ only picks the last token,
     so every singular value is $1$ ($\sqrt n$ for the stream rules, which sum their $n$
@@ -156,14 +171,15 @@ def _(mo):
 
 
 @app.cell
-def _(guess, mo, view):
-    mo.stop(guess.value is None)
+def _(answer, mo, view):
+    mo.stop(answer is None)
     view.figures["grad"]
     return
 
 
 @app.cell(hide_code=True)
-def _(mo):
+def _(answer, mo):
+    mo.stop(answer is None)
     mo.md(r"""
     **Reading the gradient norms.** The table's last rows give
     $\lVert\nabla_{\theta_1}\rVert / \lVert\nabla_{\theta_L}\rVert$, the first layer's

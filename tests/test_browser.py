@@ -149,24 +149,51 @@ class Notebook:
     def titles(self) -> list[str]:
         return [p["title"] for p in mb.plots(self.page)]
 
-    def predict(self, answer: str, verdict: str, answer_plot: str | None = None) -> None:
-        """Commit to ``answer`` in the predict-first question; the reveal says ``verdict``. With
-        ``answer_plot``: before the answer no plot with that title (the one that answers) is on
-        the page; after it, that plot is there and a "Why?" line follows."""
+    def predict(self, name: str) -> None:
+        """Answer ``name``'s predict-first question (``PREDICTIONS``): before the answer no plot
+        that answers it is on the page, nor (``GIVEAWAYS``) any text, table or plot that gives
+        the answer away; after it, the reveal says its verdict and a "Why?" line, all of them
+        are there, and the answer is locked (every option disabled, "try again" offered)."""
+        answer, verdict, answer_plot = PREDICTIONS[name]
+        texts, plots = GIVEAWAYS.get(name, ((), ()))
         assert self.page.get_by_text("Pick an answer").count() == 1
-        if answer_plot is not None:
-            assert not [t for t in self.titles() if t.startswith(answer_plot)], self.titles()
+        # get_by_text, not inner_text: it also reads the shadow DOM (callouts, radios)
+        assert [t for t in texts if self.page.get_by_text(t).count()] == []
+        titles = self.titles()
+        assert [p for p in (answer_plot, *plots) if any(t.startswith(p) for t in titles)] == []
         self.page.get_by_text(answer, exact=False).first.click()
         self.page.wait_for_selector(f"text={verdict}", timeout=MOVE_S * 1000)
         self.settled(MOVE_S)
-        if answer_plot is not None:
-            assert [t for t in self.titles() if t.startswith(answer_plot)], self.titles()
-            assert self.page.get_by_text("Why?").count() >= 1
+        titles = self.titles()
+        assert [t for t in texts if not self.page.get_by_text(t).count()] == []
+        assert [p for p in (answer_plot, *plots) if not any(t.startswith(p) for t in titles)] == []
+        assert self.page.get_by_text("Why?").count() >= 1
+        if name in GIVEAWAYS:  # the notebooks on geolab.explore.question
+            options = self.page.locator("[role=radio], input[type=radio]")
+            assert options.count() >= 2
+            assert all(options.nth(i).is_disabled() for i in range(options.count()))
+            assert self.page.get_by_role("button", name="try again").count() == 1
 
 
 def notebook(name: str) -> Path:
     return REPO / "notebooks" / f"{name}.py"
 
+
+# What gives each question's answer away before it is picked: texts (a live table's row, a
+# paragraph) and plot titles, none on the page before the answer and every one after it.
+GIVEAWAYS = {
+    "01_delta_operator": (
+        ["partial erasure", "Householder"],
+        ["Eigenvalues of A", "Image of the unit circle"],
+    ),
+    "02_mgt_block": (["of 16 eigenvalues"], []),
+    "03_cayley_householder": (["closed form vs dense solve"], ["Eigenvalues on the unit circle"]),
+    "05_streams": (["Amax gain at depth", "Why JPmHC can grow"], []),
+    "08_gradients": (
+        ["Reading the gradient norms", "per layer on average"],
+        ["Singular values", "Gradient norm"],
+    ),
+}
 
 # answer to pick, what the reveal then says, and the title of the plot that answers
 PREDICTIONS = {
@@ -175,6 +202,7 @@ PREDICTIONS = {
     "03_cayley_householder": ("no: θ gets ever closer", "Right.", "How far θ stays from π"),
     "04_rank_collapse": ("exactly 0", "No.", "Effective rank per layer at init"),
     "05_streams": ("10¹⁰ or more", "Right.", "Gain of the composite mixing product"),
+    "08_gradients": ("far below 1", "Right.", "Singular values"),
 }
 
 
@@ -184,7 +212,7 @@ def test_notebook_loads_clean_and_every_slider_moves_the_numbers(browser, tmp_pa
         wait_until(lambda: mb.plots(nb.page), LOAD_S, "a plot")
         nb.settled()
         if name in PREDICTIONS:
-            nb.predict(*PREDICTIONS[name])
+            nb.predict(name)
         nb.each_slider_changes_the_numbers()
 
 
@@ -193,24 +221,29 @@ def test_08_no_plot_before_the_answer_then_every_slider(browser, tmp_path):
         wait_until(lambda: nb.page.get_by_text("Pick an answer").count(), LOAD_S, "the question")
         nb.settled()
         assert mb.plots(nb.page) == []  # nothing that answers it is drawn yet
-        nb.predict("far below 1", "Right.")
+        nb.predict("08_gradients")
         wait_until(lambda: len(mb.plots(nb.page)) >= 3, LOAD_S, "the reveal and the curves")
         nb.each_slider_changes_the_numbers()
 
 
-def test_02_reveal_stays_when_a_slider_leaves_the_allowed_range(browser, tmp_path):
+def test_02_narrow_lambda_holds_beta0_inside_the_range_and_keeps_every_plot(browser, tmp_path):
     with Notebook(browser, notebook("02_mgt_block"), tmp_path) as nb:
         page = nb.page
         page.wait_for_selector("text=Pick an answer", timeout=LOAD_S * 1000)
         nb.settled()
-        nb.predict(*PREDICTIONS["02_mgt_block"])
-        lam = nb.sliders().first  # λ; β₀ = 0.5 leaves (−λ, λ) at λ = 0.1
+        nb.predict("02_mgt_block")
+        lam = nb.sliders().first  # λ = 0.1: β₀ = 0.5 leaves (−λ, λ), its slider holds 0.05
         lam.focus()
         page.keyboard.press("Home")
         page.wait_for_selector("text=lies outside", timeout=MOVE_S * 1000)
         nb.settled(MOVE_S)
+        beta0 = page.locator("[role=slider]").nth(4)  # λ, ε, α, W_β scale, then β₀
+        assert float(beta0.get_attribute("aria-valuenow")) == pytest.approx(0.05)
         assert page.get_by_text("the Delta operator: 15 of 16").count() == 1  # the reveal
-        assert mb.plot(page, "How far each eigenvalue sits from 1")  # the reveal's, one left
+        titles = nb.titles()
+        for title in ("β over tokens", "One token: the write", "How far each eigenvalue"):
+            assert [t for t in titles if t.startswith(title)], (title, titles)
+        assert len([t for t in titles if t.startswith("How far each eigenvalue")]) == 2
 
 
 def test_05_one_heatmap_panel_per_iteration_count(browser, tmp_path):
@@ -232,13 +265,27 @@ def test_05_one_heatmap_panel_per_iteration_count(browser, tmp_path):
 def test_01_beta_slider_by_keyboard_and_every_slider(browser, tmp_path):
     with Notebook(browser, notebook("01_delta_operator"), tmp_path) as nb:
         page = nb.page
-        page.wait_for_selector("text=partial erasure along k", timeout=LOAD_S * 1000)
+        page.wait_for_selector("text=Pick an answer", timeout=LOAD_S * 1000)
+        wait_until(lambda: len(mb.plots(page)) == 1, LOAD_S, "one plot")  # erase and write
         nb.settled()
-        wait_until(lambda: len(mb.plots(page)) == 2, LOAD_S, "two plots")  # circle, update
-        nb.predict(*PREDICTIONS["01_delta_operator"])
+        beta = nb.sliders().first
+        beta.focus()
+        for key in ["ArrowRight"] * 30 + ["ArrowLeft"] * 30:  # β 0.5 → 2 → 0.5, unanswered
+            page.keyboard.press(key)
+            if float(beta.get_attribute("aria-valuenow")) == pytest.approx(2.0):
+                nb.settled(MOVE_S)
+                for giveaway in ("reflection", "1.0000"):  # nothing says what det A is at β = 2
+                    assert page.get_by_text(giveaway).count() == 0, giveaway
+        nb.settled(MOVE_S)
+        nb.predict("01_delta_operator")
         # the reveal's det and mirror, then the live spectrum and det, circle and update
         assert len(mb.plots(page)) == 6
-        beta = nb.sliders().first
+        # "try again" unlocks the answer and hides again everything that answers it
+        page.get_by_role("button", name="try again").click()
+        page.wait_for_selector("text=Pick an answer", timeout=MOVE_S * 1000)
+        nb.settled(MOVE_S)
+        assert len(mb.plots(page)) == 1 and page.get_by_text("partial erasure").count() == 0
+        nb.predict("01_delta_operator")
         assert float(beta.get_attribute("aria-valuenow")) == pytest.approx(0.5)
         dets = [p for p in mb.plots(page) if p["title"].startswith("Determinant")]
         assert [d["traces"][1]["y"][0] for d in dets] == pytest.approx([-1.0, 0.5])
@@ -276,7 +323,7 @@ def test_04_depth_beta0_and_every_slider(browser, tmp_path):
         # nothing that answers the question is drawn: no rank plot, no trained curves
         assert not [t for t in nb.titles() if "ank per layer" in t], nb.titles()
         assert "floor 1/S" not in page.inner_text("body")
-        nb.predict(*PREDICTIONS["04_rank_collapse"])
+        nb.predict("04_rank_collapse")
         page.wait_for_selector("text=rank / residual at layer 24", timeout=LOAD_S * 1000)
         wait_until(lambda: mb.plot(page, "Rank per layer, dotted at init"), LOAD_S, "trained")
         nb.sliders().first.focus()

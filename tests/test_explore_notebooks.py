@@ -84,6 +84,30 @@ QUESTIONS = {
 }
 
 
+def test_question_locks_the_pick_and_try_again_clears_it():
+    """explore.question: a pick goes to the setter; answered, the radio shows it disabled (it
+    cannot change after the reveal); "try again" sets None; an answer not offered is refused."""
+    calls = []
+    radio, again = explore.question("q", ["a", "b"], None, calls.append)
+    assert radio.value is None and radio._args.args["disabled"] is False
+    radio._update("b")  # what a click in the browser does
+    assert calls == ["b"]
+    radio, again = explore.question("q", ["a", "b"], "b", calls.append)
+    assert radio.value == "b" and radio._args.args["disabled"] is True
+    assert "try again" in explore.asked(radio, again, "b").text
+    assert "try again" not in explore.asked(radio, again, None).text
+    again._update(1)
+    assert calls == ["b", None]
+    with pytest.raises(ValueError, match="answer='c' is not allowed"):
+        explore.question("q", ["a", "b"], "c", calls.append)
+
+
+def answered(name: str, value: str) -> dict:
+    """The defs that answer ``name``'s predict-first question: its locked ``answer``
+    (``geolab.explore.predict``); 04 still reads its radio ``guess``."""
+    return {"guess": ui(value)} if name == "04_rank_collapse" else {"answer": value}
+
+
 @pytest.mark.parametrize("name", list(QUESTIONS))
 def test_predict_first_hides_the_answer_until_one_is_picked(name):
     wrong, right, answer_plot = QUESTIONS[name]
@@ -91,26 +115,67 @@ def test_predict_first_hides_the_answer_until_one_is_picked(name):
     assert "Pick an answer" in shown(before)
     assert answer_plot not in seen(before)
     for guess, verdict in ((wrong, "No"), (right, "Right.")):
-        after, _ = load_notebook(name).run(defs={"guess": ui(guess)})
+        after, _ = load_notebook(name).run(defs=answered(name, guess))
         text = seen(after)
         assert answer_plot in text and "Pick an answer" not in text
         assert verdict in text and "Why?" in text
 
 
-def test_01_no_text_before_the_answer_states_the_determinant():
-    before, _ = load_notebook("01_delta_operator").run()
-    text = shown(before)
-    assert "\\det A = 1" not in text and "1 - \\beta" not in text and "Householder" not in text
+# Per notebook: slider values that would give the answer away, what must not be on the page
+# before the answer (live tables, formulas, text; every one of them shown after it) and an answer.
+GIVEAWAYS = {
+    "01_delta_operator": (
+        {"beta": 2.0, "phi": 0.5, "v": 1.0},
+        ["reflection", "-1.0000", "\\det A = 1", "1 - \\beta", "Householder"],
+        "1",
+    ),
+    "02_mgt_block": ({}, ["of 16 eigenvalues", "rank}(J - I)"], "about half"),
+    "03_cayley_householder": (
+        {"beta": 20.0, "angle": 1.2, "gamma": 0.5},
+        ["\\arctan", "never reaches"],
+        "θ passes π and wraps around",
+    ),
+    "05_streams": ({}, ["Amax gain at depth", "Why JPmHC can grow"], "about 1"),
+    "08_gradients": (
+        {},
+        ["exactly 0", "per layer on average", "Reading the"],
+        "far above 1: the gradient explodes",
+    ),
+}
 
 
-def test_02_reveal_is_the_default_case_and_stays_when_a_slider_leaves_the_range():
-    values = {"lam": 0.5, "eps": 0.0, "alpha": 0.1, "beta0": 0.9, "w_scale": 1.0}
-    defs = {k: ui(v) for k, v in values.items()} | {"guess": ui("none of them")}
+@pytest.mark.parametrize("name", list(GIVEAWAYS))
+def test_predict_first_no_table_formula_or_text_answers_before_the_answer(name):
+    sliders, giveaways, answer = GIVEAWAYS[name]
+    defs = {key: ui(value) for key, value in sliders.items()}
+    before = seen(load_notebook(name).run(defs=defs)[0])
+    assert [g for g in giveaways if g in before] == []
+    after = seen(load_notebook(name).run(defs=defs | {"answer": answer})[0])
+    assert [g for g in giveaways if g not in after] == []
+
+
+def test_02_beta0_slider_follows_the_range_so_a_narrow_lambda_keeps_every_plot():
+    assert explore.beta0_slider(1.0, 0.0, 0.5) == (-0.95, 0.95, 0.5)
+    start, stop, value = explore.beta0_slider(0.1, 0.0, 0.5)  # λ = 0.1 used to empty the page
+    assert (start, stop, value) == (-0.05, 0.05, 0.05)
+    assert explore.beta0_slider(0.5, 0.5, -0.5) == (0.05, 0.95, 0.05)
+    values = {"lam": 0.1, "eps": 0.0, "alpha": 0.1, "beta0": value, "w_scale": 1.0}
+    defs = {k: ui(v) for k, v in values.items()} | {"answer": "none of them"}
     outputs, glbls = load_notebook("02_mgt_block").run(defs=defs)
     text = seen(outputs)
-    assert "view" not in glbls and "outside" in text
-    assert "At the default settings 0 of 16 eigenvalues" in text
-    assert "How far each eigenvalue sits from 1" in text
+    assert glbls["view"].numbers["beta_high"] == pytest.approx(0.1)
+    assert "At the default settings 0 of 16 eigenvalues" in text  # the case asked
+    for title in ("over tokens and channels", "One token: the write", "How far each eigenvalue"):
+        assert text.count(title) >= 1, title
+
+
+def test_03_angle_0_draws_a_flat_theta_under_a_title_that_says_so():
+    flat = explore.cayley_view(5.0, 0.0, 0.5).figures["angle"]
+    assert max(flat.data[0].y) == 0.0 and "θ = 0 at every β" in flat.layout.title.text
+    assert not flat.layout.annotations
+    rising = explore.cayley_view(5.0, 1.2, 0.5).figures["angle"]
+    assert rising.layout.title.text.startswith("θ rises towards π but never reaches it")
+    assert f"ω = {math.sin(1.2):.3g}" in rising.layout.title.text
 
 
 def test_03_reveal_draws_the_case_asked_up_to_beta_1000():
@@ -150,7 +215,7 @@ def test_notebook_runs_as_a_script():
 
 def run_01(beta, phi=0.3, v=0.7):
     outputs, defs = load_notebook("01_delta_operator").run(
-        defs={"beta": ui(beta), "phi": ui(phi), "v": ui(v)}
+        defs={"beta": ui(beta), "phi": ui(phi), "v": ui(v), "answer": "0"}
     )
     return shown(outputs), defs["view"]
 
@@ -162,7 +227,7 @@ def test_01_at_beta_1_shows_det_0_and_one_zero_eigenvalue():
     assert eig[1:] == pytest.approx([1.0, 1.0, 1.0], abs=1e-12)
     assert "projection onto k⊥ (erasure)" in text
     assert '<td style="text-align: right;">0.0000</td>' in text  # det A, shown as 0
-    assert "3 of 4" in text
+    assert "3 of 4" in text and "4 of 4" in run_01(0.0)[0]  # β = 0: k's own eigenvalue is 1
     spectrum = view.figures["spectrum"]
     assert sorted(spectrum.data[1].x)[0] == pytest.approx(0.0, abs=1e-12)
     assert view.figures["det"].data[1].y[0] == pytest.approx(0.0, abs=1e-12)
@@ -206,11 +271,7 @@ def test_02_without_token_dependence_every_beta_is_beta0_and_alpha0_keeps_the_st
     assert (n["beta_low"], n["beta_high"]) == pytest.approx((-0.7, 0.9))
 
 
-def test_02_notebook_stops_with_a_message_for_beta0_outside_the_range():
-    values = {"lam": 0.5, "eps": 0.0, "alpha": 0.1, "beta0": 0.9, "w_scale": 1.0}
-    outputs, defs = load_notebook("02_mgt_block").run(defs={k: ui(v) for k, v in values.items()})
-    assert "view" not in defs
-    assert "outside" in shown(outputs)
+def test_02_mgt_view_refuses_beta0_outside_the_range():
     with pytest.raises(ValueError, match="beta0"):
         explore.mgt_view(0.5, 0.0, 0.1, 0.9)
 
@@ -220,7 +281,12 @@ def test_02_notebook_stops_with_a_message_for_beta0_outside_the_range():
 
 def test_03_notebook_at_the_largest_beta_still_shows_theta_below_pi():
     outputs, defs = load_notebook("03_cayley_householder").run(
-        defs={"beta": ui(20.0), "angle": ui(math.pi / 2), "gamma": ui(0.5)}
+        defs={
+            "beta": ui(20.0),
+            "angle": ui(math.pi / 2),
+            "gamma": ui(0.5),
+            "answer": "θ passes π and wraps around",
+        }
     )
     n = defs["view"].numbers
     assert n["theta_over_pi"] < 1 and n["distance_to_minus_one"] > 0.05
@@ -613,7 +679,7 @@ def test_04_mgt_memory_explains_the_fall_at_200_layers():
 
 def test_05_sinkhorn_rows_exact_columns_approximate_and_gains():
     outputs, defs = load_notebook("05_streams").run(
-        defs={"iters": ui(20), "spread": ui(2.0), "depth": ui(100), "guess": ui("about 1")}
+        defs={"iters": ui(20), "spread": ui(2.0), "depth": ui(100), "answer": "about 1"}
     )
     n = defs["view"].numbers
     assert n["row_error"] < 1e-6
@@ -688,7 +754,7 @@ def test_08_reveal_shows_the_vanishing_jacobian_only_after_an_answer(answer, ver
     hidden = shown(app.run()[0])
     assert "Pick an answer" in hidden and "per layer on average" not in hidden
     assert "appear once you have answered" in hidden  # the curves wait for the answer too
-    text = shown(app.run(defs={"guess": ui(answer)})[0])
+    text = shown(app.run(defs={"answer": answer})[0])
     hi = explore.gradient_view((), 24).numbers["input_output"][explore.REFERENCE][0]
     assert verdict in text and "per layer on average" in text and f"{hi:.2g}" in text
     assert hi < 0.01

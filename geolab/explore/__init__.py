@@ -2,13 +2,15 @@
 
 One module and one function per notebook: ``delta.delta_view`` (01), ``mgt.mgt_view`` (02),
 ``cayley.cayley_view`` (03), ``rank.rank_view`` (04), ``streams.streams_view`` (05),
-``gradients.gradient_view`` (08); ``view`` holds the ``View`` they return. Each is pure in its
-arguments (seeded, no global state except a small cache of drawn weights, ``geolab.stack``, and
-of built models) and returns a ``View``: raw ``numbers`` (what tests check), a ``readout`` of
-(LaTeX label, formatted value) rows (what the learner reads) and plotly ``figures`` from
-``geolab.figures``. The marimo notebooks, the Jupyter widgets (``geolab.widgets``), the tests and
-the latency benchmark all call these same functions, so a test that injects slider values
-exercises exactly the code path a learner's slider does.
+``gradients.gradient_view`` (08); ``view`` holds the ``View`` they return, ``predict`` the
+notebooks' predict-first questions (answer locked, everything that answers it hidden until
+then). Each view function is pure in its arguments (seeded, no global state except a small
+cache of drawn weights, ``geolab.stack``, and of built models) and returns a ``View``: raw
+``numbers`` (what tests check), a ``readout`` of (LaTeX label, formatted value) rows (what the
+learner reads) and plotly ``figures`` from ``geolab.figures``. The marimo notebooks, the
+Jupyter widgets (``geolab.widgets``), the tests and the latency benchmark all call these same
+functions, so a test that injects slider values exercises exactly the code path a learner's
+slider does.
 
 Operator algebra (01, 03) runs in float64 so the printed invariants (‖QᵀQ − I‖, det) show the
 maths, not float32 rounding; the model-based views (02, 04) and Sinkhorn (05) run in float32, as
@@ -23,7 +25,8 @@ from geolab.explore.gradients import (
     layer_grad_norms,
     output_jacobians,
 )
-from geolab.explore.mgt import MGT_WIDTH, mgt_view
+from geolab.explore.mgt import MGT_WIDTH, beta0_slider, mgt_view
+from geolab.explore.predict import WAITING, answer_state, asked, question
 from geolab.explore.rank import (
     RANK_DEPTHS,
     REFERENCE,
@@ -56,6 +59,10 @@ __all__ = [
     "GRADIENT_DEPTHS",
     "REFERENCE",
     "View",
+    "beta0_slider",
+    "WAITING",
+    "answer_state",
+    "asked",
     "cayley_limit_view",
     "cayley_view",
     "compare_rows",
@@ -69,6 +76,7 @@ __all__ = [
     "mixers",
     "notebook_cache",
     "output_jacobians",
+    "question",
     "rank_bridge_view",
     "rank_config",
     "rank_rules",

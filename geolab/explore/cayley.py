@@ -70,6 +70,8 @@ def cayley_view(beta: float, angle: float, gamma: float) -> View:
     thetas = cayley_angle(
         u.expand(len(CAYLEY_BETAS), d), v.expand(len(CAYLEY_BETAS), d), torch.tensor(CAYLEY_BETAS)
     )
+    omega = math.sin(angle)  # ‖u‖‖v‖ sin a with unit u, v
+    parallel = omega < 1e-12
     gg = torch.tensor(GAMMAS, requires_grad=True)
     (reg_grad,) = torch.autograd.grad(gate_regularizer(gg).sum(), gg)
     numbers = {
@@ -89,7 +91,11 @@ def cayley_view(beta: float, angle: float, gamma: float) -> View:
         "regularizer_grad": grad.item(),
     }
     readout = [
-        (r"rotation angle $\theta = 2\arctan(\beta\omega/2)$", num(theta)),
+        (
+            r"rotation angle $\theta = 2\arctan(\beta\omega/2)$,"
+            r" $\omega = \lVert u\rVert\lVert v\rVert\sin a = \sin a$",
+            num(theta),
+        ),
         (r"$\theta/\pi$", f"{theta / math.pi:.6f}"),
         (r"$\min_i \lvert\lambda_i(Q) + 1\rvert$", num(numbers["distance_to_minus_one"])),
         (r"$\det Q$", fixed(numbers["det_q"])),
@@ -115,8 +121,13 @@ def cayley_view(beta: float, angle: float, gamma: float) -> View:
             {"θ(β)": thetas, "π": np.full(len(CAYLEY_BETAS), math.pi)},
             current=min(beta, CAYLEY_BETAS[-1]),
             current_on=("θ(β)",),
-            notes={"θ → π, but never π": (15.0, float(thetas[150]))},
-            title="θ approaches π but never reaches it",
+            notes={} if parallel else {"θ → π, but never π": (15.0, float(thetas[150]))},
+            # u ∥ v (a = 0 or π): the generator is 0, Q = I and θ = 0 at every β
+            title=(
+                "u ∥ v: ω = 0, so Q = I and θ = 0 at every β"
+                if parallel
+                else f"θ rises towards π but never reaches it (ω = {omega:.3g})"
+            ),
             x_title="β",
             y_title="θ",
         ),

@@ -75,7 +75,8 @@ def delta_view(beta: float, phi: float, v: float, d: int = 4) -> View:
     }
     readout = [
         (r"mode", mode),
-        (r"eigenvalues equal to $1$ (on $k^\perp$)", f"{n_unit} of {d}"),
+        # d − 1 of them on k⊥, and k's own at β = 0: "(on k⊥)" read "4 of 4" there
+        (r"eigenvalues equal to $1$", f"{n_unit} of {d}"),
         (r"eigenvalue along $k$", num(1 - beta)),
         (r"$\det A$ (computed)", fixed(det)),
         (r"$\lVert A^\top A - I\rVert_F$", num(orth)),

@@ -17,6 +17,17 @@ from geolab.operators import (
 from geolab.rules import RESIDUALS
 
 MGT_WIDTH = 16
+BETA0_STEP = 0.05  # the β₀ slider's step; λ and ε move on the same grid
+
+
+def beta0_slider(lam: float, eps: float, wanted: float) -> tuple[float, float, float]:
+    """02's β₀ slider for the open range (−λ+ε, λ+ε) that β = λ·tanh(·)+ε can reach:
+    ``(start, stop, value)``, the ends one step inside (b_β = atanh((β₀−ε)/λ) is infinite at
+    the ends) and ``wanted`` held at the nearer end when it lies outside (the notebook says so).
+    """
+    start = round(-lam + eps + BETA0_STEP, 2)
+    stop = round(lam + eps - BETA0_STEP, 2)
+    return start, stop, round(min(max(wanted, start), stop), 2)
 
 
 def _mgt_rule(lam: float, eps: float, alpha: float, beta0: float, w_scale: float, seed: int):
