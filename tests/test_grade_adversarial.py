@@ -8,16 +8,24 @@ teacher's files) and the fork bomb (which needs an enforced process limit: not f
 bwrap) run only where they are in force.
 """
 
+import inspect
 import os
+import re
+import textwrap
 import time
+from contextlib import nullcontext
 from pathlib import Path
 
 import pytest
+import torch
 
-from geolab.assignments import sandbox
-from geolab.assignments.catalog import all_failed
+from geolab.assignments import a4, pasted, sandbox
+from geolab.assignments.catalog import ASSIGNMENTS, all_failed
 from geolab.assignments.grade import grade_dir
 from geolab.assignments.gradebook import write_gradebook
+from geolab.assignments.probes import PROBES
+from geolab.assignments.run_checks import load_submission
+from geolab.rules import Rule
 
 REPO = Path(__file__).resolve().parents[1]
 SOLUTION = (REPO / "assignments" / "instructor" / "A1_delta.py").read_text(encoding="utf-8")
@@ -129,6 +137,45 @@ for _p in glob.glob({folder!r} + "/*.py") + glob.glob("../*/*.py") + glob.glob("
     except OSError:
         pass
 """
+# A dense spectrum through each way around a list of banned names (issue 43): the guard names
+# none of these, so each passes the small sizes; the measured check at d = 50,000 fails them and
+# gates the stub, so each earns none of spectrum_and_det's marks.
+DENSE = """
+def spectrum_and_det(d, beta):
+    k = torch.ones(d, dtype=torch.float64)
+    A = torch.eye(d, dtype=torch.float64) - beta * torch.outer(k, k) / d
+    return {eig}, {det}
+"""
+CLOSURE = """
+def _closed_over():
+    eig, det = getattr(torch.linalg, "eig" + "valsh"), getattr(torch.linalg, "d" + "et")
+
+    def spectrum_and_det(d, beta):
+        k = torch.ones(d, dtype=torch.float64)
+        A = torch.eye(d, dtype=torch.float64) - beta * torch.outer(k, k) / d
+        return eig(A), det(A)
+
+    return spectrum_and_det
+
+
+spectrum_and_det = _closed_over()
+"""
+BASE64 = """
+import base64 as _b64
+exec(_b64.b64decode({code!r}).decode())
+"""
+BYPASSES = {
+    "aten_ops.py": DENSE.format(eig="torch.ops.aten.linalg_eigvalsh(A)",
+                                det="torch.ops.aten.linalg_det(A)"),
+    "c_linalg.py": DENSE.format(eig="torch._C._linalg.linalg_eigvalsh(A)",
+                                det="torch._C._linalg.linalg_det(A)"),
+    "numpy_umath.py": "from numpy.linalg import _umath_linalg as _u\n" + DENSE.format(
+        eig="torch.as_tensor(_u.eigvalsh_lo(A.numpy()))", det="float(_u.det(A.numpy()))"),
+    "closure.py": CLOSURE,
+}  # fmt: skip
+BYPASSES["base64_exec.py"] = BASE64.format(
+    code=__import__("base64").b64encode(BYPASSES["c_linalg.py"].encode()).decode()
+)
 MEMORY_BOMB = "_hog = bytearray(12 * 2**30)"
 FORK_BOMB = """
 import os
@@ -156,7 +203,9 @@ def corpus(folder: Path, book: Path, mode: str) -> dict[str, tuple[str, str, flo
         "bob.py": (SOLUTION, "ok", POINTS),
         "replace_checker.py": (at_import(RELEASE, REPLACE_CHECKER), "ok", 0.0),
         # zeros are symmetric and scale-free: 2 honest points, the patched torch adds none
-        "patch_any.py": (at_import(RELEASE, PATCH_ANY), "ok", 2.0),
+        # zeros are symmetric and scale-free, but fail what those checks also ask (A k, a
+        # direction that moves): a constant earns nothing, and the patched torch adds nothing
+        "patch_any.py": (at_import(RELEASE, PATCH_ANY), "ok", 0.0),
         "forged_result.py": (at_import(RELEASE, FORGED_RESULT), "crash", 0.0),
         "import_reference.py": (at_import(SOLUTION, IMPORT_REFERENCE), "ok", POINTS - 6),
         # the guard names numpy.linalg; at d = 50,000 no dense matrix fits: every point of it
@@ -172,6 +221,8 @@ def corpus(folder: Path, book: Path, mode: str) -> dict[str, tuple[str, str, flo
         "os_exit_stub.py": (in_mode(OS_EXIT), "ok", POINTS - MODE_CHECKS),
         "alarm_swallow.py": (in_mode(ALARM_SWALLOW), "ok", POINTS - MODE_CHECKS),
     }
+    for name, code in BYPASSES.items():  # on the release: only the dense stub is written
+        cases[name] = (at_import(RELEASE, code), "ok", 0.0)
     if mode == "bwrap":  # without bwrap the solutions are readable: documented as weaker
         cases["exec_instructor.py"] = (at_import(RELEASE, EXEC_INSTRUCTOR), "ok", 0.0)
     if mode == "bwrap" or os.geteuid() != 0:  # the process limit binds
@@ -220,6 +271,13 @@ def _grade_corpus(tmp_path: Path, mode: str) -> None:
         "geolab" in m or "ModuleNotFound" in m for m in failed("import_reference.py").values()
     )
     assert all("numpy.linalg" in m or "MemoryError" in m for m in failed("numpy_eig.py").values())
+    measured = "spectrum_and_det: from the formula alone (d = 50,000 at grading)"
+    for name in BYPASSES:
+        fails = {n: m for n, m in failed(name).items() if n.startswith("spectrum_and_det")}
+        assert len(fails) == 2, name
+        assert "allocate" in fails[measured] or "MemoryError" in fails[measured], fails[measured]
+        assert all(f"counts only when “{measured}” passes" in m
+                   for n, m in fails.items() if n != measured), fails  # fmt: skip
     if "fork_bomb.py" in cases:
         assert len(failed("fork_bomb.py")) == MODE_CHECKS
     if mode == "bwrap" or os.geteuid() != 0:  # nobody: the teacher's files stay untouched
@@ -248,3 +306,318 @@ def test_adversarial_corpus_without_bwrap(tmp_path):
 @pytest.mark.skipif(os.geteuid() == 0, reason="--sandbox none is refused as root")
 def test_adversarial_corpus_without_bwrap_where_bwrap_exists(tmp_path):
     _grade_corpus(tmp_path, "none")
+
+
+# --- in place: the check maths against answers of one kind each (issue 43) --------------------
+# These run the checks here, on the student's function wrapped as the grader sees a sandboxed
+# one (``InPlace``: the bans are only recorded, the "no d×d matrix" size is the grading one), so
+# they cost milliseconds; the sandbox's own boundaries are the corpus above.
+
+
+class InPlace:
+    """A function as the grader's proxy for a sandboxed stub (``remote.Stub``), run here."""
+
+    runs_elsewhere = True
+
+    def __init__(self, fn):
+        self.fn, self.banned = fn, []
+
+    def __call__(self, *args):
+        return self.fn(*args)
+
+    def observe(self, probe, *args):
+        return PROBES[probe](self.fn, *args)
+
+
+def _earned(aid: str, stub: str, fn, seed: int) -> dict[str, str]:
+    """{check name: message} of the checks ``fn`` passes as ``stub`` of ``aid``."""
+    return {c.name: c.message for c in ASSIGNMENTS[aid].tasks[stub](InPlace(fn), seed=seed)
+            if c.passed}  # fmt: skip
+
+
+def _eye_like(x: torch.Tensor) -> torch.Tensor:
+    return torch.eye(x.shape[-1], dtype=x.dtype).expand(*x.shape, x.shape[-1]).clone()
+
+
+def _zeros_square(x: torch.Tensor) -> torch.Tensor:
+    return torch.zeros(*x.shape, x.shape[-1], dtype=x.dtype)
+
+
+F64 = torch.float64
+# Answers that do nothing: each returns its input, or a constant of the right shape.
+TRIVIAL = {
+    ("A1", "delta_operator"): [lambda k, b: _eye_like(k), lambda k, b: _zeros_square(k)],
+    ("A1", "spectrum_and_det"): [lambda d, b: (torch.ones(d, dtype=F64), 1.0),
+                                 lambda d, b: (torch.zeros(d, dtype=F64), 0.0)],
+    ("A1", "delta_update"): [lambda x, k, b, v: x, lambda x, k, b, v: torch.zeros_like(x)],
+    ("A1", "mode"): [lambda b: "general", lambda b: "identity", lambda b: "erase"],
+    ("A2", "skew"): [lambda u, v: _zeros_square(u), lambda u, v: _eye_like(u)],
+    ("A2", "cayley_apply"): [lambda x, u, v, b: x, lambda x, u, v, b: torch.zeros_like(x)],
+    ("A2", "cayley_angle"): [lambda u, v, b: torch.zeros(u.shape[:-1], dtype=u.dtype),
+                             lambda u, v, b: torch.as_tensor(b, dtype=F64)],
+    ("A2", "cayley_matrix"): [lambda u, v, b: _eye_like(u), lambda u, v, b: _zeros_square(u)],
+    ("A2", "minus_one_gap"): [lambda u, v, b: torch.tensor(0.0, dtype=F64),
+                              lambda u, v, b: torch.tensor(2.0, dtype=F64)],
+    ("A2", "householder_apply"): [lambda x, k: x, lambda x, k: torch.zeros_like(x)],
+    ("A2", "hybrid_apply"): [lambda x, u, v, k, b, g: x,
+                             lambda x, u, v, k, b, g: torch.zeros_like(x)],
+    ("A2", "gate_regularizer"): [lambda g: g, lambda g: 0 * g, lambda g: torch.zeros_like(g),
+                                 lambda g: 1 + 0 * g],
+    ("A3", "effective_rank"): [lambda X: torch.zeros(X.shape[:-2], dtype=X.dtype),
+                               lambda X: torch.ones(X.shape[:-2], dtype=X.dtype)],
+    ("A3", "rank_profile"): [lambda m, x: torch.ones(m.cfg.n_steps + 1),
+                             lambda m, x: torch.zeros(m.cfg.n_steps + 1)],
+    # the curves a student draws from the lecture instead of measuring them
+    ("A3", "collapse_curves"): [
+        lambda d, s: {"noskip": torch.linspace(1, 0.1, d + 1), "preln": torch.ones(d + 1),
+                      "mgt": torch.ones(d + 1)},
+        lambda d, s: {r: torch.full((d + 1,), 0.5) for r in ("noskip", "preln", "mgt")},
+    ],
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("aid, stub", list(TRIVIAL), ids=[f"{a}-{s}" for a, s in TRIVIAL])
+def test_trivial_answers_earn_nothing(aid, stub):
+    """Returning the input or a constant earns no mark: every property an identity map or a
+    constant satisfies was rewritten to need the stub's actual work (issue 43: 4/16 in A1,
+    13/27 in A2, 3/11 in A3 before)."""
+    for i, fn in enumerate(TRIVIAL[aid, stub]):
+        for seed in (0, 1):
+            assert _earned(aid, stub, fn, seed) == {}, (i, seed)
+
+
+class _IdentityRule(Rule):
+    """A4's do-nothing rule: parameters of the right size, the input back, β₀ painted on."""
+
+    def __init__(self, cfg):
+        super().__init__(cfg)
+        self.w = torch.nn.Linear(cfg.d_model, cfg.d_model)
+        self.alpha = torch.nn.Parameter(torch.tensor(0.1))
+
+    def forward(self, x, sublayer):
+        beta = 0.5 + 0 * torch.tanh(self.w(x))
+        self.keep(beta=beta)
+        return x + 0 * beta + 0 * self.alpha
+
+
+def test_a4_identity_rule_earns_nothing():
+    assert {c.name for c in a4.check_my_rule(_IdentityRule, seed=3) if c.passed} == set()
+
+
+HONEST_SEEDS = 1000
+
+
+def _instructor(aid: str) -> dict:
+    path = REPO / "assignments" / "instructor" / ASSIGNMENTS[aid].notebook
+    return load_submission(path, list(ASSIGNMENTS[aid].tasks))
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("aid", ["A1", "A2", "A3"])
+def test_the_solutions_pass_on_every_seed(aid):
+    """The instructor's solutions (honest answers) get every mark on 1,000 seeds: the drawn
+    inputs and the tolerances leave no honest answer a seed that fails it."""
+    solution = _instructor(aid)
+    for stub, check in ASSIGNMENTS[aid].tasks.items():
+        for seed in range(HONEST_SEEDS):
+            failed = [c.name for c in check(InPlace(solution[stub]), seed=seed) if not c.passed]
+            assert failed == [], (stub, seed)
+
+
+@pytest.mark.parametrize("aid", ["A1", "A2", "A3"])
+def test_the_solutions_pass_on_a_few_seeds(aid):
+    """The default run's share of the slow test above: 20 seeds."""
+    solution = _instructor(aid)
+    for stub, check in ASSIGNMENTS[aid].tasks.items():
+        for seed in range(1000, 1020):
+            failed = [c.name for c in check(InPlace(solution[stub]), seed=seed) if not c.passed]
+            assert failed == [], (stub, seed)
+
+
+def test_the_a4_solution_passes_on_every_seed(monkeypatch):
+    """A4's rule on 1,000 seeds, all but the training (a check of its own, 2 s a run): seed 16's
+    "gradient 3.918, but 3.769" was the finite difference's truncation (h = 1e-2 on a direction
+    of norm ~25), now extrapolated away with a tolerance from float32 rounding."""
+    monkeypatch.setattr(a4, "forbid", lambda *a, **k: nullcontext())  # no guard to patch here
+    monkeypatch.setattr(a4, "trained_loss", lambda make, seed: 0.0)
+    solution = _instructor("A4")["MyRule"]
+    for seed in range(HONEST_SEEDS):
+        failed = [c.name for c in a4.check_my_rule(solution, seed=seed) if not c.passed]
+        assert failed == [], seed
+
+
+def _unsorted_spectrum(d, beta):
+    eig = torch.ones(d, dtype=F64)
+    eig[0] = 1 - beta  # ascending only when β > 0
+    return eig, 1 - beta
+
+
+def _hybrid_abs_beta(x, u, v, k, beta, gamma):
+    """Right for β ≥ 0 only (|β| where β is meant)."""
+    from geolab import operators
+
+    b = torch.as_tensor(beta, dtype=x.dtype).abs()
+    g = torch.as_tensor(gamma, dtype=x.dtype)[..., None]
+    return g * operators.cayley_apply(x, u, v, b) + (1 - g) * operators.householder_apply(x, k)
+
+
+def _rank_whole_batch_guard(X):
+    """The all-zero guard taken for the whole batch, not per matrix."""
+    if not X.any():
+        return torch.zeros(X.shape[:-2], dtype=X.dtype)
+    s = torch.linalg.svdvals(X)
+    p = s / s.sum(-1, keepdim=True)
+    return torch.exp(-torch.xlogy(p, p).sum(-1)) / min(X.shape[-2:])
+
+
+def _rank_log_of_zero(X):
+    """A per-matrix zero guard, but p·log p where p = 0 (NaN for σ exactly 0)."""
+    s = torch.linalg.svdvals(X)
+    total = s.sum(-1, keepdim=True)
+    p = s / torch.where(total > 0, total, torch.ones_like(total))
+    rank = torch.exp(-(p * torch.log(p)).sum(-1)) / min(X.shape[-2:])
+    return torch.where(total.squeeze(-1) > 0, rank, torch.zeros_like(rank))
+
+
+# Answers right on the points the checks used to probe and wrong elsewhere in the task's domain:
+# each must lose a mark of its stub on every seed.
+OFF_PROBE = {
+    "A1 unsorted spectrum": ("A1", "spectrum_and_det", _unsorted_spectrum),
+    "A2 hybrid wrong for β < 0": ("A2", "hybrid_apply", _hybrid_abs_beta),
+    "A3 zero guard per batch": ("A3", "effective_rank", _rank_whole_batch_guard),
+    "A3 0·log 0": ("A3", "effective_rank", _rank_log_of_zero),
+}
+
+
+@pytest.mark.parametrize("case", list(OFF_PROBE))
+def test_answers_wrong_off_the_old_probes_lose_those_marks(case):
+    """Probes cover the task's domain (β < 0, spectra that need sorting, the guards' edge
+    cases), drawn from the seed: 81 of 200 seeds passed the unsorted spectrum before, the
+    β < 0 and guard cases every seed."""
+    aid, stub, fn = OFF_PROBE[case]
+    for seed in range(12):
+        results = ASSIGNMENTS[aid].tasks[stub](InPlace(fn), seed=seed)
+        assert not all(c.passed for c in results), seed
+
+
+# --- A4: rules that detect the grader --------------------------------------------------------
+
+
+def _a4_solution() -> type:
+    return _instructor("A4")["MyRule"]
+
+
+class _TrainTimeDetector(Rule):
+    """mgt_ddl where the checks look (width 16), pre-LN with painted gates in training."""
+
+    def __new__(cls, cfg):
+        return _a4_solution()(cfg) if cfg.d_model == 16 else super().__new__(cls)
+
+    def __init__(self, cfg):
+        super().__init__(cfg)
+        self.inner = _a4_solution()(cfg)
+
+    def forward(self, x, sublayer):
+        beta = torch.tanh(self.inner.w_beta(x))
+        self.keep(beta=beta, alpha=self.inner.alpha)
+        return x + sublayer(self.inner.ln(x)) + 1e-3 * beta * self.inner.alpha
+
+
+class _FakeGates(Rule):
+    """Pre-LN (x + F(LN x)) with a β that is computed, recorded and barely touches the output."""
+
+    def __init__(self, cfg):
+        super().__init__(cfg)
+        self.inner = _a4_solution()(cfg)
+
+    def forward(self, x, sublayer):
+        inner = self.inner
+        beta = inner.lam * torch.tanh(inner.w_beta(x)) + inner.eps
+        self.keep(beta=beta, alpha=inner.alpha)
+        return x + sublayer(inner.ln(x)) + 1e-3 * (beta - inner.alpha * x)
+
+
+class _SlopeDetector(Rule):
+    """A backward that doubles every gradient, and outputs made to match it wherever autograd
+    is off (where the finite differences used to be measured)."""
+
+    def __init__(self, cfg):
+        super().__init__(cfg)
+        self.inner, self.base = _a4_solution()(cfg), None
+
+    def forward(self, x, sublayer):
+        out = self.inner(x, sublayer)
+        self.gates = self.inner.gates
+        if torch.is_grad_enabled():
+            self.base = out.detach()
+            return out + (out - out.detach())  # twice the gradient, the same value
+        return self.base + 2 * (out - self.base) if self.base is not None else out
+
+
+# {rule: (checks it must fail, the marks it is due)}
+DETECTORS = {
+    "train-time detector": (_TrainTimeDetector, {"MyRule: trains on copy with the geolab trainer"}),
+    "fake gates over pre-LN": (_FakeGates, {
+        "MyRule: equals geolab's mgt_ddl at initialisation",
+        "MyRule: records the β it updates with in rule.gates, β = β₀ at init",
+        "MyRule: β = λ·tanh(X W_β + b_β) + ε depends on X, stays in range and acts",
+        "MyRule: trains on copy with the geolab trainer",
+    }),
+    # (its evaluation in training runs without autograd too, so training sees it as well)
+    "finite-difference detector": (_SlopeDetector, {
+        "MyRule: gradients reach x and every parameter",
+        "MyRule: trains on copy with the geolab trainer",
+    }),
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("case", list(DETECTORS))
+def test_a4_rules_that_detect_the_grader_lose_what_they_hide(case):
+    """The checks' inputs look like training (autograd on for every call) and β is verified by
+    its effect on the output (X' − X = β ⊙ (V − α X)) in the checks and in every training call,
+    so a rule that behaves differently when probed, or records a β it does not use, fails the
+    checks it hides from — and only those."""
+    rule, hidden = DETECTORS[case]
+    failed = {c.name for c in a4.check_my_rule(rule, seed=4) if not c.passed}
+    assert failed == hidden
+
+
+# --- pasted reference code --------------------------------------------------------------------
+
+
+def _renamed_source(dotted: str) -> str:
+    """geolab's source of ``dotted`` as a student would paste it: its local names renamed."""
+    source = textwrap.dedent(inspect.getsource(pasted._resolve(dotted)))
+    for old, new in (("sigma", "s_vals"), ("total", "tot"), ("scale", "mx"), ("beta", "b")):
+        source = re.sub(rf"\b{old}\b", new, source)
+    return source
+
+
+PASTES = {
+    "A3": ["geolab.metrics.effective_rank", "geolab.metrics._singular_values"],
+    "A4": ["geolab.rules.delta._MGTBlock.forward", "geolab.rules.delta._MGTBlock.__init__"],
+}
+
+
+@pytest.mark.parametrize("aid", list(PASTES))
+def test_pasted_reference_is_flagged_and_solutions_are_not(aid):
+    """A3 11/11 and A4 8/8 for a pasted copy of geolab's reference: its outputs are right, so
+    the gradebook flags it for the teacher (the "flag" column) instead. The instructor's own
+    solutions, written from the formula, are not flagged."""
+    solution = (REPO / "assignments" / "instructor" / ASSIGNMENTS[aid].notebook).read_text()
+    assert pasted.pasted(solution, aid) == []
+    for name in PASTES[aid]:
+        code = _renamed_source(name)
+        if aid == "A4":  # methods pasted into the student's class
+            code = "class MyRule(Rule):\n" + textwrap.indent(code, "    ")
+        flags = pasted.pasted(at_import(solution, code), aid)
+        assert len(flags) == 1 and f"geolab's `{name}`" in flags[0], flags
+
+
+def test_the_gradebook_carries_the_flag(tmp_path):
+    row = {"submission": "eve.py", "status": "ok", "score": 1.0, "max_score": 1.0,
+           "seconds": 0.1, "seed": 1, "error": "", "flag": "`f` (line 3) is 0.99 alike",
+           "checks": [{"name": "c", "passed": True, "message": "", "points": 1.0}]}  # fmt: skip
+    paths, _ = write_gradebook([row], tmp_path / "book.csv")
+    head, line = paths[0].read_text(encoding="utf-8").splitlines()
+    assert head.split(",")[7] == "flag" and "0.99 alike" in line

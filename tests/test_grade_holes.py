@@ -181,7 +181,7 @@ def test_a1_log_path_replies_lookup_and_bypasses(tmp_path):
     cases["lookup.py"] = (at_import(release, LOOKUP), "ok", 0.0)  # 2 points on fixed inputs
     # the guard switched off: the dense answer still fails "from the formula alone" at d = 50,000
     dense = DENSE_SPECTRUM.format(extra="", eig="torch.linalg.eigvalsh", det="torch.linalg.det")
-    cases["guard_off.py"] = (at_import(release, GUARD_OFF + dense), "ok", 2.0)
+    cases["guard_off.py"] = (at_import(release, GUARD_OFF + dense), "ok", 0.0)
     default = DENSE_SPECTRUM.format(extra=", _eig=torch.linalg.eigvalsh, _det=torch.linalg.det",
                                     eig="_eig", det="_det")  # fmt: skip
     cases["default_arg.py"] = (at_import(release, default), "ok", 0.0)
@@ -201,11 +201,13 @@ def test_a1_log_path_replies_lookup_and_bypasses(tmp_path):
         "spectrum_and_det: matches the numerical spectrum and det",
         "spectrum_and_det: from the formula alone (d = 50,000 at grading)",
     }
-    assert list(_broken(rows["guard_off.py"])) == [
-        "spectrum_and_det: from the formula alone (d = 50,000 at grading)"
-    ]
-    assert "allocate" in _failed(rows["guard_off.py"])[
-        "spectrum_and_det: from the formula alone (d = 50,000 at grading)"]  # fmt: skip
+    measured = "spectrum_and_det: from the formula alone (d = 50,000 at grading)"
+    assert _broken(rows["guard_off.py"]) == {
+        "spectrum_and_det: matches the numerical spectrum and det": f"holds, but counts only "
+        f"when “{measured}” passes",
+        measured: _failed(rows["guard_off.py"])[measured],
+    }
+    assert "allocate" in _failed(rows["guard_off.py"])[measured]
 
 
 SOLVE_EX = """
@@ -247,21 +249,16 @@ torch.Tensor.__bool__ = lambda self: True
 def test_a2_unlisted_dense_methods_and_forged_gradients(tmp_path):
     solution, points = _text("A2", "solution"), _points("A2")
     cases = {
-        "solve_ex.py": (at_import(solution, SOLVE_EX), "ok", points - 1),
-        "svdvals.py": (at_import(solution, SVDVALS), "ok", points - 1),
-        "numpy_regularizer.py": (at_import(solution, NUMPY_REGULARIZER), "ok", points - 1),
+        # a dense method or a non-differentiable regulariser earns none of its stub's marks
+        "solve_ex.py": (at_import(solution, SOLVE_EX), "ok", points - 7),
+        "svdvals.py": (at_import(solution, SVDVALS), "ok", points - 3),
+        "numpy_regularizer.py": (at_import(solution, NUMPY_REGULARIZER), "ok", points - 3),
         "patched_torch.py": (at_import(_text("A2", "release"), PATCH_TORCH), "ok", 0.0),
     }
     rows = _grade(tmp_path, "A2", cases)
-    assert list(_failed(rows["solve_ex.py"])) == [
-        "cayley_apply: the closed form, O(d) (d = 50,000 at grading)"
-    ]
-    assert list(_failed(rows["svdvals.py"])) == [
-        "minus_one_gap: from θ alone (d = 50,000 at grading)"
-    ]
-    assert list(_failed(rows["numpy_regularizer.py"])) == [
-        "gate_regularizer: zero gradient at γ = ½"
-    ]
+    for name, stub in (("solve_ex.py", "cayley_apply"), ("svdvals.py", "minus_one_gap"),
+                       ("numpy_regularizer.py", "gate_regularizer")):  # fmt: skip
+        assert {n.split(":")[0] for n in _failed(rows[name])} == {stub}, name
 
 
 ALIAS = "import geolab.probe\neffective_rank = geolab.probe.effective_rank\n"
@@ -342,16 +339,17 @@ class MyRule(Rule):
 @GRADES
 def test_a4_verdicts_are_the_graders(tmp_path):
     """The model, sublayer, backward and trainer run in the grader: a patched trainer, probe or
-    torch in the worker only changes what the rule answers (here: an identity rule, whose
-    honest score is its interface point); the reference cannot be borrowed or hidden."""
+    torch in the worker only changes what the rule answers (here: an identity rule, which
+    earns nothing: it does not read its sublayer); the reference cannot be borrowed or hidden."""
     solution = _text("A4", "solution")
     cases = {
-        "forged.py": (at_import(_text("A4", "release"), FORGED_RULE), "ok", 1.0),
+        "forged.py": (at_import(_text("A4", "release"), FORGED_RULE), "ok", 0.0),
         "borrow.py": (at_import(solution, BORROW), "ok", 0.0),
         "hidden_instance.py": (at_import(solution, HIDDEN_INSTANCE), "ok", 0.0),
     }
     rows = _grade(tmp_path, "A4", cases)
-    assert "MyRule: a geolab Rule, (B, S, D) -> (B, S, D)" not in _failed(rows["forged.py"])
+    interface = "MyRule: a geolab Rule, (B, S, D) -> (B, S, D), reading its sublayer"
+    assert "two different sublayers" in _failed(rows["forged.py"])[interface]
     for name in ("borrow.py", "hidden_instance.py"):
         assert all("_MGTBlock" in m for m in _failed(rows[name]).values()), name
 

@@ -24,16 +24,23 @@ def _rand(g, *shape):
 
 
 def _generic_betas(g, n: int) -> list[float]:
-    """``n`` values of β in (−1, 3), three decimals, none of the special 0, 1, 2."""
-    betas = [round(float(b), 3) for b in torch.rand(n, generator=g, dtype=torch.float64) * 4 - 1]
-    return [b + 0.0005 if b in (0.0, 1.0, 2.0) else b for b in betas]
+    """``n`` values of β in (−1, 3), three decimals, none of the special 0, 1, 2; the first
+    negative and the second above 1, so every draw covers both ends of the ascending spectrum
+    (1 − β above the ones, and below them)."""
+    betas = torch.rand(n, generator=g, dtype=torch.float64) * 4 - 1
+    betas[0] = -betas[0].abs() / 4  # in (−1, 0]
+    if n > 1:
+        betas[1] = 1 + (betas[1] + 1) / 2  # in (1, 3)
+    betas = [round(float(b), 3) for b in betas]
+    return [b + 0.0005 if b in (-0.0, 0.0, 1.0, 2.0) else b for b in betas]
 
 
 def check_delta_operator(fn, seed: int = 0):
     """``delta_operator(k, beta) -> I − β k kᵀ/‖k‖²`` of shape (..., d, d)."""
     g = torch.Generator().manual_seed(seed)
     k, beta = _rand(g, 3, 5), torch.rand(3, generator=g, dtype=torch.float64) * 2.5 - 0.25
-    k1 = _rand(g, 4)
+    k1, k2 = _rand(g, 4), _rand(g, 4)
+    b_neg, b_pos, b_any = _generic_betas(g, 3)
 
     def call(k, beta):
         banned = ["geolab.operators.delta_operator", "geolab.operators.householder"]
@@ -49,21 +56,22 @@ def check_delta_operator(fn, seed: int = 0):
         close(call(k, beta), want, f"delta_operator({describe(k=k, beta=beta)})")
         close(call(k1, 0.7), ref.delta_operator(k1, 0.7), f"delta_operator({describe(k=k1)}, 0.7)")
 
-    @checks.add("delta_operator: symmetric")
+    @checks.add("delta_operator: symmetric, with k an eigenvector: A k = (1 − β) k")
     def symmetric():
-        A = call(k1, 1.3)
-        close(A.transpose(-1, -2), A, f"Aᵀ for {describe(k=k1, beta=1.3)} (A must be symmetric)")
+        A = call(k1, b_any)
+        close(A.transpose(-1, -2), A, f"Aᵀ for {describe(k=k1, beta=b_any)} (A must be symmetric)")
+        close(A @ k1, (1 - b_any) * k1, f"A k for {describe(k=k1, beta=b_any)} (must be (1 − β) k)")
 
     @checks.add("delta_operator: d−1 eigenvalues 1, one 1 − β")
     def spectrum():
-        for b in (0.3, 1.0, 1.7, -0.5):
+        for b in (b_neg, 1.0, b_pos, 2.0):
             got = torch.linalg.eigvalsh(call(k1, b))
             want = torch.sort(torch.tensor([1.0] * 3 + [1 - b], dtype=torch.float64)).values
             close(got, want, f"eigenvalues of delta_operator({describe(k=k1, beta=b)})")
 
     @checks.add("delta_operator: det A = 1 − β")
     def determinant():
-        for b in (0.25, 1.0, 2.0, 3.0):
+        for b in (b_any, 1.0, 2.0, b_neg):
             close(
                 torch.linalg.det(call(k1, b)),
                 torch.tensor(1 - b, dtype=torch.float64),
@@ -72,12 +80,15 @@ def check_delta_operator(fn, seed: int = 0):
 
     @checks.add("delta_operator: depends on k only through its direction")
     def scale_free():
-        close(
-            call(7.5 * k1, 0.6),
-            call(k1, 0.6),
-            "delta_operator(7.5·k, 0.6) vs (k, 0.6): "
-            "the operator must depend only on the direction of k — divide by ‖k‖²",
-        )
+        for c in (7.5, -0.02):
+            close(
+                call(c * k1, b_pos),
+                call(k1, b_pos),
+                f"delta_operator({c:g}·k, β) vs (k, β): "
+                "the operator must depend only on the direction of k — divide by ‖k‖²",
+            )
+        moved = call(k2, b_pos) @ k2 - k2  # along its own direction, A moves k by −β k
+        close(moved, -b_pos * k2, "A(k′, β) k′ − k′ for another direction k′ (must be −β k′)")
 
     @checks.add("delta_operator: β=2 reflects (H² = I), β=1 erases (A k = 0, P² = P)")
     def modes():
@@ -127,7 +138,7 @@ def check_spectrum_and_det(fn, seed: int = 0):
             )
             close(torch.as_tensor(det, dtype=torch.float64), want_det, f"det for d = {d}, β = {b}")
 
-    @checks.add(f"spectrum_and_det: from the formula alone (d = {BIG_D:,} at grading)")
+    @checks.add(f"spectrum_and_det: from the formula alone (d = {BIG_D:,} at grading)", gate=True)
     def formula():
         d, b = big
         eig, det = call(d, b)
@@ -149,6 +160,7 @@ def check_delta_update(fn, seed: int = 0):
     beta, v = torch.rand(2, 3, generator=g, dtype=torch.float64) * 2, _rand(g, 2, 3)
     x1, k1 = _rand(g, 6), _rand(g, 6)
     kh1 = k1 / k1.norm()
+    b_neg, b_pos = _generic_betas(g, 2)
 
     def call(x, k, beta, v):
         label = f"delta_update({describe(x=x, k=k, beta=beta, v=v)})"
@@ -183,18 +195,24 @@ def check_delta_update(fn, seed: int = 0):
             "k̂ᵀx' for β = 1, v = −2: β = 1 must overwrite the k-component with v",
         )
 
-    @checks.add("delta_update: changes x only along k")
+    @checks.add("delta_update: changes x only along k, by β (v − k̂ᵀx)")
     def only_along_k():
-        change = call(x1, k1, 0.6, 0.9) - x1
+        b, w = b_neg, float(x1 @ kh1) + 1.0  # a write that differs from what x holds
+        change = call(x1, k1, b, w) - x1
         close(
             change - (change @ kh1) * kh1,
             torch.zeros(6, dtype=torch.float64),
             "the part of x' − x orthogonal to k: the update must only move x along k",
         )
+        close(change @ kh1, torch.tensor(b, dtype=torch.float64),
+              f"k̂ᵀ(x' − x) for β = {b}, v = k̂ᵀx + 1 (must be β (v − k̂ᵀx) = β)")  # fmt: skip
 
-    @checks.add("delta_update: β = 0 is the identity")
+    @checks.add("delta_update: β = 0 is the identity, and only β = 0")
     def identity_at_zero():
         close(call(x1, k1, 0.0, 3.0), x1, "delta_update(x, k, β = 0, v): β = 0 must return x")
+        moved = call(x1, k1, b_pos, float(x1 @ kh1) - 2.0) - x1
+        if not moved.norm() > 1e-6:
+            fail(f"delta_update(x, k, β = {b_pos}, v ≠ k̂ᵀx) returned x: only β = 0 leaves x as is")
 
     return checks.run()
 

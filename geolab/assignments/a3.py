@@ -24,6 +24,14 @@ def check_effective_rank(fn, seed: int = 0):
     g = torch.Generator().manual_seed(seed)
     X = torch.randn(3, 7, 5, generator=g, dtype=torch.float64)
     Y = torch.randn(4, 9, generator=g, dtype=torch.float64)
+    # the guards' edge cases, drawn: a shape with a side of 1 or more, zero matrices at some
+    # places of a batch, a block of zero columns (singular values exactly 0)
+    S, D = (int(n) for n in torch.randint(1, 7, (2,), generator=g))
+    Z = torch.randn(5, S, D, generator=g, dtype=F64)
+    Z[torch.randperm(5, generator=g)[: 1 + int(torch.randint(0, 3, (), generator=g))]] = 0
+    P = torch.zeros(6, 5, dtype=F64)
+    width = 1 + int(torch.randint(0, 4, (), generator=g))
+    P[:, :width] = torch.randn(6, width, generator=g, dtype=F64)
 
     def call(X):
         with forbid(BANNED, fn, label=f"effective_rank({describe(X=X)})"):
@@ -44,17 +52,22 @@ def check_effective_rank(fn, seed: int = 0):
         q, _ = torch.linalg.qr(torch.randn(6, 4, generator=g, dtype=F64))
         close(call(q), torch.tensor(1.0, dtype=F64), "effective_rank of a 6×4 matrix with "
               "orthonormal columns (all σ equal: expected 1)")  # fmt: skip
+        close(call(P), ref_effective_rank(P), "effective_rank of a 6×5 matrix with zero columns "
+              "(singular values exactly 0: 0·log 0 = 0)")  # fmt: skip
 
-    @checks.add("effective_rank: 0 (not NaN) for an all-zero matrix")
+    @checks.add("effective_rank: 0 (not NaN) for an all-zero matrix, beside others in a batch")
     def zero():
-        out = as_tensor(call(torch.zeros(2, 5, 3, dtype=F64)), "effective_rank", (2,))
+        out = as_tensor(call(Z), "effective_rank", (5,))
         if torch.isnan(out).any():
             fail("effective_rank of an all-zero matrix is NaN; return 0 (0·log 0 = 0, Σσ = 0)")
-        close(out, torch.zeros(2, dtype=F64), "effective_rank of all-zero 5×3 matrices")
+        close(out, ref_effective_rank(Z), f"effective_rank of a batch of {S}×{D} matrices, "
+              "some all zero (0 for those, Eq. 8 for the others)")  # fmt: skip
 
-    @checks.add("effective_rank: scale invariant")
+    @checks.add("effective_rank: scale invariant, from 1e-100 to 1e100")
     def scale_free():
-        close(call(1e3 * X), call(X), "effective_rank(1000·X) vs effective_rank(X)")
+        want = ref_effective_rank(X)
+        for c in (1e-100, 1e3, 1e100):
+            close(call(c * X), want, f"effective_rank({c:g}·X) (must equal effective_rank(X))")
 
     return checks.run()
 
@@ -69,16 +82,28 @@ def check_rank_profile(fn, seed: int = 0):
             got = observe(fn, "rank_profile_on_stack", residual, depth, seed)
         close(got, want, f"rank_profile of a {depth}-layer {residual} stack", atol=1e-4)
 
+    depths = torch.randint(2, 6, (3,), generator=torch.Generator().manual_seed(seed)).tolist()
     checks = Properties()
-    checks.add("rank_profile: matches geolab on a preln stack")(lambda: case("preln", 3))
-    checks.add("rank_profile: matches geolab on a pure-attention stack")(lambda: case("noskip", 4))
-    checks.add("rank_profile: matches geolab on an mgt stack")(lambda: case("mgt", 2))
+    checks.add("rank_profile: matches geolab on a preln stack")(lambda: case("preln", depths[0]))
+    checks.add("rank_profile: matches geolab on a pure-attention stack")(
+        lambda: case("noskip", depths[1])
+    )
+    checks.add("rank_profile: matches geolab on an mgt stack")(lambda: case("mgt", depths[2]))
     return checks.run()
 
 
 def check_collapse_curves(fn, seed: int = 0):
-    """``collapse_curves(depth, seed) -> {"noskip": (depth+1,), "preln": ..., "mgt": ...}``."""
-    depth = 6
+    """``collapse_curves(depth, seed) -> {"noskip": (depth+1,), "preln": ..., "mgt": ...}``.
+
+    The depth is drawn from ``seed`` and the collapse is judged on curves that start where
+    the stack's input does, so curves written down instead of measured earn nothing."""
+    depth = 5 + int(torch.randint(0, 4, (), generator=torch.Generator().manual_seed(seed)))
+    wants = {}
+
+    def want(rule):
+        if rule not in wants:
+            wants[rule] = ref_rank_profile(*make_stack(rule, depth, seed))
+        return wants[rule]
 
     def call():
         with forbid(BANNED, fn, label=f"collapse_curves({depth}, {seed})"):
@@ -93,13 +118,16 @@ def check_collapse_curves(fn, seed: int = 0):
     def matches():
         curves = call()
         for rule in RULES:
-            want = ref_rank_profile(*make_stack(rule, depth, seed))
-            close(torch.as_tensor(curves[rule], dtype=want.dtype), want,
+            close(torch.as_tensor(curves[rule], dtype=want(rule).dtype), want(rule),
                   f"collapse_curves({depth}, {seed})[{rule!r}]", atol=1e-4)  # fmt: skip
 
     @checks.add("collapse_curves: pure attention collapses, preln and mgt do not")
     def collapse():
         curves = {k: torch.as_tensor(v, dtype=torch.float64) for k, v in call().items()}
+        for rule in RULES:
+            as_tensor(curves[rule], f"collapse_curves({depth}, {seed})[{rule!r}]", (depth + 1,))
+            close(curves[rule][0], want(rule)[0].double(), f"collapse_curves({depth}, {seed})"
+                  f"[{rule!r}][0] (the rank of the stack's input)", atol=1e-4)  # fmt: skip
         if not curves["noskip"][-1] < 0.5 * curves["noskip"][0]:
             fail("the pure-attention curve should fall below half its starting rank")
         for rule in ("preln", "mgt"):

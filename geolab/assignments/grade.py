@@ -37,6 +37,7 @@ from geolab.assignments.gradebook import (
     totals,
     write_gradebook,
 )
+from geolab.assignments.pasted import pasted
 from geolab.assignments.remote import Session, Stub, SubmissionTimeout
 
 MAX_BYTES = 2 * 2**20  # a notebook larger than this is not a hand-in
@@ -92,6 +93,7 @@ def grade_text(name: str, text: str, assignment: str, setup: dict) -> dict:
         "seconds": round(time.monotonic() - start, 2),
         "seed": setup["seed"],
         "error": error,
+        "flag": "; ".join(pasted(text, assignment)),
         "checks": checks,
     }
 
@@ -201,6 +203,6 @@ def _cmd_grade(args) -> int:
         if hand:
             got = "—" if row["hand"] is None else f"{row['hand']:g}"
             line += f"  hand {got}/{hand['max']:g}  total {row['total']:g}/{row['total_max']:g}"
-        print(line)
+        print(line + (f"  flagged: {row['flag']}" if row.get("flag") else ""))
     print("gradebook: " + ", ".join(str(p) for p in paths))
     return 0

@@ -13,7 +13,7 @@ from pathlib import Path
 from geolab.assignments.feedback import write_feedback
 from geolab.outputs import check_dir, check_file
 
-HEAD = ["submission", "status", "score", "max_score", "seconds", "seed", "error"]
+HEAD = ["submission", "status", "score", "max_score", "seconds", "seed", "error", "flag"]
 
 
 def student_id(submission: str) -> str:
@@ -155,7 +155,7 @@ def write_gradebook(rows: list[dict], out: Path, hand: dict | None = None):
         writer.writerow(head + names)
         for row in rows:
             passed = {c["name"]: int(c["passed"]) for c in row["checks"]}
-            cells = ["" if row[k] is None else row[k] for k in head]
+            cells = ["" if row.get(k) is None else row[k] for k in head]
             writer.writerow(cells + [passed.get(n, 0) for n in names])
     with open(json_path, "w", encoding="utf-8") as f:
         json.dump(rows, f, indent=1, ensure_ascii=False)

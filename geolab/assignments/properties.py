@@ -19,20 +19,33 @@ class Properties:
 
     ``add(name, points)`` keeps the property (it stays a plain function); ``run`` runs them in
     the order they were added, each through :func:`run_check`.
+
+    ``add(name, points, gate=True)`` marks the property that is the point of the stub — the
+    answer at a size no dense method survives, a gradient autograd can give: the stub's other
+    properties count only when it passes. A dense or non-differentiable answer also has them
+    (a rotation keeps the norm whatever computes it), so without the gate it would earn every
+    mark but the measured one, whichever module the dense method came from.
     """
 
     def __init__(self):
         self._props = []
 
-    def add(self, name: str, points: float = 1.0):
+    def add(self, name: str, points: float = 1.0, gate: bool = False):
         def keep(prop: Callable[[], None]):
-            self._props.append((name, prop, points))
+            self._props.append((name, prop, points, gate))
             return prop
 
         return keep
 
     def run(self) -> list[Check]:
-        return [run_check(name, prop, points) for name, prop, points in self._props]
+        results = [run_check(name, prop, points) for name, prop, points, _ in self._props]
+        is_gate = [gate for *_, gate in self._props]
+        shut = next((r for r, g in zip(results, is_gate, strict=True) if g and not r.passed), None)
+        if shut is None:
+            return results
+        why = f"holds, but counts only when “{shut.name}” passes"
+        return [r if g or not r.passed else Check(r.name, False, why, r.points)
+                for r, g in zip(results, is_gate, strict=True)]  # fmt: skip
 
 
 def stubs(*checks: Callable) -> dict:

@@ -55,9 +55,11 @@ def _():
 
     The checks build your rule from several configs and compare it with geolab's own `mgt_ddl`
     at initialisation, test that $\beta$ is recorded, reads $X$ and stays in
-    $(-\lambda+\varepsilon, \lambda+\varepsilon)$, that gradients reach every parameter, and
-    finally train a 2-layer transformer built on your rule on a copy task with the geolab
-    trainer. Reusing geolab's MGT classes is reported as a failure.
+    $(-\lambda+\varepsilon, \lambda+\varepsilon)$, that the $\beta$ you record is the one
+    your update uses (they read $X' - X = \beta \odot (V - \alpha X)$ back from your output,
+    $V$ the value your one call of `sublayer` returned — also while it trains), that gradients
+    reach every parameter, and finally train a 2-layer transformer built on your rule on a copy
+    task with the geolab trainer. Reusing geolab's MGT classes is reported as a failure.
     """)
     return
 
