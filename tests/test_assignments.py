@@ -230,6 +230,11 @@ def test_feedback_callout_colours():
     assert "success" in kind(_load(_instructor("A1"), "A1")["mode"])
     assert "warn" in kind(_load(_student("A1"), "A1")["mode"])
     assert "danger" in kind(lambda beta: "general")
+    # pass and fail told apart by words, not by emoji that draw as one box without an emoji font
+    passed = feedback("A1", "mode", _load(_instructor("A1"), "A1")["mode"]).text
+    failed = feedback("A1", "mode", lambda beta: "general").text
+    assert "pass:" in passed and "FAIL" not in passed and "FAIL" in failed
+    assert not any(c in passed + failed for c in "✅❌")
 
 
 # --- the notebooks -------------------------------------------------------------------------

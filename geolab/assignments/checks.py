@@ -268,7 +268,10 @@ def callout(title: str, results: list[Check]):
         kind, head = "warn", f"**{title}** — waiting for your code"
     else:
         kind, head = "danger", f"**{title}** — {earned:g}/{total:g} points"
-    lines = [f"- ✅ {r.name}" if r.passed else f"- ❌ {r.name}: {r.message}" for r in results]
+    # words, not ✅/❌: without an emoji font both draw as the same box, told apart by colour only
+    lines = [
+        f"- pass: {r.name}" if r.passed else f"- **FAIL**: {r.name}: {r.message}" for r in results
+    ]
     return mo.callout(mo.md(head + "\n\n" + "\n".join(lines)), kind=kind)
 
 
