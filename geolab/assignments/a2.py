@@ -322,6 +322,15 @@ def check_householder_apply(fn, seed: int = 0):
         H = as_tensor(call(torch.eye(5, dtype=F64), k1), "householder_apply on the rows of I")
         close(torch.linalg.det(H), torch.tensor(-1.0, dtype=F64), "det H (a reflection: −1)")
 
+    @checks.add(f"householder_apply: O(d) (d = {BIG_D:,} at grading)", gate=True)
+    def linear_time():
+        # both call paths at the size no d×d matrix fits: one vector, and a batch of two
+        d = big_d(fn)
+        xb, kb = _rand(g, 2, d), _rand(g, 2, d)
+        for xs, ks in ((xb[0], kb[0]), (xb, kb)):
+            label = f"householder_apply({describe(x=xs, k=ks)}) (no d×d matrix fits: O(d))"
+            close(call(xs, ks), ref.householder_apply(xs, ks), label)
+
     @checks.add("householder_apply: k → −k, k⟂ fixed")
     def flips_k():
         close(call(3 * k1, k1), -3 * k1, "H(3k) with mirror normal k (must be −3k)")
