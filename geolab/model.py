@@ -13,6 +13,7 @@ import torch
 from torch import nn
 from torch.utils.checkpoint import checkpoint
 
+from geolab.compiling import compiled
 from geolab.config import GeoConfig
 from geolab.layers import MLP, CausalSelfAttention, gpt2_proj_std, init_linear, make_norm
 from geolab.rules import rule_class
@@ -80,6 +81,7 @@ class GeoTransformer(nn.Module):
             nn.init.normal_(self.pos.weight, std=0.02)
         self.hook_embed = nn.Identity()
         self.layers = nn.ModuleList(Layer(cfg) for _ in range(cfg.n_layer))
+        self.layer_compile: tuple | None = None  # (mode, backend) of `compile_layers`
         self.norm = make_norm(cfg.norm, d, bias=not reference)
         if reference:
             self.unused = nn.ParameterDict(
@@ -115,9 +117,17 @@ class GeoTransformer(nn.Module):
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         h = self.rule_cls.expand(self.embed_input(x), self.cfg)
+        step = run_layer if self.layer_compile is None else compiled(run_layer, *self.layer_compile)
         for layer in self.layers:
-            h = layer(h)
+            h = step(layer, h)
         return self.head(self.norm(self.rule_cls.merge(h)))
+
+    def compile_layers(self, mode: str | None = None, backend: str = "inductor") -> None:
+        """Run every layer through one compiled step from now on (``geolab.compiling``: the
+        first layer compiles it, the others reuse it); ``mode="reduce-overhead"`` adds CUDA
+        graphs on a GPU. The embedding, final norm and head stay eager."""
+        compiled(run_layer, mode, backend)  # a bad mode fails here, not at the first forward
+        self.layer_compile = (mode, backend)
 
     def aux_loss(self) -> torch.Tensor:
         """E∆ gate regulariser of the last forward: reg_weight · Σ_operators mean 4γ(1−γ)."""
@@ -125,6 +135,11 @@ class GeoTransformer(nn.Module):
         if not regs:
             return torch.zeros((), device=self.head.weight.device)
         return self.cfg.reg_weight * torch.stack(regs).sum()
+
+
+def run_layer(layer: Layer, h: torch.Tensor) -> torch.Tensor:
+    """One layer's step, the unit `GeoTransformer.compile_layers` compiles."""
+    return layer(h)
 
 
 def check_tokens(x: torch.Tensor, vocab_size: int) -> None:

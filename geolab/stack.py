@@ -34,6 +34,7 @@ from types import SimpleNamespace
 
 import torch
 
+from geolab.compiling import compiled, views_compile
 from geolab.config import GeoConfig
 from geolab.layers import attention, gpt2_proj_std, mlp
 from geolab.model import GeoTransformer
@@ -263,25 +264,49 @@ def stack_states(
     states = [h] if every_step or with_input else []
     h = rule_cls.expand(h, cfg)
     per_layer = 2 if cfg.mlp else 1
+    step = _layer
+    if views_compile():  # one compiled step for every layer; the depth's scale as a tensor
+        step, scale = compiled(_layer), torch.tensor(scale)
     for layer in range(cfg.n_layer):
-        f = partial(
-            attention,
-            qkv_w=sub.qkv[layer],
-            qkv_b=None,
-            proj_w=sub.attn_proj[layer],
-            proj_b=None,
-            n_head=cfg.n_head,
-            use_rope=rope,
-            scale=scale,
+        mid, h = step(
+            rules[per_layer * layer],
+            rules[per_layer * layer + 1] if cfg.mlp else None,
+            h,
+            sub.qkv[layer],
+            sub.attn_proj[layer],
+            sub.fc[layer] if cfg.mlp else None,
+            sub.mlp_proj[layer] if cfg.mlp else None,
+            scale,
+            cfg.n_head,
+            rope,
+            every_step,
         )
-        h = rules[per_layer * layer].forward(h, f)
-        if cfg.mlp:
-            if every_step:
-                states.append(rule_cls.merge(h))
-            f = partial(mlp, fc_w=sub.fc[layer], fc_b=None, proj_w=sub.mlp_proj[layer], proj_b=None)
-            h = rules[per_layer * layer + 1].forward(h, partial(f, scale=scale))
+        if mid is not None:
+            states.append(mid)
         states.append(rule_cls.merge(h))
     return torch.stack(states)
+
+
+def _layer(attn_rule, mlp_rule, h, qkv_w, attn_proj_w, fc_w, mlp_proj_w, scale, n_head, rope, mid):
+    """One layer of the stack: its attention step through ``attn_rule``, then (``mlp_rule`` not
+    None) its MLP step; returns (the merged state between the two if ``mid``, else None; the
+    state after the layer). The unit the views compile (``GEOLAB_COMPILE=1``)."""
+    f = partial(
+        attention,
+        qkv_w=qkv_w,
+        qkv_b=None,
+        proj_w=attn_proj_w,
+        proj_b=None,
+        n_head=n_head,
+        use_rope=rope,
+        scale=scale,
+    )
+    h = attn_rule.forward(h, f)
+    if mlp_rule is None:
+        return None, h
+    between = attn_rule.merge(h) if mid else None
+    f = partial(mlp, fc_w=fc_w, fc_b=None, proj_w=mlp_proj_w, proj_b=None, scale=scale)
+    return between, mlp_rule.forward(h, f)
 
 
 def as_module(cfg: GeoConfig, seed: int) -> GeoTransformer:

@@ -32,7 +32,12 @@ def add_train_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--device", default=d.device, help="auto | cpu | cuda[:N] | mps")
     parser.add_argument("--out", default=None, help="run directory (default runs/TASK-RULE-sSEED)")
     parser.add_argument("--resume", action="store_true", help="continue the run in --out exactly")
-    parser.add_argument("--compile", action="store_true", help="torch.compile the model")
+    parser.add_argument(
+        "--compile",
+        action="store_true",
+        help="compile one layer's step (inductor, reused by every layer; the first compile takes "
+        "tens of seconds on a CPU, a later run reads it from the cache folder)",
+    )
     parser.add_argument("--grad-checkpoint", action="store_true", help="recompute sublayers")
     parser.add_argument("--eval-every", type=int, default=d.eval_every, help="0: only at the end")
     parser.add_argument("--eval-batches", type=int, default=None, help="cap validation batches")

@@ -47,6 +47,9 @@ class _MGTBlock(Rule):
             self.w_beta = nn.Linear(d, d)
             nn.init.zeros_(self.w_beta.weight)
             self.alpha = nn.Parameter(torch.empty(()))
+            # λ and ε again as a tensor: a compiled step reads them as inputs, so a slider
+            # move reuses its graph (Python numbers would be guarded on and recompiled).
+            self.register_buffer("lam_eps", torch.empty(2), persistent=False)
             self.reset_init(cfg)
 
     @classmethod
@@ -76,6 +79,7 @@ class _MGTBlock(Rule):
         with torch.no_grad():
             self.w_beta.bias.fill_(math.atanh((beta0 - cfg.eps) / cfg.lam))
             self.alpha.fill_(cfg.alpha0)
+            self.lam_eps.copy_(torch.tensor([cfg.lam, cfg.eps]))
 
     def forward(self, x, sublayer):
         v = sublayer(self.ln(x))
@@ -88,7 +92,9 @@ class _MGTBlock(Rule):
                 gates["gate"] = gate
             if self.delta:
                 beta = torch.tanh(self.w_beta(xf))
-                if (self.lam, self.eps) != (1.0, 0.0):  # the default λ = 1, ε = 0 is exact as is
+                if torch.compiler.is_compiling():  # λ·β + ε with λ = 1, ε = 0 is β exactly
+                    beta = self.lam_eps[0] * beta + self.lam_eps[1]
+                elif (self.lam, self.eps) != (1.0, 0.0):  # the default is exact as is
                     beta = self.lam * beta + self.eps
                 gates.update(beta=beta, alpha=self.alpha)
         self.keep(**gates)

@@ -22,7 +22,9 @@ API (notebooks, experiments and outside scripts build on these names)::
   * loss = task loss + ``model.aux_loss()`` (the E∆ gate regulariser of docs/design.md §3.5);
     gradients clipped to global norm ``clip``.
   * device "auto" picks cuda → mps → cpu; bf16 autocast on CUDA (``bf16=True``); optional
-    ``torch.compile``; gradient checkpointing is ``GeoConfig.grad_checkpoint`` (the model does it).
+    per-layer ``torch.compile`` (``compile=True``: one layer's step compiled once, reused by
+    every layer, inductor's cache in geolab's cache folder; ``geolab.compiling``); gradient
+    checkpointing is ``GeoConfig.grad_checkpoint`` (the model does it).
   * Under ``torchrun`` (WORLD_SIZE > 1) it joins the process group (NCCL on GPU, gloo on CPU) and
     wraps the model in DDP. ``batch_size`` is the *global* batch: every rank draws the same global
     batch indices from the seeded data generator and takes its slice, so a run on N ranks follows

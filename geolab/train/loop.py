@@ -329,7 +329,7 @@ def _run(model_cfg, task, tc, callback, model, plan: Plan) -> TrainResult:
             raw, device_ids=ids, find_unused_parameters=unused
         )
     if tc.compile:
-        net = torch.compile(net)
+        raw.compile_layers()
     lead = rank == 0
     log = None
     if lead and out is not None:

@@ -1,0 +1,58 @@
+"""Per-layer compilation: one layer's step compiled once and reused by every layer.
+
+Training (``TrainConfig.compile``, ``geolab train --compile``) and the views' stacked model
+(``GEOLAB_COMPILE=1``) compile the function that runs one layer — its rule modules and
+sublayers, with the weights as inputs — instead of the whole model: with ``dynamic=False`` the
+graph depends only on the rule class, the shapes and the grad mode, so the first layer compiles
+it and every other layer, and every later call, reuses it (bench/README.md, "Seventh pass").
+What dynamo would otherwise specialise on is kept out of the graph: the rules' host reads answer
+bools (``operators._polynomial_everywhere``, ``mixing._branch``), and slider and depth constants
+enter as tensors (the projections' 1/√steps in ``stack``, MGT's λ, ε), so a slider move reuses
+the graph.
+
+inductor keeps its compiled kernels and graphs on disk in geolab's cache folder
+(``$GEOLAB_CACHE``, else ``~/.cache/geolab``, under ``inductor/``) unless
+``TORCHINDUCTOR_CACHE_DIR`` is set: the first compile of a rule costs 14–37 s of CPU here, a
+later process finds it there in a few seconds. That is why compilation is off by default: it pays
+for long training runs and for a views session that moves sliders many times, not for one call.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+
+import torch
+
+from geolab.data import cache_root
+
+ENV = "GEOLAB_COMPILE"
+MODES = (None, "reduce-overhead")  # inductor's default, or CUDA graphs on top (a GPU)
+
+
+def views_compile() -> bool:
+    """Whether ``GEOLAB_COMPILE`` asks the views to compile their layer step: ``1`` yes, unset,
+    empty or ``0`` no; anything else is a ValueError naming the variable."""
+    value = os.environ.get(ENV, "").strip()
+    if value not in ("", "0", "1"):
+        raise ValueError(f"{ENV}={value!r} is not allowed; expected 0 or 1")
+    return value == "1"
+
+
+def use_cache_folder() -> str:
+    """Point inductor's on-disk caches at geolab's cache folder, unless the user chose one
+    (``TORCHINDUCTOR_CACHE_DIR``); returns the folder."""
+    return os.environ.setdefault("TORCHINDUCTOR_CACHE_DIR", str(cache_root() / "inductor"))
+
+
+@functools.cache
+def compiled(fn, mode: str | None = None, backend: str = "inductor"):
+    """``torch.compile(fn, dynamic=False)`` once per (fn, mode, backend), shared by every caller:
+    every layer of every model calls the same compiled function, so dynamo's cache of graphs
+    (one per rule class, shape and grad mode) is shared too. ``mode="reduce-overhead"`` adds
+    CUDA graphs on a GPU; ``backend="eager"`` traces without generating code (tests)."""
+    if mode not in MODES:
+        raise ValueError(f"compile mode {mode!r} is not allowed; allowed: {MODES}")
+    if backend == "inductor":
+        use_cache_folder()
+    return torch.compile(fn, dynamic=False, mode=mode, backend=backend)
