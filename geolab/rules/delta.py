@@ -18,7 +18,6 @@ import math
 from typing import TYPE_CHECKING
 
 import torch
-import torch.nn.functional as F
 from torch import nn
 
 from geolab.layers import make_norm
@@ -202,10 +201,12 @@ class DDL(Rule):
         with float32_gates(x):
             beta = 2 * torch.sigmoid(self.w_beta(upcast(xn))).squeeze(-1)
             v = 4 * torch.sigmoid(self.w_v(upcast(x))).squeeze(-1)
-            # k̂ = k/‖k‖ already, so x + β(v − k̂·x)k̂ is delta_update without its second
-            # normalisation: one dot product and one fused multiply-add over (B, S, D).
-            xf, kh = upcast(x), F.normalize(upcast(k), dim=-1)
-            coeff = (beta * (v - torch.linalg.vecdot(kh, xf))).unsqueeze(-1)
-            out = torch.addcmul(xf, coeff, kh)
+            # x + β(v − k̂·x)k̂ with k̂ = k/n, n = max(‖k‖, 1e-12) (F.normalize's k̂), written
+            # as x + β(v − (k·x)/n)/n · k: two dot products and one fused multiply-add over
+            # (B, S, D), no normalised copy of k.
+            xf, kf = upcast(x), upcast(k)
+            n = torch.linalg.vecdot(kf, kf).sqrt().clamp_min(1e-12)
+            coeff = (beta * (v - torch.linalg.vecdot(kf, xf) / n) / n).unsqueeze(-1)
+            out = torch.addcmul(xf, coeff, kf)
         self.keep(beta=beta, v=v)
         return out.to(x.dtype)
