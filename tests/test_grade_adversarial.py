@@ -20,7 +20,7 @@ import pytest
 import torch
 
 from geolab.assignments import a4, pasted, sandbox
-from geolab.assignments.catalog import ASSIGNMENTS, all_failed
+from geolab.assignments.catalog import ASSIGNMENTS, all_failed, hidden_tasks
 from geolab.assignments.grade import grade_dir
 from geolab.assignments.gradebook import write_gradebook
 from geolab.assignments.probes import PROBES
@@ -631,3 +631,11 @@ def test_the_gradebook_carries_the_flag(tmp_path):
     paths, _ = write_gradebook([row], tmp_path / "book.csv")
     head, line = paths[0].read_text(encoding="utf-8").splitlines()
     assert head.split(",")[7] == "flag" and "0.99 alike" in line
+
+
+def test_trivial_answers_earn_nothing_from_the_hidden_checks():
+    hidden = hidden_tasks(REPO / "assignments" / "instructor" / "hidden", "A1")
+    for (aid, stub), answers in TRIVIAL.items():
+        if aid == "A1" and stub in hidden:
+            for fn in answers:
+                assert not any(c.passed for c in hidden[stub](InPlace(fn), seed=2)), stub
