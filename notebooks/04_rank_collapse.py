@@ -124,28 +124,36 @@ def _(explore, glossary_markdown, mo):
 
 
 @app.cell(hide_code=True)
-def _(mo, rank_view):
-    _edelta = {g: rank_view(["edelta"], 24, gamma0=g, reference=False) for g in (0.05, 0.9)}
-    _low, _high = (_edelta[g].numbers["final_rank"]["edelta"] for g in (0.05, 0.9))
-    mo.md(rf"""
+def _(mo):
+    mo.md(r"""
     The MGT rules with a Delta controller (`mgt`, `mgt_ddl`) start every token at
     $\beta = \beta_0$ and decay $\alpha = \alpha_0$.
     **$\lambda$ moves no curve at init**: $\beta = \lambda\tanh(W_\beta x + b_\beta)$ starts
-    with $W_\beta = 0$ and $b_\beta = \operatorname{{atanh}}(\beta_0/\lambda)$, so every token's
+    with $W_\beta = 0$ and $b_\beta = \operatorname{atanh}(\beta_0/\lambda)$, so every token's
     $\beta$ is exactly $\beta_0$ whatever $\lambda$ is. $\lambda$ is $\beta$'s range
     $(-\lambda, \lambda)$: here it decides which $\beta_0$ are allowed (outside it the MGT
     curves are left out, with a note, and every other curve stays); in training it caps how far
     $\beta$ can move (notebook 02 shows it acting on the gate).
-    **$\gamma_0$ only matters for `edelta`**, which starts its hybrid gate there, and only a
-    little at init: at 24 layers `edelta`'s final rank is {_low:.3f} at $\gamma_0 = 0.05$ and
-    {_high:.3f} at $\gamma_0 = 0.9$ (add `edelta` to the rules and read the readout's digits,
-    not the plot). The gate matters for how E∆ trains, not for its rank at initialisation.
     The other rules read none of these sliders, so moving one recomputes only the curves it
     changes. A $\beta_0 < 0$ makes $1 - \alpha_0\beta_0 > 1$: the stream then grows by that
-    factor at each of the $2L$ residual steps, and where it would grow more than $10^{{15}}$
-    times (LayerNorm squares it, and float32 ends at $3.4 \times 10^{{38}}$) the MGT curves are
+    factor at each of the $2L$ residual steps, and where it would grow more than $10^{15}$
+    times (LayerNorm squares it, and float32 ends at $3.4 \times 10^{38}$) the MGT curves are
     left out, with a note that does the multiplication.
     """)
+    return
+
+
+@app.cell(hide_code=True)
+def _(mo, rank_view):
+    _edelta = {g: rank_view(["edelta"], 24, gamma0=g, reference=False) for g in (0.05, 0.9)}
+    _low, _high = (_edelta[g].numbers["final_rank"]["edelta"] for g in (0.05, 0.9))
+    mo.md(
+        r"**$\gamma_0$ only matters for `edelta`**, which starts its hybrid gate there, and only"
+        rf" a little at init: at 24 layers `edelta`'s final rank is {_low:.3f} at"
+        rf" $\gamma_0 = 0.05$ and {_high:.3f} at $\gamma_0 = 0.9$ (computed here; add `edelta`"
+        r" to the rules and read the readout's digits, not the plot). The gate matters for how"
+        r" E∆ trains, not for its rank at initialisation."
+    )
     return
 
 
@@ -251,26 +259,40 @@ def _(answer, mo, view):
 
 
 @app.cell(hide_code=True)
-def _(alpha, beta0, mo):
-    _r = 1 - alpha.value * beta0.value
-    mo.md(rf"""
+def _(mo):
+    mo.md(r"""
     ## Why MGT falls at 200 layers
 
     At init MGT's update is $x' = (1 - \alpha_0\beta_0)\,x + \beta_0\,V$ on every channel: the
-    decay term keeps only a fraction $1 - \alpha_0\beta_0 = {_r:.4g}$ (at the sliders'
-    $\alpha_0 = {alpha.value:g}$, $\beta_0 = {beta0.value:g}$) of the old state at each of the
-    $2L$ residual steps (attention and MLP). After 200 layers that is
-    ${_r:.4g}^{{400}} \approx {abs(_r) ** 400:.1e}$ of the input: the tokens' own identity has
-    faded, and what is left is the sum of the last few sublayer outputs, which attention averages
-    across tokens. The readout's last row shows $(1-\alpha_0\beta_0)^{{2L}}$ at your depth.
-    Set $\alpha_0 = 0$ and MGT keeps its rank at 200 layers; raise $\beta_0$ and it collapses
-    sooner.
+    decay term keeps only a fraction $1 - \alpha_0\beta_0$ of the old state at each of the
+    $2L$ residual steps (attention and MLP), $(1 - \alpha_0\beta_0)^{2L}$ of the input after
+    $L$ layers: the tokens' own identity fades, and what is left is the sum of the last few
+    sublayer outputs, which attention averages across tokens. The readout's last row shows
+    $(1-\alpha_0\beta_0)^{2L}$ at your depth. Set $\alpha_0 = 0$ and MGT keeps its rank at 200
+    layers; raise $\beta_0$ and it collapses sooner.
 
     With $\alpha_0\beta_0$ near 1 the state itself shrinks, by about a factor 10 every layer or
-    two, below $10^{{-31}}$ where float32 has no digits left for it (its rank would read noise,
-    then 0). Such a curve is recomputed in float64, whose range reaches $10^{{-292}}$; a curve
+    two, below $10^{-31}$ where float32 has no digits left for it (its rank would read noise,
+    then 0). Such a curve is recomputed in float64, whose range reaches $10^{-292}$; a curve
     that leaves even that range stops, with a label on the plot at the layer where it did.
+    """)
+    return
 
+
+@app.cell(hide_code=True)
+def _(alpha, beta0, mo):
+    _r = 1 - alpha.value * beta0.value
+    mo.md(
+        rf"At the sliders' $\alpha_0 = {alpha.value:g}$, $\beta_0 = {beta0.value:g}$:"
+        rf" $1 - \alpha_0\beta_0 = {_r:.4g}$, and after 200 layers"
+        rf" ${_r:.4g}^{{400}} \approx {abs(_r) ** 400:.1e}$ of the input is left."
+    )
+    return
+
+
+@app.cell(hide_code=True)
+def _(mo):
+    mo.md(r"""
     ## The tokens themselves
 
     Each panel shows the 32 token vectors after one layer (layer 0: the input), projected on
@@ -350,58 +372,12 @@ def _(compare, depth, explore, gates, mo):
 @app.cell(hide_code=True)
 def _(mo):
     mo.md(r"""
-    ## After training: the same curves, trained
+    ## After training
 
-    Everything above is at initialisation. Does training keep the rank or lose it? The
-    committed `rank_evolution` run (`data/results/`, notebook 07) measured the rank per layer of
-    the same rules before and after training them on text. Its models are smaller than this
-    notebook's (width 32, 32 characters of tiny-shakespeare instead of 128 and random tokens),
-    so its dotted init curves are its own, measured on the very models that were then trained.
+    Everything above is at initialisation. Does training keep the rank or lose it? Notebook
+    [09 · Rank after training](?file=09_trained_rank.py) reads the committed runs that trained
+    these rules and measured the same curves before and after.
     """)
-    return
-
-
-@app.cell
-def _(answer, explore, mo):
-    from geolab.experiments.runner import load_result
-
-    # its floor line and collapsed curves answer the question at the top
-    mo.stop(answer is None, mo.md("*The trained curves appear once you have answered.*"))
-    _path = mo.notebook_dir().parent / "data" / "results" / "rank_evolution-small.json"
-    mo.stop(not _path.is_file(), mo.md(f"*No committed rank_evolution result at `{_path}`.*"))
-    evolution = load_result(_path)
-    trained_depth = mo.ui.dropdown(
-        options={str(d): d for d in explore.trained_depths(evolution)},
-        value=str(max(explore.trained_depths(evolution))),
-        label="trained depth L",
-    )
-    mo.vstack([trained_depth])
-    return evolution, trained_depth
-
-
-@app.cell
-def _(evolution, explore, mo, trained_depth):
-    bridge = explore.rank_bridge_view(evolution, trained_depth.value)
-    _moved = ", ".join(
-        f"`{rule}` {a:.2f} → {b:.2f}" for rule, (a, b) in bridge.numbers["final"].items()
-    )
-    mo.vstack(
-        [
-            bridge.figures["bridge"],
-            mo.md(
-                f"After layer {trained_depth.value}, init → trained: {_moved}."
-                + (
-                    " Every trained rule ends **below** its rank at init: at this scale"
-                    " training removes directions that initialisation kept."
-                    if bridge.numbers["all_lower"]
-                    else " Training does not lower every rule's rank here."
-                )
-                + " Notebook 07's rank_evolution verdicts (H1, H2) are judged on these"
-                " trained curves."
-            ),
-            mo.md(bridge.markdown()),
-        ]
-    )
     return
 
 

@@ -67,7 +67,8 @@ def cells_of(path: Path) -> list[tuple[str, str]]:
 def tutorial(name: str) -> nbformat.NotebookNode:
     explorer = EXPLORERS[name]
     extra = (
-        "; notebook 04 also compares every rule at once and draws the committed trained runs"
+        "; notebook 04 also compares every rule at once (notebook 09 draws the committed"
+        " trained runs)"
         if name == "04_rank_collapse"
         else ""
     )

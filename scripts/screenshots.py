@@ -67,11 +67,9 @@ def setup_01(page) -> None:
 def setup_04(page) -> None:
     answer(page, "1/32")
     settle(page, "rank / residual at layer 24")
-    depth = page.locator("[role=slider]").first
-    depth.focus()
-    page.keyboard.press("ArrowRight")  # 24 → 48
-    settle(page, "rank / residual at layer 48")
-    page.keyboard.press("ArrowRight")  # 48 → 100
+    depth = page.locator("marimo-slider").first.locator("input[inputmode]")  # its number field
+    depth.fill("100")
+    depth.press("Enter")
     settle(page, "rank / residual at layer 100")
 
 

@@ -26,7 +26,7 @@ REPO = Path(__file__).resolve().parents[1]
 NOTEBOOKS = {
     p.stem: p
     for p in sorted((REPO / "notebooks").glob("0*.py"))
-    if p.stem[:2] in {"00", "01", "02", "03", "04", "05", "08"}
+    if p.stem[:2] in {"00", "01", "02", "03", "04", "05", "08", "09"}
 }
 
 
@@ -43,6 +43,7 @@ def test_the_explorer_notebooks_exist():
         "04_rank_collapse",
         "05_streams",
         "08_gradients",
+        "09_trained_rank",
     ]
 
 
@@ -54,7 +55,7 @@ def test_marimo_check_strict_is_clean():
 def test_notebook_runs_headless_with_defaults(name):
     outputs, defs = load_notebook(name).run()
     assert len(outputs) > 3
-    assert "view" in defs or name == "00_tour"
+    assert "view" in defs or name in ("00_tour", "09_trained_rank")
     if name == "04_rank_collapse":
         assert len(defs["view"].numbers["ranks"]["preln"]) == 25  # the input, then 24 layers
     if name == "08_gradients":
@@ -81,6 +82,11 @@ QUESTIONS = {
     ),
     "04_rank_collapse": ("exactly 0", "1/32 ≈ 0.031", "Effective rank per layer at init"),
     "05_streams": ("about 1", "10¹⁰ or more", "Gain of the composite mixing product"),
+    "09_trained_rank": (
+        "about the same as at init",
+        "lower than at init for every rule",
+        "Rank per layer, dotted",
+    ),
 }
 
 
@@ -623,48 +629,27 @@ def test_04_depth_takes_any_integer_from_12_to_200():
 
 
 def test_04_nothing_that_answers_the_question_shows_before_an_answer():
-    """The collapse plots, the readout, the token clouds and the trained curves (whose floor
-    line at 1/32 is the answer) all wait for the answer."""
-    before, glbls = load_notebook("04_rank_collapse").run()
+    """The collapse plots, the readout and the token clouds wait for the answer; the trained
+    curves (whose floor line at 1/32 is the answer) are in notebook 09, behind its own."""
+    before, _ = load_notebook("04_rank_collapse").run()
     text = seen(before)
     for answer in ("Effective rank per layer", "Rank per layer, dotted", "top-2 directions"):
         assert answer not in text
-    assert "floor 1/S" not in text and "rank / residual" not in text and "bridge" not in glbls
-    after, glbls = load_notebook("04_rank_collapse").run(defs={"answer": "exactly 0"})
-    text = seen(after)
-    assert "Rank per layer, dotted" in text
-    assert set(glbls["bridge"].numbers["final"]) == {"postln", "preln", "deepnorm", "mgt"}
+    assert "floor 1/S" not in text and "rank / residual" not in text
+    assert "09_trained_rank.py" in text  # where the trained curves went
 
 
-def test_04_more_than_three_curves_are_named_on_their_ends_apart_and_in_their_colours():
-    view = explore.rank_view(["postln", "preln", "mgt"], 12)  # and pure attention: four
-    labels = view.figures["rank"].layout.annotations
-    colors = explore.rule_colors()
-    assert sorted(a.text for a in labels) == sorted(view.numbers["ranks"])
-    assert all(a.font.color == colors[a.text] and a.x == 12 for a in labels)
-    ys = sorted(a.y for a in labels)
-    assert min(np.diff(ys)) >= 0.045 - 1e-12  # apart, even where curves end together
-    for a in labels:  # each at its curve's end, or moved up from it only
-        assert a.y >= view.numbers["final_rank"][a.text] - 1e-12
-    assert not explore.rank_view(["preln", "mgt"], 12).figures["rank"].layout.annotations
-
-
-def test_04_trained_curves_one_panel_per_rule_two_labelled_lines_each():
-    from geolab.experiments.runner import load_result
-
-    result = load_result(REPO / "data" / "results" / "rank_evolution-small.json")
-    fig = explore.rank_bridge_view(result, 12).figures["bridge"]
-    rules = ["postln", "preln", "deepnorm", "mgt"]
-    colors = explore.rule_colors()
-    for i, rule in enumerate(rules):
-        axis = "x" if i == 0 else f"x{i + 1}"
-        traces = [t for t in fig.data if t.xaxis == axis]
-        assert [t.name for t in traces] == [f"{rule} (init)", f"{rule} (trained)"]
-        assert {t.line.color for t in traces} == {colors[rule]}
-        texts = [a.text for a in fig.layout.annotations if a.xref == axis]
-        assert texts == ["init", "trained"]
-    assert [a.text for a in fig.layout.annotations if a.yref == "paper"] == rules
-    assert len(fig.layout.shapes) == 4 and fig.layout.shapes[0].y0 == pytest.approx(1 / 32)
+def test_09_the_verdict_is_computed_and_every_trained_depth_is_offered():
+    outputs, defs = load_notebook("09_trained_rank").run(
+        defs={"guess": ui("lower than at init for every rule")}
+    )
+    text = seen(outputs)
+    assert "Right." in text and "After layer 100, init → trained" in text
+    bridge = defs["bridge"]
+    assert set(bridge.numbers["final"]) == {"postln", "preln", "deepnorm", "mgt"}
+    assert list(defs["trained_depth"].options) == ["12", "24", "48", "100"]
+    # "the trained curves end above" the floor, as the Why? says
+    assert all(b > 1 / 32 for _, b in bridge.numbers["final"].values())
 
 
 def test_04_mgt_memory_explains_the_fall_at_200_layers():

@@ -1,0 +1,140 @@
+import marimo
+
+__generated_with = "0.25.2"
+app = marimo.App(
+    width="medium",
+    app_title="09 · Rank after training",
+    html_head_file="offline_head.html",
+)
+
+
+@app.cell
+def _():
+    import marimo as mo
+
+    from geolab import explore
+    from geolab.experiments.runner import load_result
+
+    return explore, load_result, mo
+
+
+@app.cell(hide_code=True)
+def _(mo):
+    mo.md(r"""
+    # 09 · Rank after training: does training keep what initialisation gave?
+
+    **What you will see.** Notebook 04 measured the *effective rank* of the token states after
+    every layer (Su & You 2026, [arXiv:2601.01014](https://arxiv.org/abs/2601.01014), Eq. 8:
+    $1$ when every direction is used equally, $1/S$ when the $S$ tokens are one vector) — at
+    initialisation only. Here the same measure is read off models that were then trained. The
+    committed `rank_evolution` run (`data/results/`, notebook 07) measured four rules' rank per
+    layer before and after training each on tiny-shakespeare. Its models are smaller than 04's
+    (width 32, sequences of 32 characters instead of 128 and random tokens), so the init curves
+    here are its own, measured on the very models that were then trained. Nothing is trained on
+    this page.
+    """)
+    return
+
+
+@app.cell
+def _(load_result, mo):
+    _path = mo.notebook_dir().parent / "data" / "results" / "rank_evolution-small.json"
+    mo.stop(not _path.is_file(), mo.md(f"*No committed rank_evolution result at `{_path}`.*"))
+    evolution = load_result(_path)
+    return (evolution,)
+
+
+@app.cell
+def _(mo):
+    guess = mo.ui.radio(
+        options=[
+            "higher than at init for every rule",
+            "about the same as at init",
+            "lower than at init for every rule",
+            "higher for some rules, lower for others",
+        ],
+        label=r"**Predict first.** After training, the effective rank after the last layer is…",
+    )
+    mo.vstack([guess])
+    return (guess,)
+
+
+@app.cell
+def _(guess):
+    answer = guess.value
+    return (answer,)
+
+
+@app.cell
+def _(evolution, explore):
+    trained_view = explore.notebook_cache(explore.rank_bridge_view)
+    deepest = max(explore.trained_depths(evolution))
+    return deepest, trained_view
+
+
+@app.cell
+def _(answer, deepest, evolution, mo, trained_view):
+    mo.stop(answer is None, mo.md("*Pick an answer: the plot appears once you have.*"))
+    _view = trained_view(evolution, deepest)
+    _moves = [b - a for a, b in _view.numbers["final"].values()]
+    if all(m < 0 for m in _moves):
+        _truth = "lower than at init for every rule"
+    elif all(m > 0 for m in _moves):
+        _truth = "higher than at init for every rule"
+    else:
+        _truth = "higher for some rules, lower for others"
+    _right = answer == _truth
+    _moved = ", ".join(
+        f"`{rule}` {a:.2f} → {b:.2f}" for rule, (a, b) in _view.numbers["final"].items()
+    )
+    mo.vstack(
+        [
+            mo.callout(
+                mo.md(
+                    ("**Right.** " if _right else f"**No: {_truth}.** ")
+                    + f"After layer {deepest}, init → trained: {_moved}."
+                ),
+                kind="success" if _right else "warn",
+            ),
+            _view.figures["bridge"],
+            mo.md(
+                r"**Why?** One reading: initialisation spreads the tokens over many directions"
+                r" by chance, and training keeps the directions that help predict the next"
+                r" character, at this scale fewer than chance gave. A lower rank after training"
+                r" is not collapse: collapse is the floor $1/S$ (dotted), one direction for"
+                r" every token, and the trained curves end above it."
+            ),
+        ]
+    )
+    return
+
+
+@app.cell
+def _(answer, evolution, explore, mo):
+    mo.stop(answer is None)
+    trained_depth = mo.ui.dropdown(
+        options={str(d): d for d in explore.trained_depths(evolution)},
+        value=str(max(explore.trained_depths(evolution))),
+        label="trained depth L",
+    )
+    mo.vstack([mo.md("## Every trained depth"), trained_depth])
+    return (trained_depth,)
+
+
+@app.cell
+def _(evolution, mo, trained_depth, trained_view):
+    bridge = trained_view(evolution, trained_depth.value)
+    mo.vstack(
+        [
+            bridge.figures["bridge"],
+            mo.md(
+                "Notebook 07's rank_evolution verdicts (H1, H2) are judged on these trained curves."
+            ),
+            mo.md(bridge.markdown()),
+        ]
+    )
+    return (bridge,)
+
+
+if __name__ == "__main__":
+    app.run()
