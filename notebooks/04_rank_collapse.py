@@ -43,25 +43,33 @@ def _(mo):
 
 
 @app.cell
-def _(mo):
-    guess = mo.ui.radio(
-        options=["exactly 0", "1/32 ≈ 0.031", "about 0.5", "still about 1"],
-        label=r"**Predict first.** Pure attention, 24 layers, $S = 32$ tokens: where does its"
-        r" effective rank end?",
-    )
-    mo.vstack([guess])
-    return (guess,)
+def _(explore):
+    get_answer, set_answer = explore.answer_state()
+    return get_answer, set_answer
 
 
 @app.cell
-def _(guess):
-    answer = guess.value
+def _(explore, get_answer, set_answer):
+    guess, again = explore.question(
+        r"**Predict first.** Pure attention, 24 layers, $S = 32$ tokens: where does its"
+        r" effective rank end?",
+        ["exactly 0", "1/32 ≈ 0.031", "about 0.5", "still about 1"],
+        get_answer(),
+        set_answer,
+    )
+    explore.asked(guess, again, get_answer())
+    return again, guess
+
+
+@app.cell
+def _(get_answer):
+    answer = get_answer()
     return (answer,)
 
 
 @app.cell
-def _(answer, mo, rank_view):
-    mo.stop(answer is None, mo.md("*Pick an answer: the plot appears once you have.*"))
+def _(answer, explore, mo, rank_view):
+    mo.stop(answer is None, mo.md(explore.WAITING))
     _pure = rank_view((), 24)
     _ref = "pure attention"
     _right = answer.startswith("1/32")

@@ -45,23 +45,31 @@ def _(load_result, mo):
 
 
 @app.cell
-def _(mo):
-    guess = mo.ui.radio(
-        options=[
+def _(explore):
+    get_answer, set_answer = explore.answer_state()
+    return get_answer, set_answer
+
+
+@app.cell
+def _(explore, get_answer, set_answer):
+    guess, again = explore.question(
+        r"**Predict first.** After training, the effective rank after the last layer is…",
+        [
             "higher than at init for every rule",
             "about the same as at init",
             "lower than at init for every rule",
             "higher for some rules, lower for others",
         ],
-        label=r"**Predict first.** After training, the effective rank after the last layer is…",
+        get_answer(),
+        set_answer,
     )
-    mo.vstack([guess])
-    return (guess,)
+    explore.asked(guess, again, get_answer())
+    return again, guess
 
 
 @app.cell
-def _(guess):
-    answer = guess.value
+def _(get_answer):
+    answer = get_answer()
     return (answer,)
 
 
@@ -73,8 +81,8 @@ def _(evolution, explore):
 
 
 @app.cell
-def _(answer, deepest, evolution, mo, trained_view):
-    mo.stop(answer is None, mo.md("*Pick an answer: the plot appears once you have.*"))
+def _(answer, deepest, evolution, explore, mo, trained_view):
+    mo.stop(answer is None, mo.md(explore.WAITING))
     _view = trained_view(evolution, deepest)
     _moves = [b - a for a, b in _view.numbers["final"].values()]
     if all(m < 0 for m in _moves):

@@ -189,6 +189,8 @@ GIVEAWAYS = {
     "02_mgt_block": (["of 16 eigenvalues"], []),
     "03_cayley_householder": (["closed form vs dense solve"], ["Eigenvalues on the unit circle"]),
     "05_streams": (["Amax gain at depth", "Why JPmHC can grow"], []),
+    "04_rank_collapse": (["rank / residual at layer"], ["The 32 tokens"]),
+    "09_trained_rank": (["init → trained"], []),
     "08_gradients": (
         ["Reading the gradient norms", "per layer on average"],
         ["Singular values", "Gradient norm"],
@@ -201,6 +203,7 @@ PREDICTIONS = {
     "02_mgt_block": ("15 of 16", "No.", "How far each eigenvalue sits from 1"),
     "03_cayley_householder": ("no: θ gets ever closer", "Right.", "How far θ stays from π"),
     "04_rank_collapse": ("exactly 0", "No.", "Effective rank per layer at init"),
+    "09_trained_rank": ("lower than at init", "Right.", "Rank per layer, dotted"),
     "05_streams": ("10¹⁰ or more", "Right.", "Gain of the composite mixing product"),
     "08_gradients": ("far below 1", "Right.", "Singular values"),
 }
@@ -314,18 +317,30 @@ def test_01_beta_slider_by_keyboard_and_every_slider(browser, tmp_path):
         nb.each_slider_changes_the_numbers()
 
 
+def test_09_trained_curves_wait_for_the_answer_then_every_depth(browser, tmp_path):
+    with Notebook(browser, notebook("09_trained_rank"), tmp_path) as nb:
+        nb.page.wait_for_selector("text=Pick an answer", timeout=LOAD_S * 1000)
+        nb.settled()
+        assert mb.plots(nb.page) == []  # nothing drawn before the answer
+        nb.predict("09_trained_rank")
+        wait_until(lambda: len(mb.plots(nb.page)) == 2, LOAD_S, "the reveal and the depth plot")
+        # try again: everything hides, a fresh question
+        nb.page.get_by_role("button", name="try again").click()
+        wait_until(lambda: mb.plots(nb.page) == [], MOVE_S, "the plots to hide")
+        assert nb.page.get_by_text("Pick an answer").count() == 1
+
+
 def test_04_depth_beta0_and_every_slider(browser, tmp_path):
     with Notebook(browser, notebook("04_rank_collapse"), tmp_path) as nb:
         page = nb.page
         page.wait_for_selector("text=Pick an answer", timeout=LOAD_S * 1000)
         nb.settled()
         assert page.get_by_text("rank / residual at layer 24").count() == 0
-        # nothing that answers the question is drawn: no rank plot, no trained curves
+        # nothing that answers the question is drawn: no rank plot, no floor line, no cloud
         assert not [t for t in nb.titles() if "ank per layer" in t], nb.titles()
         assert "floor 1/S" not in page.inner_text("body")
-        nb.predict("04_rank_collapse")
+        nb.predict("04_rank_collapse")  # and the answer is locked, "try again" offered
         page.wait_for_selector("text=rank / residual at layer 24", timeout=LOAD_S * 1000)
-        wait_until(lambda: mb.plot(page, "Rank per layer, dotted at init"), LOAD_S, "trained")
         nb.sliders().first.focus()
         page.keyboard.press("ArrowLeft")  # any depth 12–200: 24 → 23
         page.wait_for_selector("text=rank / residual at layer 23", timeout=LOAD_S * 1000)

@@ -110,8 +110,8 @@ def test_question_locks_the_pick_and_try_again_clears_it():
 
 def answered(name: str, value: str) -> dict:
     """The defs that answer ``name``'s predict-first question: its locked ``answer``
-    (``geolab.explore.predict``); 04 still reads its radio ``guess``."""
-    return {"guess": ui(value)} if name == "04_rank_collapse" else {"answer": value}
+    (``geolab.explore.predict``)."""
+    return {"answer": value}
 
 
 @pytest.mark.parametrize("name", list(QUESTIONS))
@@ -146,6 +146,16 @@ GIVEAWAYS = {
         {},
         ["exactly 0", "per layer on average", "Reading the"],
         "far above 1: the gradient explodes",
+    ),
+    "04_rank_collapse": (
+        {},
+        ["rank / residual", "one direction left", "top-2 directions"],
+        "exactly 0",
+    ),
+    "09_trained_rank": (
+        {},
+        ["init → trained", "Rank per layer, dotted"],
+        "about the same as at init",
     ),
 }
 
@@ -349,7 +359,7 @@ def test_04_at_100_layers_shows_postln_and_mgt_curves_of_length_100():
     assert all(0 <= r <= 1 for curve in n["ranks"].values() for r in curve)
     assert "rank / residual at layer 100" not in shown(outputs)  # not before an answer
     outputs, _ = load_notebook("04_rank_collapse").run(
-        defs={"depth": ui(100), "rules": ui(["postln"]), "reference": ui(False), "guess": ui("x")}
+        defs={"depth": ui(100), "rules": ui(["postln"]), "reference": ui(False), "answer": "x"}
     )
     assert "rank / residual at layer 100" in shown(outputs)
 
@@ -411,7 +421,7 @@ def test_04_beta0_outside_lambda_leaves_mgt_out_and_keeps_every_other_curve():
             "lam": ui(0.5),
             "alpha": ui(0.1),
             "gamma0": ui(0.5),
-            "guess": ui("exactly 0"),
+            "answer": "exactly 0",
         }
     )
     text = shown(outputs)
@@ -635,13 +645,13 @@ def test_04_nothing_that_answers_the_question_shows_before_an_answer():
     text = seen(before)
     for answer in ("Effective rank per layer", "Rank per layer, dotted", "top-2 directions"):
         assert answer not in text
-    assert "floor 1/S" not in text and "rank / residual" not in text
+    assert "one direction left" not in text and "rank / residual" not in text
     assert "09_trained_rank.py" in text  # where the trained curves went
 
 
 def test_09_the_verdict_is_computed_and_every_trained_depth_is_offered():
     outputs, defs = load_notebook("09_trained_rank").run(
-        defs={"guess": ui("lower than at init for every rule")}
+        defs={"answer": "lower than at init for every rule"}
     )
     text = seen(outputs)
     assert "Right." in text and "After layer 100, init → trained" in text
