@@ -138,7 +138,8 @@ def _(mo):
     $\beta = \beta_0$ and decay $\alpha = \alpha_0$.
     **$\lambda$ moves no curve at init**: $\beta = \lambda\tanh(W_\beta x + b_\beta)$ starts
     with $W_\beta = 0$ and $b_\beta = \operatorname{atanh}(\beta_0/\lambda)$, so every token's
-    $\beta$ is exactly $\beta_0$ whatever $\lambda$ is. $\lambda$ is $\beta$'s range
+    $\beta$ is $\beta_0$ whatever $\lambda$ is (to float32 rounding: the curves move in
+    their seventh digit, the readout not at all). $\lambda$ is $\beta$'s range
     $(-\lambda, \lambda)$: here it decides which $\beta_0$ are allowed (outside it the MGT
     curves are left out, with a note, and every other curve stays); in training it caps how far
     $\beta$ can move (notebook 02 shows it acting on the gate).

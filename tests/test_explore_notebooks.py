@@ -630,6 +630,19 @@ def test_04_prose_numbers_are_computed_from_the_defaults():
     assert "moves no curve at init" in text
 
 
+def test_04_lambda_moves_no_curve_at_init_beyond_rounding():
+    """As the page says: β starts at β₀ whatever λ, so λ changes the curves by float32
+    rounding only and the readout not at all (until β₀ leaves (−λ, λ))."""
+    rules = ["mgt", "mgt_ddl"]
+    base = explore.rank_view(rules, 24, reference=False)
+    for lam in (0.55, 1.05, 2.0):
+        moved = explore.rank_view(rules, 24, lam=lam, reference=False)
+        assert moved.readout == base.readout
+        for rule in rules:
+            diff = np.abs(moved.numbers["ranks"][rule] - base.numbers["ranks"][rule]).max()
+            assert diff < 1e-5
+
+
 def test_04_depth_takes_any_integer_from_12_to_200():
     outputs, defs = load_notebook("04_rank_collapse").run(
         defs={"depth": ui(37), "rules": ui(["mgt"]), "reference": ui(False), "answer": "x"}
