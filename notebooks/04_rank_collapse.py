@@ -27,16 +27,22 @@ def _(mo):
 
     **What you will see.** Stack 12 to 200 transformer layers, feed one sequence of 32 random
     tokens, and measure after every layer how many directions the 32 token vectors still span:
-    the *effective rank* (Su & You 2026, arXiv:2601.01014, Eq. 8)
+    the *effective rank* (Su & You 2026, [arXiv:2601.01014](https://arxiv.org/abs/2601.01014),
+    Eq. 8)
 
     $$\mathrm{erank}(X) = \frac{\exp\big(H(\hat\sigma)\big)}{\min(S, D)}, \qquad
     \hat\sigma_i = \frac{\sigma_i}{\sum_j \sigma_j},$$
 
-    $1$ when all directions are used equally, and small when the tokens collapse onto one
-    vector.
+    where $X$ holds the $S = 32$ token vectors of width $D$ as rows, $\sigma_i$ are its
+    <abbr title="the lengths of the axes of the ellipsoid X maps the unit sphere onto: one per
+    direction the tokens spread along">singular values</abbr> and
+    $H(\hat\sigma) = -\sum_i \hat\sigma_i \log \hat\sigma_i$ their entropy: $1$ when all
+    directions are used equally, and small when the tokens collapse onto one vector.
     The lower panel shows Dong et al.'s residual $\lVert X - \mathbf 1 \bar x^\top\rVert / \lVert
-    X\rVert$, the distance from "all tokens equal". Pure attention (no skip, no MLP, Dong et al.
-    2021) is the reference. Everything here is at initialisation, width $D = 128$; layer 0 is the
+    X\rVert$ ([arXiv:2103.03404](https://arxiv.org/abs/2103.03404), §2), the distance from
+    "all tokens equal" ($\bar x$ the mean token). <abbr title="attention layers only: no skip
+    connection around them and no MLP">Pure attention</abbr> (Dong et al. 2021) is the
+    reference. Everything here is at initialisation, width $D = 128$; layer 0 is the
     input, the embedded tokens before any layer.
     """)
     return
@@ -272,7 +278,10 @@ def _(mo):
     mo.md(r"""
     ## Why MGT falls at 200 layers
 
-    At init MGT's update is $x' = (1 - \alpha_0\beta_0)\,x + \beta_0\,V$ on every channel: the
+    MGT's update is $x' = x + \beta \odot (V - \alpha x)$
+    ([arXiv:2601.01014](https://arxiv.org/abs/2601.01014), Eq. 7, $V$ the gated sublayer
+    output); at init $\beta = \beta_0$ and $\alpha = \alpha_0$, so it is
+    $x' = (1 - \alpha_0\beta_0)\,x + \beta_0\,V$ on every channel: the
     decay term keeps only a fraction $1 - \alpha_0\beta_0$ of the old state at each of the
     $2L$ residual steps (attention and MLP), $(1 - \alpha_0\beta_0)^{2L}$ of the input after
     $L$ layers: the tokens' own identity fades, and what is left is the sum of the last few

@@ -630,6 +630,13 @@ def test_04_prose_numbers_are_computed_from_the_defaults():
     assert "moves no curve at init" in text
 
 
+def test_04_equations_link_their_papers_and_terms_explain_themselves_on_hover():
+    text = shown(load_notebook("04_rank_collapse").run()[0])
+    for paper in ("https://arxiv.org/abs/2601.01014", "https://arxiv.org/abs/2103.03404"):
+        assert f'href="{paper}"' in text
+    assert text.count("<abbr title=") >= 2  # singular values, pure attention
+
+
 def test_04_lambda_moves_no_curve_at_init_beyond_rounding():
     """As the page says: β starts at β₀ whatever λ, so λ changes the curves by float32
     rounding only and the readout not at all (until β₀ leaves (−λ, λ))."""
