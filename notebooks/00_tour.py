@@ -11,11 +11,12 @@ def _():
     import marimo as mo
 
     from geolab import explore, glossary_markdown
+    from geolab.terms import TERMS, terms_markdown
     from geolab.threads import use_threads
 
     use_threads()  # one thread unless GEOLAB_THREADS says otherwise (README: "Threads")
 
-    return explore, glossary_markdown, mo, re
+    return TERMS, explore, glossary_markdown, mo, re, terms_markdown
 
 
 @app.cell(hide_code=True)
@@ -147,14 +148,22 @@ def _(mo):
 
 
 @app.cell(hide_code=True)
-def _(glossary_markdown, mo):
+def _(TERMS, glossary_markdown, mo, terms_markdown):
     mo.vstack(
         [
             mo.md(
                 "## The residual rules\n\nThe rules the notebooks compare, by the names you"
                 " pick them with (`geolab.glossary_markdown()` prints this table):"
             ),
-            mo.accordion({"rule glossary: update and paper": mo.md(glossary_markdown())}),
+            mo.accordion(
+                {
+                    "rule glossary: update and paper": mo.md(glossary_markdown()),
+                    # the same definitions show on hover where a notebook first uses a word
+                    "words the notebooks use (ω, ppl, norm_dev, learned, converged, …)": mo.md(
+                        terms_markdown(TERMS)
+                    ),
+                }
+            ),
         ]
     )
     return

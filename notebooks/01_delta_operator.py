@@ -28,9 +28,10 @@ def _(mo):
     picture of the unit circle answer at once, and the determinant's closed form is checked
     live against a numerical determinant. First, a guess.
 
-    The Delta operator is the heart of *Deep Delta Learning* (Su & You 2026, arXiv:2601.01014, Eq.
-    1): a residual connection that can **erase** along one direction $k$ before it **writes**
-    something new.
+    The Delta operator is the heart of *Deep Delta Learning* (Zhang et al. 2026,
+    [arXiv:2601.00417](https://arxiv.org/abs/2601.00417)), in the form of Su & You 2026
+    ([arXiv:2601.01014](https://arxiv.org/abs/2601.01014), Eq. 1): a residual connection that
+    can **erase** along one direction $k$ before it **writes** something new.
     """)
     return
 
@@ -190,7 +191,8 @@ def _(mo):
     mo.md(r"""
     ## Erase and write
 
-    The residual update of Deep Delta Learning (Eq. 2) is
+    The residual update of Deep Delta Learning (Su & You 2026,
+    [arXiv:2601.01014](https://arxiv.org/abs/2601.01014), Eq. 2) is
     $x' = x + \beta\,(v - k^\top x)\,k$ for a unit $k$, which equals $A(k,\beta)\,x + \beta v k$.
     Along $k$ the new state holds $k^\top x' = (1-\beta)\,k^\top x + \beta v$: at $\beta = 1$
     the old value is erased and exactly $v$ is written. Slide $v$ and watch $x'$ (once you

@@ -29,8 +29,8 @@ def _(mo):
     projects each mixer onto the **doubly stochastic** matrices with Sinkhorn–Knopp, whose
     products stay doubly stochastic with gain $1$; orthogonal mixers (JPmHC, E∆) keep
     Euclidean lengths ($\lVert Qx\rVert_2 = \lVert x\rVert_2$). The catch (Shahmansoori 2026,
-    arXiv:2605.06729): finite Sinkhorn is only *approximately* doubly stochastic. First, a guess
-    about the product.
+    [arXiv:2605.06729](https://arxiv.org/html/2605.06729)): finite Sinkhorn is only
+    *approximately* doubly stochastic. First, a guess about the product.
     """)
     return
 
@@ -73,12 +73,11 @@ def _(answer, explore, mo, streams_view):
                 mo.md(
                     ("**Right.** " if _right else "**No.** ")
                     + f"100 HC mixers with $\\sigma = 2$: the forward Amax gain of the product is"
-                    f" {_gain:.2e}. mHC's Sinkhorn-projected mixers stay at 1 (top panel: the"
-                    " flat lines; bottom panel: the same lines on a linear axis)."
+                    f" {_gain:.2e}. mHC's Sinkhorn-projected mixers stay at 1: the flat line."
                 ),
                 kind="success" if _right else "warn",
             ),
-            _hc.figures["gain"],
+            _hc.figures["hc_gain"],
             mo.md(
                 "**Why?** Each HC mixer $I + \\tanh(2G)$ stretches some direction by a factor"
                 " above 1, and nothing pulls the product back: the stretch compounds layer after"

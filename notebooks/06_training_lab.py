@@ -12,16 +12,17 @@ def _():
 
     from geolab.experiments import lab
     from geolab.rules import RESIDUALS
+    from geolab.terms import term, terms_markdown
     from geolab.threads import use_threads
 
     use_threads()  # one thread unless GEOLAB_THREADS says otherwise (README: "Threads")
 
-    return RESIDUALS, lab, mo, time
+    return RESIDUALS, lab, mo, term, terms_markdown, time
 
 
 @app.cell(hide_code=True)
-def _(mo):
-    mo.md(r"""
+def _(mo, term):
+    mo.md(rf"""
     # 06 · Training lab: train small models live and compare residual rules
 
     **What you will see.** Pick a task, a few residual rules, a depth and a width, and press
@@ -29,27 +30,29 @@ def _(mo):
     and the same optimiser (AdamW, warm-up then cosine decay), and the loss curves grow while it
     trains. Every finished run stays on the page, side by side with the earlier ones, until you
     press **clear**: change one setting, train again, and compare. For the rules with a Delta
-    gate you also get the gate $\beta$ per layer at $0, \tfrac14, \tfrac12, 1$ of training:
+    gate you also get the gate $\beta$ per layer at $0, \tfrac14, \tfrac12, 1$ of training (MGT:
+    Su & You 2026, [arXiv:2601.01014](https://arxiv.org/abs/2601.01014); DDL: Zhang et al. 2026,
+    [arXiv:2601.00417](https://arxiv.org/abs/2601.00417)):
 
-    $$\beta = \lambda \tanh(X W_\beta + b_\beta) + \varepsilon \ \ (\text{MGT, Eq. 6}), \qquad
-    \beta = 2\,\sigma(w_\beta^\top \mathrm{RMSNorm}(x) + b_\beta) \ \ (\text{DDL}).$$
+    $$\beta = \lambda \tanh(X W_\beta + b_\beta) + \varepsilon \ \ (\text{{MGT, Eq. 6}}), \qquad
+    \beta = 2\,\sigma(w_\beta^\top \mathrm{{RMSNorm}}(x) + b_\beta) \ \ (\text{{DDL}}).$$
 
     Both start at $\beta_0$ in every layer ($W_\beta = 0$ at init), so any structure over depth
-    that you see later was *learned*. The MGT paper predicts that deep layers learn $\beta < 0$
-    (erasing); watch whether they do.
+    that you see later was {term("learned")}. The MGT paper predicts that deep layers
+    learn $\beta < 0$ (erasing); watch whether they do.
 
     **The default run** (copy task, 4 layers, width 32, 160 steps, seed 0) trains three rules in
     about 11 s with one torch thread on an idle 2-core machine; a busy machine takes several
-    times longer, and torch's default thread count can be ten times slower there, so start
-    marimo with `OMP_NUM_THREADS=1`. At the end DDL and MGT both copy (validation accuracy
-    1.000 and 0.998) while pre-LN has only begun (0.31; guessing would score $1/16$). DDL's
-    $\beta$ leaves $1$ in every layer (0.90 to 1.09); MGT's stays near its $\beta_0 = 0.5$
-    (0.49 to 0.52): no layer turns negative in so short a run.
+    times longer. torch's default thread count can be ten times slower there, so this notebook
+    runs one thread itself (`GEOLAB_THREADS` chooses more; README, "Threads"). At the end DDL
+    and MGT both copy (validation accuracy 1.000 and 0.998) while pre-LN has only begun (0.31;
+    guessing would score $1/16$). DDL's $\beta$ leaves $1$ in every layer (0.90 to 1.09); MGT's
+    stays near its $\beta_0 = 0.5$ (0.49 to 0.52): no layer turns negative in so short a run.
 
     **Loss and accuracy say different things.** MGT ends with validation loss 0.85 at accuracy
     0.998. Accuracy only asks whether the most likely token is the right one; the
-    cross-entropy loss $-\log p(\text{right token})$ also asks how sure the model is. MGT picks
-    the right token but gives it only about $e^{-0.85} \approx 43\%$ of the probability (DDL,
+    cross-entropy loss $-\log p(\text{{right token}})$ also asks how sure the model is. MGT picks
+    the right token but gives it only about $e^{{-0.85}} \approx 43\%$ of the probability (DDL,
     loss 0.15: about 86 %): it has found the copy and is still sharpening it.
     """)
     return
@@ -162,7 +165,7 @@ def _(mo, set_runs):
 
 
 @app.cell
-def _(clear, get_runs, lab, latest, mo):
+def _(clear, get_runs, lab, latest, mo, terms_markdown):
     _ = latest  # rerun when a run finishes (the state update alone does that in marimo run)
     runs = get_runs()
     mo.stop(not runs, mo.md("*No finished runs yet.*"))
@@ -171,8 +174,17 @@ def _(clear, get_runs, lab, latest, mo):
         [
             mo.hstack([mo.md(f"**{len(runs)} finished run(s)**"), clear], justify="start"),
             figs["curves"],
-            mo.md("**Final validation metrics** (4 significant digits)"),
+            mo.md(
+                "Each rule has its colour in every notebook; each run its dash. The runs are"
+                " seeded: the same settings train the same curve, so a rerun lies exactly on"
+                " the earlier one (its dash drawn over it)."
+            ),
+            mo.md(
+                "**Final validation metrics** (loss and acc to 3 decimals, ppl to 2, any other"
+                " metric to 4 significant digits)"
+            ),
             mo.ui.table(lab.lab_rows(runs), selection=None, page_size=20),
+            mo.md(terms_markdown(lab.metric_names(runs))),
         ]
     )
     return figs, runs

@@ -37,8 +37,8 @@ def _(mo):
       $g$ arriving at $y$ reaches layer $l$ as $J_l^\top g$: singular values far below $1$
       shrink it (vanishing gradients), far above $1$ blow it up (exploding). Keeping all of them
       near $1$ is *dynamical isometry* (Pennington, Schoenholz, Ganguli 2017,
-      arXiv:1711.04735), the property JPmHC is named after (Sengupta et al. 2026,
-      arXiv:2602.18308).
+      [arXiv:1711.04735](https://arxiv.org/abs/1711.04735)), the property JPmHC is named after
+      (Sengupta et al. 2026, [arXiv:2602.18308](https://arxiv.org/abs/2602.18308)).
 
     The models are 04's (same rules and initialisation, pure attention as the reference) at
     width $D = 32$ with $S = 16$ tokens, so every $J_l$ comes from one backward pass.

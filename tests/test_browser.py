@@ -217,6 +217,12 @@ def test_notebook_loads_clean_and_every_slider_moves_the_numbers(browser, tmp_pa
         if name in PREDICTIONS:
             nb.predict(name)
         nb.each_slider_changes_the_numbers()
+        if name == "00_tour":
+            # the ×3 label on the three stacked eigenvalues stays after a slider move
+            assert nb.page.get_by_text("×3").count() == 1
+            # served alone (marimo run FILE): no link that would answer "File … not found"
+            assert nb.page.locator("a[href*='?file=']").count() == 0
+            assert nb.page.get_by_text("This page is served alone").count() == 1
 
 
 def test_08_no_plot_before_the_answer_then_every_slider(browser, tmp_path):

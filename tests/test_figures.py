@@ -211,3 +211,56 @@ def test_same_names_same_traces_for_live_updates():
     b = F.spectrum_figure({"Q": [0.5, -1j], "H": [1, 1]})
     assert names(a) == names(b)
     assert [t.type for t in a.data] == [t.type for t in b.data]
+
+
+def test_one_colour_per_rule_in_every_notebook():
+    from geolab import explore
+    from geolab.experiments import lab
+    from geolab.rules import RESIDUALS
+
+    assert set(F.RULE_COLORS) <= set(RESIDUALS) and len(F.RULE_COLORS) == 16  # the built-ins
+    assert len(set(F.RULE_COLORS.values())) == len(F.RULE_COLORS)  # all different
+    assert F.rule_color("mine", 3) == F.PALETTE[3]  # a rule you registered: by position
+    # 04 and 08 (rule_colors), 05 (mixer families), 06 (lab runs) take the same colours
+    colors = explore.rule_colors()
+    assert all(colors[r] == F.RULE_COLORS[r] for r in explore.rank_rules())
+    assert colors[explore.REFERENCE] == F.RULE_COLORS["noskip"]
+    families = explore.streams.FAMILY_COLORS
+    assert [families[f] for f in ("HC", "mHC", "JPmHC")] == [
+        F.RULE_COLORS[r] for r in ("hc", "mhc", "jpmhc")
+    ]
+    result = {"curves": {"preln": [2.0, 1.0], "mgt": [2.0, 1.5]}, "beta": {}}
+    runs = [{"label": f"#{k} copy", "result": result} for k in (1, 2)]  # a rerun: same curves
+    curves = lab.lab_figures(runs)["curves"]
+    styles = {t.name: (t.line.color, t.line.dash) for t in curves.data}
+    assert styles == {
+        "#1 preln": (F.RULE_COLORS["preln"], "solid"),
+        "#1 mgt": (F.RULE_COLORS["mgt"], "solid"),
+        "#2 preln": (F.RULE_COLORS["preln"], "dash"),
+        "#2 mgt": (F.RULE_COLORS["mgt"], "dash"),
+    }
+    # four lines: each named on the plot at its end, in its colour
+    labels = {a.text: a.font.color for a in curves.layout.annotations}
+    assert labels == {name: color for name, (color, _) in styles.items()}
+
+
+def test_end_labels_on_log_axes_and_apart_where_curves_meet():
+    curves = {"a": [1.0, 100.0], "b": [1.0, 100.0], "c": [1.0, 0.0]}
+    labels = F.end_labels(curves, 1, log=True, span=None)
+    # c's last value is 0 (a gap on a log axis): labelled at its last drawn point, layer 1
+    assert [(lab["text"], lab["x"], lab["y"]) for lab in labels][0] == ("c", 1, 0.0)
+    (a, b) = labels[1:]
+    assert a["y"] == pytest.approx(2.0) and b["y"] > a["y"]  # log10(100), moved apart
+    start = F.end_labels({"a": [10.0, 1.0]}, 0, log=True, start=True)
+    assert (start[0]["x"], start[0]["y"]) == (0, pytest.approx(1.0))
+
+
+def test_gradient_figures_name_more_than_three_lines_on_the_plot():
+    norms = {r: np.array([1e-3, 1e-2, 1e-1]) * (i + 1) for i, r in enumerate("abcd")}
+    fig = validated(F.grad_norm_figure(norms))
+    assert sorted(a.text for a in fig.layout.annotations) == list("abcd")
+    assert not F.grad_norm_figure(dict(list(norms.items())[:3])).layout.annotations
+    sv = {r: np.ones((4, 2)) * (i + 1) for i, r in enumerate("abcd")}
+    jac = validated(F.jacobian_figure(sv))
+    assert sorted(a.text for a in jac.layout.annotations) == list("abcd")
+    assert {a.x for a in jac.layout.annotations} == {0}  # at l = 0, where they differ

@@ -152,3 +152,21 @@ def test_reproduce_notebook_shows_a_failed_rerun_on_the_page(monkeypatch, tmp_pa
     outputs, _ = load_notebook("07_reproduce").run(defs=defs)
     text = shown(outputs)
     assert "failed" in text and "DataNotFound" in text and "lacks them" in text
+
+
+def test_lab_rows_fixed_decimals_per_metric_and_every_column_explained():
+    from geolab.terms import TERMS, term, terms_markdown
+
+    metrics = {"loss": 2.7806682, "ppl": 16.1297953, "acc": 0.076171875, "mse": 0.000123456}
+    runs = [{"label": "#1 copy", "result": {"val": {"mgt": metrics}, "n_params": {"mgt": 7}}}]
+    (row,) = lab.lab_rows(runs)
+    assert (row["loss"], row["ppl"], row["acc"], row["mse"]) == (2.781, 16.13, 0.076, 0.0001235)
+    assert lab.metric_names(runs) == ["loss", "ppl", "acc", "mse"]
+    text = terms_markdown(lab.metric_names(runs) + ["norm_dev", "norm_dev_ref"])
+    assert "**ppl**: perplexity" in text and "**norm_dev_ref**" in text
+    assert term("ω").startswith('<abbr title="ω = ‖u‖‖v‖ sin a') and term("ω").endswith(">ω</abbr>")
+    assert '"' not in TERMS["converged"] or "&quot;" in term("converged")
+    with pytest.raises(ValueError, match="word='nope' is not allowed"):
+        term("nope")
+    with pytest.raises(ValueError, match="not allowed"):
+        terms_markdown(["ppl", "nope"])

@@ -6,7 +6,14 @@ files) and reuse ``geolab.figures`` where a generic builder fits.
 
 import plotly.graph_objects as go
 
-from geolab.figures import PALETTE, SYMBOLS, integer_ticks, rank_figure, sweep_figure
+from geolab.figures import (
+    PALETTE,
+    SYMBOLS,
+    end_labels,
+    integer_ticks,
+    rank_figure,
+    sweep_figure,
+)
 
 
 def _legend_right(fig: go.Figure) -> go.Figure:
@@ -99,15 +106,28 @@ def dots_with_errors(values: dict, title: str, y_title: str) -> go.Figure:
     return fig
 
 
-def loss_curves(curves: dict, title: str, y_title: str = "training loss") -> go.Figure:
-    """Training curves: ``{name: values}``, one value per step from step 1, one line each."""
+def loss_curves(
+    curves: dict, title: str, y_title: str = "training loss", styles: dict | None = None
+) -> go.Figure:
+    """Training curves: ``{name: values}``, one value per step from step 1, one line each;
+    ``styles`` maps a name to its plotly line (e.g. its rule's colour, its run's dash). More
+    than three lines are each named at their end."""
     fig = go.Figure(
         [
-            go.Scatter(x=list(range(1, len(v) + 1)), y=list(v), mode="lines", name=n)
+            go.Scatter(
+                x=list(range(1, len(v) + 1)),
+                y=list(v),
+                mode="lines",
+                name=n,
+                line=(styles or {}).get(n),
+            )
             for n, v in curves.items()
         ]
     )
     fig.update_layout(title=title, xaxis_title="step", yaxis_title=y_title, height=380)
+    if len(curves) > 3:
+        colors = {n: style["color"] for n, style in (styles or {}).items() if "color" in style}
+        fig.update_layout(annotations=end_labels(curves, 1, colors, span=None), margin={"r": 120})
     return fig
 
 

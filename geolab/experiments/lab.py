@@ -14,6 +14,7 @@ from geolab.config import GeoConfig
 from geolab.experiments import figures, runs
 from geolab.experiments.runs import train_config
 from geolab.experiments.snapshots import beta_snapshot, snapshot_steps, text_probe
+from geolab.figures import DASHES, rule_color
 from geolab.model import GeoTransformer
 from geolab.rules import rule_class
 from geolab.tasks import get_task
@@ -99,20 +100,26 @@ def run_label(number: int, task: str, n_layer: int, d_model: int, steps: int, lr
 
 
 def live_figure(curves: dict, title: str):
-    """The training loss so far, one line per rule (redrawn while a run trains)."""
-    return figures.loss_curves(curves, title)
+    """The training loss so far, one line per rule in its colour (redrawn while a run trains)."""
+    styles = {rule: {"color": rule_color(rule, i)} for i, rule in enumerate(curves)}
+    return figures.loss_curves(curves, title, styles=styles)
 
 
 def lab_figures(runs: list[dict]) -> dict:
     """Every finished run side by side: ``runs`` is ``[{"label": str, "result": compare_rules
-    output}, …]``. One figure of all training curves ("#N rule"), and β per layer over training
-    for each β rule of each run."""
-    curves, figs = {}, {}
-    for run in runs:
+    output}, …]``. One figure of all training curves ("#N rule": the rule's colour, one dash per
+    run, so a rerun with the same settings, which lies exactly on the earlier one, still shows
+    as a second pattern), and β per layer over training for each β rule of each run."""
+    curves, styles, figs = {}, {}, {}
+    for k, run in enumerate(runs):
         number = run["label"].split()[0]
-        for rule, c in run["result"]["curves"].items():
+        for i, (rule, c) in enumerate(run["result"]["curves"].items()):
             curves[f"{number} {rule}"] = c
-    figs["curves"] = figures.loss_curves(curves, "Training loss per step, every run")
+            styles[f"{number} {rule}"] = {
+                "color": rule_color(rule, i),
+                "dash": DASHES[k % len(DASHES)],
+            }
+    figs["curves"] = figures.loss_curves(curves, "Training loss per step, every run", styles=styles)
     for run in runs:
         for rule, snaps in run["result"]["beta"].items():
             n_layer = len(next(iter(snaps.values()))["mean"])
@@ -126,14 +133,33 @@ def lab_figures(runs: list[dict]) -> dict:
     return figs
 
 
+# Fixed decimals for the token metrics, so a column reads on one scale (rounding to 4
+# significant digits printed 0.07617 beside 16.13); every other metric keeps 4 significant
+# digits (MSEs span many orders of magnitude).
+DECIMALS = {"loss": 3, "ppl": 2, "acc": 3}
+
+
 def lab_rows(runs: list[dict], digits: int = 4) -> list[dict]:
     """One table row per (run, rule): the run, the rule, its parameters and its final validation
-    metrics rounded to ``digits`` significant digits."""
+    metrics, loss / ppl / acc to ``DECIMALS`` decimals and the rest to ``digits`` significant
+    digits."""
     rows = []
     for run in runs:
         result = run["result"]
         for rule, metrics in result["val"].items():
-            rounded = {k: float(f"{v:.{digits}g}") for k, v in metrics.items()}
+            rounded = {
+                k: round(v, DECIMALS[k]) if k in DECIMALS else float(f"{v:.{digits}g}")
+                for k, v in metrics.items()
+            }
             row = {"run": run["label"], "rule": rule, "parameters": result["n_params"][rule]}
             rows.append({**row, **rounded})
     return rows
+
+
+def metric_names(runs: list[dict]) -> list[str]:
+    """The validation metrics the runs report, in first-seen order (the table's columns)."""
+    names: dict[str, None] = {}
+    for run in runs:
+        for metrics in run["result"]["val"].values():
+            names.update(dict.fromkeys(metrics))
+    return list(names)

@@ -8,7 +8,6 @@ from contextlib import nullcontext
 
 import numpy as np
 import torch
-from plotly.colors import qualitative
 
 from geolab import figures
 from geolab.config import GeoConfig
@@ -31,11 +30,10 @@ def rank_rules() -> tuple[str, ...]:
 
 
 def rule_colors() -> dict[str, str]:
-    """One colour per 04 curve that stays with it in every figure and for any choice of rules:
-    pure attention black, each rule its place in ``rank_rules`` on plotly's 24-colour palette."""
-    palette = qualitative.Dark24
-    colors = {name: palette[i % len(palette)] for i, name in enumerate(rank_rules())}
-    return {**colors, REFERENCE: "black"}
+    """One colour per 04 curve that stays with it in every figure and every notebook, for any
+    choice of rules: ``figures.rule_color`` (pure attention, ``noskip``'s, black)."""
+    colors = {name: figures.rule_color(name, i) for i, name in enumerate(rank_rules())}
+    return {**colors, REFERENCE: figures.rule_color("noskip")}
 
 
 def _residual(rule: str) -> str:

@@ -45,8 +45,11 @@ def mixers(family: str, depth: int, spread: float, iters: int, seed: int) -> tor
 
 
 FAMILIES = ("HC", "mHC", "orthogonal", "JPmHC")
-# One colour per mixer family, one dash per kind of gain, in every 05 figure.
-FAMILY_COLORS = dict(zip(FAMILIES, figures.PALETTE, strict=False))
+# One colour per mixer family, one dash per kind of gain, in every 05 figure: each family has
+# the colour of the rule that uses it (figures.RULE_COLORS; the exact Cayley map is E∆'s
+# `cayley` operator).
+FAMILY_RULES = {"HC": "hc", "mHC": "mhc", "orthogonal": "cayley", "JPmHC": "jpmhc"}
+FAMILY_COLORS = {family: figures.rule_color(rule) for family, rule in FAMILY_RULES.items()}
 GAIN_DASH = {"Amax forward (rows)": "solid", "Amax backward (cols)": "dash", "2-norm": "dot"}
 
 
@@ -166,6 +169,13 @@ def streams_view(iters: int, spread: float, depth: int, seed: int = 0) -> View:
             zoomed=[name for name in gains if not name.startswith("HC")],
             bound=STREAMS**0.5,
             lines=lines,
+        ),
+        # what the predict-first question asks: HC's forward gain, mHC's beside it
+        "hc_gain": figures.composite_gain_figure(
+            np.arange(1, depth + 1),
+            {name: gains[f"{name} forward (rows)"] for name in ("HC Amax", "mHC Amax")},
+            lines={f"{f} Amax": {"color": FAMILY_COLORS[f]} for f in ("HC", "mHC")},
+            title=f"Gain of the composite mixing product: HC vs mHC, {depth} mixers",
         ),
     }
     return View(numbers, readout, figs)

@@ -32,18 +32,31 @@ from geolab.figures.operators import (
     unit_image_figure,
     vectors_figure,
 )
-from geolab.figures.style import HEIGHT, PALETTE, SYMBOLS, as_numpy, integer_ticks
+from geolab.figures.style import (
+    DASHES,
+    HEIGHT,
+    PALETTE,
+    RULE_COLORS,
+    SYMBOLS,
+    as_numpy,
+    end_labels,
+    integer_ticks,
+    rule_color,
+)
 from geolab.figures.trained import rank_bridge_figure
 
 __all__ = [
+    "DASHES",
     "HEIGHT",
     "PALETTE",
+    "RULE_COLORS",
     "SYMBOLS",
     "as_numpy",
     "beta_histogram_figure",
     "composite_gain_figure",
     "determinant_figure",
     "eigen_distance_figure",
+    "end_labels",
     "gated_write_figure",
     "grad_norm_figure",
     "jacobian_figure",
@@ -52,6 +65,7 @@ __all__ = [
     "integer_ticks",
     "rank_bridge_figure",
     "rank_figure",
+    "rule_color",
     "spectrum_figure",
     "sweep_figure",
     "token_cloud_figure",

@@ -14,6 +14,7 @@ from geolab.figures.style import (
     as_numpy,
     base_layout,
     color_of,
+    end_labels,
     figure,
     floats,
     integer_ticks,
@@ -138,36 +139,6 @@ def rank_figure(
     return figure(data, base_layout(title, "layer", "effective rank", **extra))
 
 
-def end_labels(
-    curves: Mapping[str, object], first: int, colors=None, gap: float = 0.045
-) -> list[dict]:
-    """One annotation per curve: its name just right of its last point, in its colour, moved
-    apart vertically (at least ``gap`` of the axis, bottom up) where curves end close together,
-    e.g. several rules on the floor. Curves start at x = ``first``."""
-    ends = sorted(
-        (float(floats(v)[-1]), name, i, len(floats(v)))
-        for i, (name, v) in enumerate(curves.items())
-    )
-    labels, low = [], -1.0
-    for y, name, i, n in ends:
-        y_label = max(y, low + gap)
-        low = y_label
-        labels.append(
-            {
-                "x": first + n - 1,
-                "y": y_label,
-                "xref": "x",
-                "yref": "y",
-                "text": name,
-                "showarrow": False,
-                "xanchor": "left",
-                "xshift": 4,
-                "font": {"color": color_of(name, i, colors), "size": 11},
-            }
-        )
-    return labels
-
-
 def token_cloud_figure(
     clouds: Mapping[str, object],
     title: str = "The tokens",
@@ -288,6 +259,7 @@ def composite_gain_figure(
     zoomed: Sequence[str] = (),
     bound: float | None = None,
     lines: Mapping[str, dict] | None = None,
+    title: str = "Gain of the composite mixing product over depth",
 ) -> go.Figure:
     """Gain of the composite mixing product (mHC's Amax gain) over depth, log y, 1 marked.
 
@@ -306,7 +278,7 @@ def composite_gain_figure(
     fig = sweep_figure(
         depths,
         gains,
-        title="Gain of the composite mixing product over depth",
+        title=title,
         x_title="depth (mixing matrices multiplied)",
         y_title="gain (log)",
         log_y=True,

@@ -7,7 +7,15 @@ from collections.abc import Mapping
 import numpy as np
 import plotly.graph_objects as go
 
-from geolab.figures.style import as_numpy, base_layout, color_of, figure, floats, line_trace
+from geolab.figures.style import (
+    as_numpy,
+    base_layout,
+    color_of,
+    end_labels,
+    figure,
+    floats,
+    line_trace,
+)
 
 
 def _log_axis(title: str) -> dict:
@@ -26,6 +34,9 @@ def grad_norm_figure(
         color = color_of(name, i, colors)
         data.append(line_trace(name, np.arange(1, len(y) + 1), np.where(y > 0, y, np.nan), color))
     layout = base_layout(title, "layer l", "‖∂ℒ/∂θ_l‖", yaxis=_log_axis("‖∂ℒ/∂θ_l‖"))
+    if len(norms) > 3:  # more than three lines: each named at its end
+        layout["annotations"] = end_labels(norms, 1, colors, log=True, span=None)
+        layout["margin"] = {**layout["margin"], "r": 110}
     return figure(data, layout)
 
 
@@ -71,4 +82,7 @@ def jacobian_figure(
             }
         ],
     )
+    if len(singular_values) > 3:  # named on σ_max at l = 0: at l = L every σ is 1 or √n
+        tops = {name: as_numpy(sv).astype(float)[:, 0] for name, sv in singular_values.items()}
+        layout["annotations"] = end_labels(tops, 0, colors, log=True, start=True, span=None)
     return figure(data, layout)

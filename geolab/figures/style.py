@@ -1,6 +1,9 @@
-"""The figures' shared style: height, palette, markers, and the dict-to-figure wrapper."""
+"""The figures' shared style: height, palette, markers, one colour per residual rule, line-end
+labels, and the dict-to-figure wrapper."""
 
 from __future__ import annotations
+
+from collections.abc import Mapping
 
 import numpy as np
 import plotly.graph_objects as go
@@ -9,6 +12,30 @@ from plotly.colors import qualitative
 HEIGHT = 360
 PALETTE = qualitative.Plotly
 SYMBOLS = ["circle", "x", "diamond", "square", "triangle-up", "star", "cross", "pentagon"]
+DASHES = ["solid", "dash", "dot", "dashdot", "longdash", "longdashdot"]
+
+# One colour per residual rule in every notebook (04's ranks, 05's mixer families, 06's runs,
+# 07's results, 08's gradients), chosen so the rules plotted together by default differ at a
+# glance (postln/preln/mgt; preln/mgt/ddl; hc/mhc/cayley/jpmhc) and an ablation shares its
+# family's hue (the mgt reds, the E∆ blues). Pure attention, the reference, is black.
+RULE_COLORS = {
+    "postln": "#1f77b4",  # blue
+    "preln": "#ff7f0e",  # orange
+    "rezero": "#8c564b",  # brown
+    "layerscale": "#bcbd22",  # olive
+    "deepnorm": "#17becf",  # cyan
+    "noskip": "#000000",  # black: pure attention
+    "mgt": "#d62728",  # red
+    "mgt_mhc": "#ff9896",  # light red
+    "mgt_ddl": "#8b0000",  # dark red
+    "ddl": "#2ca02c",  # green
+    "hc": "#7f7f7f",  # grey
+    "mhc": "#9467bd",  # purple
+    "jpmhc": "#e6ab02",  # gold
+    "cayley": "#393b79",  # navy
+    "householder": "#6baed6",  # light blue
+    "edelta": "#e377c2",  # pink
+}
 
 
 def as_numpy(x) -> np.ndarray:
@@ -53,6 +80,12 @@ def base_layout(title: str, x_title: str = "", y_title: str = "", **extra) -> di
     return layout
 
 
+def rule_color(rule: str, i: int = 0) -> str:
+    """``RULE_COLORS[rule]``; a rule you registered yourself gets the palette colour of its
+    position ``i``."""
+    return RULE_COLORS.get(rule, PALETTE[i % len(PALETTE)])
+
+
 def color_of(name: str, i: int, colors=None) -> str:
     """``colors[name]`` when given (a colour that stays with its rule across figures), else the
     palette colour of position ``i``."""
@@ -79,3 +112,51 @@ def integer_ticks(n: int) -> dict:
     short stack)."""
     step = next(s for s in (1, 2, 5, 10, 20, 50, 100, 200, 500) if s * 10 >= n or s == 500)
     return {"tick0": 0, "dtick": step, "tickformat": "d"}
+
+
+def end_labels(
+    curves: Mapping[str, object],
+    first: int,
+    colors=None,
+    gap: float = 0.045,
+    log: bool = False,
+    start: bool = False,
+    span: float | None = 1.0,
+) -> list[dict]:
+    """One annotation per curve: its name just right of its last point (of its first with
+    ``start``, where curves that meet at the end still differ), in its colour, moved apart
+    vertically (at least ``gap`` × ``span`` in y, bottom up; ``span=None``: the curves' own
+    span) where curves end close together, e.g. several rules on one floor. Curves start at
+    x = ``first``; ``log``: the y axis is logarithmic (plotly places annotations there in log10
+    units; zeros are left out).
+    For plots with more than three lines: the name sits on the line, not only in the legend."""
+    values = [floats(v) for v in curves.values()]
+    if log:
+        values = [np.log10(np.where(v > 0, v, np.nan)) for v in values]
+    finite = np.concatenate([v[np.isfinite(v)] for v in values] + [np.zeros(1)])
+    if span is None:
+        span = float(finite.max() - finite.min()) or 1.0
+    ends = []
+    for i, (name, v) in enumerate(zip(curves, values, strict=True)):
+        shown = np.flatnonzero(np.isfinite(v))
+        if len(shown):  # a curve with nothing drawn gets no label
+            at = shown[0] if start else shown[-1]
+            ends.append((float(v[at]), name, i, int(at)))
+    labels, low = [], -np.inf
+    for y, name, i, at in sorted(ends):
+        y_label = max(y, low + gap * span)
+        low = y_label
+        labels.append(
+            {
+                "x": first + at,
+                "y": y_label,
+                "xref": "x",
+                "yref": "y",
+                "text": name,
+                "showarrow": False,
+                "xanchor": "left",
+                "xshift": 4,
+                "font": {"color": color_of(name, i, colors), "size": 11},
+            }
+        )
+    return labels

@@ -1,0 +1,56 @@
+"""The words the notebooks use that a learner may not know, each defined once.
+
+``TERMS`` maps a term to a one-line definition; ``term(word)`` is the word as an HTML ``<abbr>``
+whose definition shows on hover (marimo's markdown keeps the tag), for the place it first
+appears; ``terms_markdown(words)`` lists definitions (notebook 00's glossary, notebook 06's
+table columns). The metric definitions follow ``geolab.train.evaluate`` and
+``geolab.metrics``; "learned", "converged" and the baseline ratio follow the verdict rules of
+``geolab.experiments.report`` (docs/design.md §8).
+"""
+
+from __future__ import annotations
+
+import html
+
+TERMS = {
+    "ω": "ω = ‖u‖‖v‖ sin a, the area of the parallelogram spanned by u and v: how strongly the "
+    "Cayley generator u vᵀ − v uᵀ turns (0 when u ∥ v); the rotation angle is θ = 2 arctan(βω/2).",
+    "loss": "cross-entropy −log p(right token), averaged over the scored positions (for vector "
+    "tasks, the mean squared error): lower is better.",
+    "ppl": "perplexity = e^loss: the model is as unsure as a uniform guess among ppl tokens "
+    "(1 = certain and right; the vocabulary size = guessing).",
+    "acc": "accuracy: the fraction of scored positions where the most likely token is the right "
+    "one.",
+    "mse": "mean squared error between predicted and target vectors.",
+    "cos": "cosine between predicted and target vectors (1 = same direction).",
+    "norm_dev": "norm deviation: the mean of |‖output‖ − ‖input‖| / ‖input‖ over vectors, how "
+    "much the model changes vector lengths (0 = lengths kept exactly).",
+    "norm_dev_ref": "the E∆ reference code's norm deviation: on random unit-vector inputs, how "
+    "far the mean output length is from 1 (0 = lengths kept).",
+    "gamma": "the mean E∆ gate γ: 1 = pure Cayley rotation, 0 = pure Householder mirror.",
+    "learned": "a run has learned when its validation MSE is at most ½ of the best trivial "
+    "baseline's (perplexity at most 0.9 × for text); for a gate β: set by training, not by the "
+    "initialisation.",
+    "converged": "the last quarter of training no longer improves the validation value by 2 % or "
+    "more (and did not collapse: get worse by more than ln 2 in log-MSE, 5 % in text loss).",
+    "ratio to the best trivial baseline": "the run's validation error divided by that of the best "
+    "predictor that learns nothing (predict zero, copy the input, the task-aware guess; unigram "
+    "or bigram for text): below 1 beats it, ≤ 0.5 counts as learned.",
+}
+
+
+def term(word: str, shown: str | None = None) -> str:
+    """``shown`` (default ``word``) as HTML whose hover gives ``TERMS[word]``, dotted-underlined
+    so it reads as a definition to look up."""
+    if word not in TERMS:
+        raise ValueError(f"word={word!r} is not allowed; expected one of {sorted(TERMS)}")
+    title = html.escape(TERMS[word], quote=True)
+    return f'<abbr title="{title}">{html.escape(shown or word)}</abbr>'
+
+
+def terms_markdown(words) -> str:
+    """The definitions of ``words`` as a markdown list, in the order given."""
+    unknown = [w for w in words if w not in TERMS]
+    if unknown:
+        raise ValueError(f"words={unknown!r} are not allowed; expected any of {sorted(TERMS)}")
+    return "\n".join(f"- **{w}**: {TERMS[w]}" for w in words)
