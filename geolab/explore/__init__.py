@@ -14,7 +14,8 @@ slider does.
 
 Operator algebra (01, 03) runs in float64 so the printed invariants (‖QᵀQ − I‖, det) show the
 maths, not float32 rounding; the model-based views (02, 04) and Sinkhorn (05) run in float32, as
-the rules do.
+the rules do, except a 04 curve whose state decays out of float32's range, which is recomputed in
+float64 (``rank.rule_profile``).
 """
 
 from geolab.explore.cayley import cayley_limit_view, cayley_view
