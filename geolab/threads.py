@@ -1,19 +1,25 @@
-"""The CPU thread count of geolab's interactive work: notebooks, Jupyter widgets, ``geolab rank``.
+"""The CPU thread count of everything geolab runs: the notebooks, the Jupyter widgets,
+``geolab rank``, training (``geolab train``, ``geolab.train.train``) and ``geolab reproduce``.
 
-One place sets it: ``use_threads()``, called by each notebook's first cell, by every widget
-explorer and by ``geolab rank``; ``GEOLAB_THREADS=N`` overrides it for all of them.
+One place sets it: ``use_threads(n)``. ``n`` is a command's ``--threads`` (or
+``TrainConfig.threads``); without one, ``GEOLAB_THREADS=N`` from the environment; without that,
+``DEFAULT`` = 1. Each notebook's first cell, every widget explorer, ``geolab rank``, every
+training run and every protocol run call it, so in a marimo server every page load (a kernel
+of its own) applies the same count.
 
-Why one thread by default: the views and the training lab run small matrices (D ≤ 256, S ≤ 64:
-tens of microseconds per operator), so a second thread splits work that takes less time than
-waking it; and on a machine whose cores are busy with other work, every operator waits for the
-slowest of its threads to get a core. Measured on the 2-core development VM under load ≈ 10
-(bench/README.md, "Threads"): a 200-layer MGT forward of notebook 04 took 0.66 s of wall time
-with one thread and 9.0 s with two; 20 training steps of notebook 06's pre-LN model 2.1 s and
-36 s. On an idle many-core machine with larger models set ``GEOLAB_THREADS`` higher. Training
-and ``geolab reproduce`` keep their own setting (``--threads``, torch's default otherwise).
+Why one thread by default: the views and the README's CPU training sizes run small matrices
+(D ≤ 256, S ≤ 64: tens of microseconds per operator), so a second thread splits work that takes
+less time than waking it; and on a machine whose cores are busy with other work, every operator
+waits for the slowest of its threads to get a core. Measured on the 2-core development VM under
+load ≈ 10 (bench/README.md, "Threads"): a 200-layer MGT forward of notebook 04 took 0.66 s of
+wall time with one thread and 9.0 s with two; 20 training steps of notebook 06's pre-LN model
+2.1 s and 36 s; the README's first ``geolab train`` example at 30 steps 84 s (9.4 s of CPU) and
+570 s (93 s of CPU), the same numbers. On an idle many-core machine with larger models set
+``GEOLAB_THREADS`` (or ``--threads``) higher.
 """
 
 import os
+import re
 
 import torch
 
@@ -35,18 +41,22 @@ def check_threads(value, flag: str) -> int:
 
 
 def thread_count() -> int:
-    """``GEOLAB_THREADS`` if set (a positive integer), else ``DEFAULT``."""
+    """``GEOLAB_THREADS`` if set (a whole number in 1..MAX_THREADS), else ``DEFAULT``."""
     value = os.environ.get(ENV, "").strip()
     if not value:
         return DEFAULT
-    if not value.isdigit() or int(value) < 1:
+    # ASCII digits only: str.isdigit accepts "²", which int() then rejects
+    if not re.fullmatch(r"[0-9]+", value) or int(value) < 1:
         raise ValueError(f"{ENV}={value!r} is not allowed; expected a positive integer of threads")
     return check_threads(int(value), ENV)
 
 
-def use_threads() -> int:
-    """Set torch's intra-op thread count to ``thread_count()``; returns it."""
-    n = thread_count()
-    if torch.get_num_threads() != n:
-        torch.set_num_threads(n)
-    return n
+def use_threads(n: int | None = None, flag: str = "--threads") -> None:
+    """Set torch's intra-op thread count to ``n`` (checked; an error names it ``flag``), or to
+    ``thread_count()`` when ``n`` is None.
+
+    Returns nothing, so that a notebook cell ending with this call displays nothing.
+    """
+    count = thread_count() if n is None else check_threads(n, flag)
+    if torch.get_num_threads() != count:
+        torch.set_num_threads(count)

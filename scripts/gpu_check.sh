@@ -14,23 +14,45 @@
 #   step-times.txt                 (3) one line per rule: step time at the paper's sizes
 # The E∆ run gets what is left of the budget as its --time-limit: the packed runner starts no
 # run that the longest run so far says cannot finish in time, and names those it left out.
-# Environment: PYTHON (default python3), OUT, BUDGET_S (default 480), JOBS (default: CPU
-# cores − 2, at most 16 — one worker process per core, each with its own CUDA context).
+# Environment: PYTHON (default .venv/bin/python when it exists, else python3), OUT, BUDGET_S
+# (seconds, default 480), JOBS (default: CPU cores − 2, at most 16 — one worker process per core,
+# each with its own CUDA context). Every setting and argument is checked before anything is
+# written: a bad one is one line "gpu_check.sh: error: ..." and exit status 2, and an earlier
+# check.log in OUT is left as it was.
 # Exit status 0 when every step ran (the E∆ table may be incomplete), 1 when a step failed.
 set -uo pipefail
 cd "$(dirname "$0")/.."
+refuse() { echo "gpu_check.sh: error: $*" >&2; exit 2; }
 dry=0
-case "${1:-}" in
-  --dry-run) dry=1 ;;
-  "") ;;
-  *) echo "gpu_check.sh: error: unknown argument '$1' (allowed: --dry-run)" >&2; exit 2 ;;
-esac
-py="${PYTHON:-python3}"
-out="${OUT:-gpu_check}"
-budget="${BUDGET_S:-480}"
+for arg in "$@"; do
+  case "$arg" in
+    --dry-run) dry=1 ;;
+    *) refuse "unknown argument '$arg' (allowed: --dry-run)" ;;
+  esac
+done
+[ "$#" -le 1 ] || refuse "$# arguments given ($*); allowed: none or --dry-run"
+default_py=python3
+[ -x .venv/bin/python ] && default_py=.venv/bin/python
+py="${PYTHON:-$default_py}"
+out="${OUT-gpu_check}"
+budget="${BUDGET_S-480}"
 cores="$(nproc 2>/dev/null || echo 4)"
-jobs="${JOBS:-$(( cores > 18 ? 16 : (cores > 3 ? cores - 2 : 2) ))}"
-mkdir -p "$out"
+jobs="${JOBS-$(( cores > 18 ? 16 : (cores > 3 ? cores - 2 : 2) ))}"
+[[ "$budget" =~ ^[0-9]{1,6}$ ]] && [ "$budget" -ge 1 ] && [ "$budget" -le 86400 ] ||
+  refuse "BUDGET_S='$budget' is not allowed; it must be a whole number of seconds in [1, 86400]"
+[[ "$jobs" =~ ^[0-9]{1,4}$ ]] && [ "$jobs" -ge 1 ] && [ "$jobs" -le 256 ] ||
+  refuse "JOBS='$jobs' is not allowed; it must be a whole number of worker processes in [1, 256]"
+[ -n "$out" ] || refuse "OUT='' is not allowed; name a folder (default gpu_check)"
+[ ! -e "$out" ] || [ -d "$out" ] || refuse "OUT='$out' is not allowed; it is a file, not a folder"
+command -v "$py" > /dev/null ||
+  refuse "PYTHON='$py' is not allowed; no such program (run make setup, or set PYTHON)"
+"$py" -c "import torch, numpy, pytest, tqdm" 2> /dev/null ||
+  refuse "$py cannot import torch, numpy, pytest and tqdm (run make setup, or set PYTHON)"
+if [ "$dry" = 0 ] && ! "$py" -c "import sys, torch; sys.exit(not torch.cuda.is_available())"; then
+  refuse "CUDA is not available to $py (use --dry-run on a CPU machine)"
+fi
+mkdir -p "$out" 2> /dev/null && [ -w "$out" ] ||
+  refuse "OUT='$out' is not allowed; it cannot be made a writable folder"
 export PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}"
 export HF_HUB_OFFLINE=1 HF_DATASETS_OFFLINE=1 OMP_NUM_THREADS=1 MKL_NUM_THREADS=1 PYTHONUNBUFFERED=1
 scratch="$(mktemp -d)"
@@ -46,9 +68,6 @@ if [ "$dry" = 1 ]; then
   scale=tiny; steps=6; warmup=2; margin=60
 else
   scale=paper; steps=20; warmup=5; margin=45
-  if ! "$py" -c "import torch, sys; sys.exit(0 if torch.cuda.is_available() else 1)"; then
-    say "error: CUDA is not available to $py (use --dry-run on a CPU machine)"; exit 2
-  fi
 fi
 say "scale $scale, budget ${budget}s, $jobs workers, output in $out"
 "$py" - <<'EOF' 2>&1 | tee -a "$log"

@@ -23,6 +23,8 @@ def test_rank_table_and_json(capsys):
     assert main(["rank", "--residual", "mgt", "--layers", "3", "--d-model", "32"]) == 0
     table = capsys.readouterr().out.splitlines()
     assert len([line for line in table if line.strip() and line.split()[0].isdigit()]) == 7
+    assert "eff. rank is normalised" in table[1]
+    assert "0.03125 = rank 1; it is never above 1" in table[1]  # 1/min(S=32, D=32)
     assert main(["rank", "--residual", "postln", "--layers", "3", "--d-model", "32", "--json"]) == 0
     data = json.loads(capsys.readouterr().out)
     assert len(data["profile"]) == 7
@@ -51,6 +53,19 @@ def test_rank_gives_notebook_04s_numbers(capsys, rule, cli):
     # layer 0 (the input) included: 04's curves start there too
     assert [last[i]["effective_rank"] for i in range(6)] == view.numbers["ranks"][rule].tolist()
     assert [last[i]["dong_residual"] for i in range(6)] == view.numbers["residuals"][rule].tolist()
+
+
+@pytest.mark.parametrize(
+    "argv, unknown",
+    [(["train", "--task", "copy", "--bogus", "1"], "--bogus 1"), (["rank", "-x"], "-x")],
+)
+def test_an_unknown_flag_gets_the_subcommands_usage(capsys, argv, unknown):
+    with pytest.raises(SystemExit) as stop:
+        main(argv)
+    assert stop.value.code == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"usage: geolab {argv[0]} ")
+    assert err.endswith(f"geolab {argv[0]}: error: unrecognized arguments: {unknown}\n")
 
 
 def test_rank_bad_rule_is_a_clear_error(capsys):

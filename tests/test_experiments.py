@@ -272,6 +272,11 @@ def test_a_regression_curve_is_judged_in_log_mse():
     assert convergence.judge(doubled, 100)["state"] == "converged"
     runs = [{"state": "converged"}, {"state": "collapsed"}, {"state": "converged"}]
     assert convergence.states_text(runs) == "2/3 converged, 1 collapsed"
+    # a plateau at chance (no better than a trivial baseline) is not shown as plain "converged"
+    runs[0]["learned"], runs[2]["learned"] = False, True
+    assert convergence.states_text(runs) == (
+        "2/3 converged (1 stalled at a trivial baseline: not learned), 1 collapsed"
+    )
 
 
 def test_regression_baselines_by_hand():

@@ -3,9 +3,11 @@ every `geolab` command line parses with geolab's own parser, the CPU training ex
 CPU-sized (the paper-sized ones are marked GPU), and the "Your own residual rule" example runs
 as printed and learns its task."""
 
+import os
 import re
 import runpy
 import shlex
+import subprocess
 import sys
 
 import pytest
@@ -111,3 +113,29 @@ def test_the_own_rule_example_runs_as_printed(tmp_path, monkeypatch, capsys):
         sys.modules.pop("my_rules", None)
     assert env["result"].metrics["acc"] == 1.0  # what the README's comment promises
     assert "'acc': 1.0" in capsys.readouterr().out
+
+
+def test_the_first_example_runs_as_written_on_one_thread(tmp_path):
+    """The README's first command after `make`, as a user types it, at 3 steps instead of 200
+    (its time is quoted for one thread, geolab's default: README "Threads")."""
+    first = next(cmd for cmd, _ in commands() if (geolab_argv(cmd) or [""])[0] == "train")
+    argv = geolab_argv(first)
+    assert (
+        argv[argv.index("--steps") + 1] == "200" and argv[argv.index("--out") + 1] == "runs/first"
+    )
+    argv[argv.index("--steps") + 1] = "3"
+    venv = REPO / ".venv" / "bin" / "geolab"
+    program = [str(venv)] if venv.exists() else [sys.executable, "-m", "geolab"]
+    env = {k: v for k, v in os.environ.items() if k not in ("GEOLAB_THREADS", "OMP_NUM_THREADS")}
+    done = subprocess.run(
+        [*program, *argv, "--no-progress"],
+        cwd=tmp_path,
+        env={**env, "PYTHONPATH": str(REPO)},
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert "with 1 CPU thread -> runs/first" in done.stdout
+    assert "done: step 3  mse " in done.stdout
+    assert (tmp_path / "runs" / "first" / "ckpt.pt").exists()

@@ -47,9 +47,13 @@ def build_parser() -> argparse.ArgumentParser:
     add_release_cli(sub)
     add_reproduce_cli(sub)
     add_bench_cli(sub)
+    parser.commands = sub.choices  # each subcommand's parser, by name (for main's errors)
     return parser
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    parser = build_parser()
+    args, unknown = parser.parse_known_args(argv)
+    if unknown:  # argparse would print the top-level usage; the subcommand's is the helpful one
+        parser.commands[args.command].error(f"unrecognized arguments: {' '.join(unknown)}")
     return run(f"geolab {args.command}", args.func, args)

@@ -33,7 +33,7 @@ def cmd_rank(args) -> int:
 
     if args.batch < 1:
         raise ValueError(f"--batch {args.batch} is not allowed; it must be >= 1")
-    use_threads()  # the views' thread count (geolab.threads, GEOLAB_THREADS)
+    use_threads()  # GEOLAB_THREADS, else one thread (geolab.threads)
     if args.flavor == "reference":
         raise ValueError(
             "--flavor reference is not allowed for rank: the reference models read vectors, and "
@@ -59,10 +59,13 @@ def cmd_rank(args) -> int:
         json.dump({"config": cfg.to_dict(), "seed": args.seed, "profile": rows}, sys.stdout)
         print()
         return 0
+    floor = 1 / min(args.seq_len, args.d_model)
     print(
         f"effective rank per residual step: {args.residual}, {args.layers} layers, "
         f"D={args.d_model}, S={args.seq_len}, seed {args.seed}, {args.batch} sequence(s) of "
-        "random tokens (random init; a layer's last step is notebook 04's number)"
+        "random tokens (random init; a layer's last step is notebook 04's number)\n"
+        f"eff. rank is normalised (Eq. 8: exp(entropy of the singular values) / min(S, D)): "
+        f"1 = every direction used, {floor:.4g} = rank 1; it is never above 1"
     )
     print(f"{'step':>5} {'layer':>5} {'eff. rank':>10} {'Dong res.':>10}")
     for row in rows:

@@ -46,7 +46,7 @@ from geolab.experiments.runner import (
 )
 from geolab.lock import hold
 from geolab.registry import FLAVORS
-from geolab.threads import check_threads
+from geolab.threads import thread_count, use_threads
 
 INCOMPLETE = 3  # exit status when --time-limit left runs out (the finished ones are saved)
 
@@ -108,10 +108,7 @@ def reproduce(args: argparse.Namespace) -> int:
         raise ValueError("--rejudge is only allowed with --readme")
     if args.name is None:
         raise ValueError("name a protocol or pass --list")
-    if args.threads is not None:
-        import torch
-
-        torch.set_num_threads(check_threads(args.threads, "--threads"))
+    use_threads(args.threads)  # the protocol's runs keep it (geolab.threads)
     if args.data_dir is not None:
         os.environ["GEOLAB_DATA"] = args.data_dir
     options = {}
@@ -179,7 +176,7 @@ def run_locked(args: argparse.Namespace, module, options: dict, time_limit) -> i
             array_parallelism=args.array_parallelism,
             runs_per_job=args.runs_per_job,
             time_limit=time_limit or 24 * 3600,
-            threads=args.threads or 1,
+            threads=thread_count() if args.threads is None else args.threads,
             png=not args.no_png,
             options=options,
         )
@@ -263,7 +260,12 @@ def add_reproduce_cli(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--scale", choices=SCALE_NAMES, default="tiny", help="tiny | small | paper")
     p.add_argument("--seeds", type=int, default=None, help="use the first N seeds of the scale")
     p.add_argument("--out", default="results", help="output directory (default ./results)")
-    p.add_argument("--threads", type=int, default=None, help="torch CPU threads")
+    p.add_argument(
+        "--threads",
+        type=int,
+        default=None,
+        help="torch CPU threads of each process (default: $GEOLAB_THREADS, else 1)",
+    )
     p.add_argument("--data-dir", default=None, help="local text data (else $GEOLAB_DATA)")
     p.add_argument("--no-png", action="store_true", help="HTML figures only")
     p.add_argument(

@@ -6,6 +6,8 @@ import signal
 import sys
 from contextlib import nullcontext
 
+import torch
+
 from geolab.cli.args import add_model_arguments, geo_config
 from geolab.cli.errors import flag_names, run
 from geolab.data import bundled_dir
@@ -30,6 +32,12 @@ def add_train_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--seed", type=int, default=d.seed, help="seeds data, init and batches")
     parser.add_argument("--device", default=d.device, help="auto | cpu | cuda[:N] | mps")
+    parser.add_argument(
+        "--threads",
+        type=int,
+        default=None,
+        help="torch CPU threads (default: $GEOLAB_THREADS, else 1: fastest at CPU sizes)",
+    )
     parser.add_argument("--out", default=None, help="run directory (default runs/TASK-RULE-sSEED)")
     parser.add_argument("--resume", action="store_true", help="continue the run in --out exactly")
     parser.add_argument(
@@ -82,6 +90,7 @@ def run_train_cli(args: argparse.Namespace) -> int:
         resume=args.resume,
         progress=not args.no_progress,
         flavor=args.flavor,
+        threads=args.threads,
     )
     options = {k: getattr(args, k) for k in ("seq_len", "n_train", "n_val", "data_dir")}
     if args.data_dir is None and not os.environ.get("GEOLAB_DATA"):
@@ -107,9 +116,11 @@ def _train(args, cfg, task, tc: TrainConfig, out: str) -> int:
     if lead:
         for line in plan.notes:
             note(flag_names(line, args))
+        threads = torch.get_num_threads()  # prepare set it (geolab.threads)
         print(
             f"geolab train: {task.name} with {cfg.residual}, L={cfg.n_layer}, "
-            f"D={cfg.d_model}, {param_count(cfg):,} parameters -> {out}"
+            f"D={cfg.d_model}, {param_count(cfg):,} parameters, on {plan.device} with "
+            f"{threads} CPU thread{'s' * (threads > 1)} -> {out}"
         )
     try:
         result = train(cfg, task, tc, plan=plan)

@@ -115,8 +115,16 @@ def record(per_seed: dict) -> dict:
 
 
 def states_text(runs) -> str:
-    """ "k/n converged" plus the count of each other state, e.g. "2/4 converged, 1 collapsed"."""
+    """ "k/n converged" plus the count of each other state, e.g. "2/4 converged, 1 collapsed".
+
+    A converged run that did not beat its task's trivial baseline (``"learned"`` False, set by
+    ``geolab.experiments.baselines.judge_run``) only plateaued where a trivial predictor is,
+    e.g. at chance perplexity: the count says so, "3/3 converged (3 stalled at a trivial
+    baseline: not learned)", so "converged" never reads as "learned"."""
     runs = list(runs)
     counts = {s: sum(r["state"] == s for r in runs) for s in STATES}
+    stalled = sum(r["state"] == CONVERGED and r.get("learned") is False for r in runs)
     text = f"{counts[CONVERGED]}/{len(runs)} converged"
+    if stalled:
+        text += f" ({stalled} stalled at a trivial baseline: not learned)"
     return text + "".join(f", {counts[s]} {s}" for s in (NOT_CONVERGED, COLLAPSED) if counts[s])

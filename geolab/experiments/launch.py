@@ -22,11 +22,10 @@ import math
 import time
 from pathlib import Path
 
-import torch
-
 from geolab.experiments import pack, plan
 from geolab.experiments.runner import deterministic, pick_seeds, run_protocol, scale_settings
 from geolab.outputs import check_dir
+from geolab.threads import use_threads
 
 LAUNCHERS = ("local", "slurm")
 MARGIN_S = 120  # a job stops starting runs this long before its scheduler time limit
@@ -35,7 +34,7 @@ MARGIN_S = 120  # a job stops starting runs this long before its scheduler time 
 def train_chunk(fn, jobs: list[tuple], settings: dict, run_dir: str, limit_s, threads: int):
     """One array job: ``jobs`` through the packed runner, saved under ``run_dir``. Returns
     (runs trained, runs left out by the time limit, throughput per device)."""
-    torch.set_num_threads(threads)
+    use_threads(threads)
     with pack.sweep(run_dir=run_dir, time_limit=limit_s) as sw, deterministic():
         try:
             pack.run_jobs(fn, jobs, settings, print)

@@ -40,6 +40,7 @@ from pathlib import Path
 import torch
 
 from geolab.experiments.provenance import git_revision
+from geolab.threads import use_threads
 
 # Settings keys that say how a sweep runs or which runs it holds, not what one run computes:
 # a run's file is reused when every other key agrees, so a narrower or wider rerun (fewer seeds,
@@ -199,7 +200,7 @@ def _init_worker(counter, gpus: list[str], threads: int) -> None:
     if gpus:
         os.environ["CUDA_VISIBLE_DEVICES"] = gpus[index % len(gpus)]
     os.environ.setdefault("CUBLAS_WORKSPACE_CONFIG", ":4096:8")  # deterministic cuBLAS
-    torch.set_num_threads(threads)
+    use_threads(threads)
     torch.use_deterministic_algorithms(True, warn_only=True)
 
 

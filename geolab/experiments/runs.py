@@ -13,6 +13,8 @@ import os
 import sys
 import time
 
+import torch
+
 from geolab.config import GeoConfig
 from geolab.data import bundled_dir
 from geolab.device import describe_device
@@ -61,12 +63,14 @@ def train_config(settings: dict, seed: int, **changes):
 
     No checkpoints or metric files (the protocol writes one JSON), a validation point every
     ``convergence.eval_every(steps)`` steps (≈ 20 over training) unless the scale sets
-    eval_every, float32 (bf16 only where a scale asks for it on CUDA), and a progress bar of
-    the run only where a person watches (:func:`watched`).
+    eval_every, float32 (bf16 only where a scale asks for it on CUDA), the torch threads this
+    process was given (``geolab reproduce --threads``, a worker's), and a progress bar of the
+    run only where a person watches (:func:`watched`).
     """
     merged = {**settings["train"], **changes}
     every = convergence.eval_every(merged.get("steps", TrainConfig.steps))
     base = {"eval_every": every, "ckpt_every": 0, "bf16": False, "device": "cpu"}
+    base["threads"] = torch.get_num_threads()
     base["progress"] = watched()
     return TrainConfig(seed=seed, **{**base, **merged})
 

@@ -10,6 +10,7 @@ from dataclasses import dataclass
 
 from geolab.config import finite_number
 from geolab.registry import FLAVORS
+from geolab.threads import check_threads
 
 REFERENCE_EVAL_BATCHES = 100  # the public E∆ trainer's final estimate_loss(…, eval_iters=100)
 # AdamW moves each weight by about lr per step, so an lr above 10 only diverges (the protocols
@@ -32,6 +33,9 @@ class TrainConfig:
 
     progress (default on) shows a tqdm bar of the steps and of each evaluation, which terminals
     and notebooks render; ``progress=False`` trains silently.
+
+    threads: torch's CPU threads in this process while it trains (``geolab.threads``); None
+    takes ``GEOLAB_THREADS``, else 1, which measured fastest at the README's CPU sizes.
     """
 
     steps: int = 2000
@@ -53,6 +57,7 @@ class TrainConfig:
     resume: bool = False
     progress: bool = True
     flavor: str = "geolab"
+    threads: int | None = None
 
     def __post_init__(self):
         if self.flavor not in FLAVORS:
@@ -65,6 +70,8 @@ class TrainConfig:
             check_int(name, getattr(self, name), low=0)
         if self.eval_batches is not None:
             check_int("eval_batches", self.eval_batches, low=1)
+        if self.threads is not None:
+            check_threads(self.threads, "TrainConfig.threads")
         elif self.flavor == "reference":
             self.eval_batches = REFERENCE_EVAL_BATCHES
         if not (finite_number(self.lr) and 0 < self.lr <= LR_MAX):

@@ -21,6 +21,7 @@ from geolab.device import pick_device
 from geolab.memory import check_fits
 from geolab.model import GeoTransformer, count_params, param_count
 from geolab.tasks import Task
+from geolab.threads import use_threads
 from geolab.train.checkpoint import (
     CKPT,
     CONFIG,
@@ -138,7 +139,15 @@ def _dist_env() -> tuple[int, int, int]:
 # TrainConfig fields a resume may change, applied and recorded in config.json: the run's length
 # (the cosine schedule stretches from the checkpoint on), and what only shapes logs and files.
 # Every other field (lr, min_lr, warmup, batch, seed, ...) would silently fork the trajectory.
-RESUME_MAY_CHANGE = ("steps", "device", "compile", "eval_every", "eval_batches", "ckpt_every")
+RESUME_MAY_CHANGE = (
+    "steps",
+    "device",
+    "compile",
+    "eval_every",
+    "eval_batches",
+    "ckpt_every",
+    "threads",
+)
 RESUME_IGNORES = ("out_dir", "resume", "progress")
 
 
@@ -161,7 +170,9 @@ class Plan:
 def prepare(model_cfg: GeoConfig, task: Task, tc: TrainConfig) -> Plan:
     """Every check a user's input can fail, before anything is built or written: the model
     against the task, the batch against the ranks, the memory the run needs, the run folder,
-    and on resume the checkpoint and the settings it was written with. ValueError if not."""
+    and on resume the checkpoint and the settings it was written with. ValueError if not.
+    Sets torch's CPU threads (``TrainConfig.threads``, else ``GEOLAB_THREADS``, else 1)."""
+    use_threads(tc.threads)
     check_model_config(model_cfg, task)
     rank, world, local_rank = _dist_env()
     if tc.batch_size % world:
