@@ -34,6 +34,7 @@ import sys
 from contextlib import nullcontext
 from pathlib import Path
 
+from geolab.cli.args import add_threads_argument
 from geolab.experiments import NAMES, get_protocol, pack, plan, report
 from geolab.experiments.export import save_figures
 from geolab.experiments.provenance import device_name
@@ -260,12 +261,7 @@ def add_reproduce_cli(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--scale", choices=SCALE_NAMES, default="tiny", help="tiny | small | paper")
     p.add_argument("--seeds", type=int, default=None, help="use the first N seeds of the scale")
     p.add_argument("--out", default="results", help="output directory (default ./results)")
-    p.add_argument(
-        "--threads",
-        type=int,
-        default=None,
-        help="torch CPU threads of each process (default: $GEOLAB_THREADS, else 1)",
-    )
+    add_threads_argument(p)
     p.add_argument("--data-dir", default=None, help="local text data (else $GEOLAB_DATA)")
     p.add_argument("--no-png", action="store_true", help="HTML figures only")
     p.add_argument(

@@ -8,7 +8,7 @@ from contextlib import nullcontext
 
 import torch
 
-from geolab.cli.args import add_model_arguments, geo_config
+from geolab.cli.args import add_model_arguments, add_threads_argument, geo_config
 from geolab.cli.errors import flag_names, run
 from geolab.data import bundled_dir
 from geolab.lock import hold
@@ -32,12 +32,7 @@ def add_train_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--seed", type=int, default=d.seed, help="seeds data, init and batches")
     parser.add_argument("--device", default=d.device, help="auto | cpu | cuda[:N] | mps")
-    parser.add_argument(
-        "--threads",
-        type=int,
-        default=None,
-        help="torch CPU threads (default: $GEOLAB_THREADS, else 1: fastest at CPU sizes)",
-    )
+    add_threads_argument(parser)
     parser.add_argument("--out", default=None, help="run directory (default runs/TASK-RULE-sSEED)")
     parser.add_argument("--resume", action="store_true", help="continue the run in --out exactly")
     parser.add_argument(
