@@ -12,7 +12,8 @@ The estimate is a lower bound, so nothing that fits is refused; it counts, in fl
 
 with W the sublayers' width (the rule's ``sublayer_width``), and leaves out what depends on the
 rule (gates, streams), the norms and the attention's internals. Available memory: free device
-memory on CUDA, ``MemAvailable`` of /proc/meminfo on a Linux CPU; elsewhere nothing is checked.
+memory on CUDA, ``MemAvailable`` of /proc/meminfo on a Linux CPU, lowered to what the process's
+address-space limit (RLIMIT_AS) leaves it; elsewhere nothing is checked.
 """
 
 from pathlib import Path
@@ -49,16 +50,42 @@ def estimate_bytes(cfg: GeoConfig, batch: int, seq_len: int, training: bool) -> 
 
 
 def available_bytes(device: torch.device) -> int | None:
-    """Free memory for tensors on ``device``, or None where it cannot be read."""
+    """Free memory for tensors on ``device``, or None where it cannot be read: on a CPU the
+    smaller of the machine's available memory and what this process's address-space limit
+    (``ulimit -v``, RLIMIT_AS) leaves it."""
     if device.type == "cuda":
         return torch.cuda.mem_get_info(device)[0]
-    meminfo = Path("/proc/meminfo")
-    if device.type != "cpu" or not meminfo.is_file():
+    if device.type != "cpu":
         return None
-    for line in meminfo.read_text().splitlines():
-        if line.startswith("MemAvailable:"):
-            return int(line.split()[1]) * 1024  # the kernel reports kB
+    readings = (_meminfo("/proc/meminfo", "MemAvailable:"), _address_space_left())
+    free = [n for n in readings if n is not None]
+    return min(free) if free else None
+
+
+def _meminfo(path: str, key: str) -> int | None:
+    """The ``key`` line of a /proc file in bytes (the kernel reports kB), or None."""
+    try:
+        lines = Path(path).read_text().splitlines()
+    except OSError:
+        return None
+    for line in lines:
+        if line.startswith(key):
+            return int(line.split()[1]) * 1024
     return None
+
+
+def _address_space_left() -> int | None:
+    """RLIMIT_AS minus the address space this process already maps (VmSize), or None without
+    a limit (or where neither can be read)."""
+    try:
+        import resource
+    except ImportError:  # not POSIX
+        return None
+    limit = resource.getrlimit(resource.RLIMIT_AS)[0]
+    used = _meminfo("/proc/self/status", "VmSize:")
+    if limit == resource.RLIM_INFINITY or used is None:
+        return None
+    return max(limit - used, 0)
 
 
 def check_fits(

@@ -10,6 +10,7 @@ import json
 import math
 import os
 import shutil
+import signal
 import socket
 import subprocess
 import sys
@@ -1236,3 +1237,296 @@ def test_a_read_only_run_folder_is_refused_before_a_resume(small_disk, finished_
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "Read-only file system" in err, err
     assert load_checkpoint(disk / "run" / "ckpt.pt")["step"] == 3
+
+
+# --- the packed runner: signals, dead workers, damaged files ------------------------------
+
+SWEEP = [
+    "reproduce",
+    "language_model",
+    "--scale",
+    "tiny",
+    "--seeds",
+    "1",
+    "--no-png",
+    "--jobs",
+    "2",
+]
+
+
+def _children(pid: int) -> dict[int, str]:
+    """pid -> command line of the processes whose parent is ``pid`` (Linux /proc)."""
+    kids = {}
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+            cmd = (stat.parent / "cmdline").read_bytes().replace(b"\0", b" ").decode()
+        except (OSError, IndexError):
+            continue
+        if int(fields[1]) == pid:
+            kids[int(stat.parent.name)] = cmd
+    return kids
+
+
+def _alive(pid: int) -> bool:
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except OSError:
+        return False
+    return state != "Z"
+
+
+def _sweep(out: Path):
+    """A real `geolab reproduce ... --jobs 2` and its two workers, once both run."""
+    cmd = [sys.executable, "-m", "geolab", *SWEEP, "--out", str(out)]
+    env = {**os.environ, "OMP_NUM_THREADS": "1"}
+    proc = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    for _ in range(1500):
+        workers = [p for p, c in _children(proc.pid).items() if "spawn_main" in c]
+        if len(workers) == 2:
+            return proc, workers
+        assert proc.poll() is None, proc.communicate()
+        time.sleep(0.2)
+    proc.kill()
+    raise AssertionError("the sweep never ran two workers")
+
+
+@pytest.mark.parametrize(
+    "signum",
+    [signal.SIGTERM, signal.SIGINT, signal.SIGKILL],
+    ids=["SIGTERM", "SIGINT", "SIGKILL"],
+)
+@pytest.mark.slow  # real processes, ~20 s each on 2 cores; the default run has the in-process
+# test below and the exit status test
+def test_a_signal_to_a_packed_sweep_stops_its_workers_and_keeps_finished_runs(signum, tmp_path):
+    """SIGTERM or SIGINT to the parent: its workers and the resource tracker end, one line,
+    exit 143 or 130, no result merged. SIGKILL (nothing to handle): the workers still end (the
+    kernel signals them when their parent dies). (That finished runs stay saved: below.)"""
+    out = tmp_path / "res"
+    proc, workers = _sweep(out)
+    others = [p for p in _children(proc.pid) if p not in workers]  # the resource tracker
+    os.kill(proc.pid, signum)
+    _, err = proc.communicate(timeout=120)
+    deadline = time.monotonic() + 30
+    while any(map(_alive, workers + others)) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert not any(map(_alive, workers + others)), "a worker or the tracker outlived its parent"
+    if signum == signal.SIGKILL:
+        assert proc.returncode == -signal.SIGKILL
+        return
+    assert proc.returncode == 128 + signum, err
+    last = err.strip().splitlines()[-1]
+    assert last.startswith(f"geolab reproduce: {signal.Signals(signum).name}: stopped the work")
+    assert "Traceback" not in err and "runs finished" in last
+    assert not (out / "language_model-tiny.json").exists()
+
+
+@pytest.mark.slow
+def test_a_dead_worker_is_one_line_naming_its_run_and_the_others_go_on(tmp_path):
+    out = tmp_path / "res"
+    proc, workers = _sweep(out)
+    os.kill(workers[0], signal.SIGKILL)
+    stdout, err = proc.communicate(timeout=600)
+    assert proc.returncode == 3, err
+    (line,) = [x for x in stdout.splitlines() if "died" in x]
+    assert f"worker {workers[0]} training " in line and "(killed by SIGKILL)" in line
+    dead = line.split(" training ")[1].split()[0]
+    saved = sorted(p.stem for p in (out / "language_model-tiny-runs").glob("*.json"))
+    assert len(saved) == 3 and dead not in saved  # every other run finished
+    assert err.strip().count("\n") == 0 and f"1 lost their worker: {dead}" in err
+    assert "Traceback" not in err and "BrokenProcessPool" not in err
+
+
+def square(x: int, settings: dict, log) -> dict:
+    """A run for the packed runner: its job's square."""
+    return {"square": x * x}
+
+
+def fault(x: int, settings: dict, log) -> dict:
+    """A run for the packed runner's workers: job 1 kills its worker, job 2 sleeps for ten
+    minutes, the others are quick."""
+    if x == 1:
+        os.kill(os.getpid(), signal.SIGKILL)
+    if x == 2:
+        time.sleep(600)
+    return {"square": x * x}
+
+
+def test_a_packed_sweep_stopped_by_sigterm_keeps_what_finished_and_ends_its_workers(tmp_path):
+    """SIGTERM once the first run landed: Stopped (exit 143 on the command line) naming the
+    signal and the runs kept, the finished run saved, the worker asleep in job 2 ended."""
+    from geolab.experiments import pack
+
+    def log(line: str) -> None:
+        if "[1/3] 0 done" in line:
+            os.kill(os.getpid(), signal.SIGTERM)
+
+    def workers() -> list[int]:
+        return [p for p, cmd in _children(os.getpid()).items() if "spawn_main" in cmd]
+
+    with pack.sweep(run_dir=tmp_path), pytest.raises(pack.Stopped) as stop:
+        pack.run_jobs(fault, [(0,), (2,), (3,)], {"jobs": 2}, log)
+    assert stop.value.signum == signal.SIGTERM
+    assert str(stop.value).startswith("SIGTERM: stopped the workers; 1 of 3 runs finished")
+    assert json.loads((tmp_path / "0.json").read_text())["result"] == {"square": 0}
+    assert not (tmp_path / "2.json").exists()
+    assert not [p for p in workers() if _alive(p)]
+    assert signal.getsignal(signal.SIGTERM) is signal.SIG_DFL  # the handler put back
+
+
+@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT])
+def test_a_stopped_command_prints_its_line_and_exits_128_plus_the_signal(signum, capsys):
+    from geolab.cli.errors import run
+    from geolab.experiments import pack
+
+    def stopped(args):
+        raise pack.Stopped(signum, f"{signal.Signals(signum).name}: stopped the workers")
+
+    assert run("geolab reproduce", stopped, None) == 128 + signum
+    err = capsys.readouterr().err
+    assert err == f"geolab reproduce: {signal.Signals(signum).name}: stopped the workers\n"
+
+
+def test_a_worker_that_dies_is_one_line_and_the_other_runs_go_on(tmp_path):
+    from geolab.experiments import pack
+
+    lines = []
+    with pack.sweep(run_dir=tmp_path), pytest.raises(pack.Incomplete) as err:
+        pack.run_jobs(fault, [(0,), (1,), (3,)], {"jobs": 2}, lines.append)
+    (died,) = [x for x in lines if "died" in x]
+    assert " training 1 died (killed by SIGKILL); the other runs go on" in died
+    assert sorted(p.name for p in tmp_path.glob("*.json")) == ["0.json", "3.json"]
+    assert "2 run(s) finished" in str(err.value) and "1 lost their worker: 1" in str(err.value)
+
+
+@pytest.mark.parametrize(
+    "content, why",
+    [
+        (b"", "not JSON: empty or cut short"),
+        (b'{"key": "2", "identity": {"fn": ', "not JSON: empty or cut short"),
+        (b"\xff\xfe{}", "not UTF-8 text"),
+        (b"[1, 2]", "a JSON list, not a run record"),
+        ("no-result", "it lacks result"),
+        ("empty-result", "its result is empty"),
+    ],
+    ids=["empty", "truncated", "not-utf8", "a-list", "missing-key", "empty-result"],
+)
+def test_a_damaged_saved_run_is_named_with_delete_it_or_pass_fresh(content, why, tmp_path):
+    from geolab.experiments import pack
+
+    settings = {"train": {"steps": 1}}
+    with pack.sweep(run_dir=tmp_path):
+        assert pack.run_jobs(square, [(2,), (3,)], settings, print) == [
+            {"square": 4},
+            {"square": 9},
+        ]
+    path = tmp_path / "2.json"
+    if isinstance(content, str):
+        record = json.loads(path.read_text())
+        if content == "no-result":
+            del record["result"]
+        else:
+            record["result"] = {}
+        content = json.dumps(record).encode()
+    path.write_bytes(content)
+    with pack.sweep(run_dir=tmp_path), pytest.raises(ValueError) as err:
+        pack.run_jobs(square, [(2,), (3,)], settings, print)
+    assert str(err.value) == (
+        f"{path} is damaged ({why}); delete it or pass --fresh to retrain the runs of this folder"
+    )
+    with pack.sweep(run_dir=tmp_path, fresh=True):  # --fresh retrains it
+        assert pack.run_jobs(square, [(2,), (3,)], settings, print) == [
+            {"square": 4},
+            {"square": 9},
+        ]
+
+
+@pytest.mark.parametrize(
+    "content",
+    [
+        "{",
+        "[]",
+        '{"cuda (H200)": {"flops_per_s": 0, "runs_per_min": 1}}',
+        '{"cuda (H200)": {"flops_per_s": -2e13, "runs_per_min": 30}}',
+        '{"cuda (H200)": {"flops_per_s": 2e13}}',
+    ],
+    ids=["truncated", "a-list", "zero-flops", "negative-flops", "missing-key"],
+)
+def test_a_damaged_throughput_file_is_ignored_with_a_note(content, tmp_path, capsys):
+    from geolab.experiments import plan
+
+    (tmp_path / "throughput.json").write_text(content)
+    argv = ["reproduce", "language_model", "--scale", "paper", "--dry-run", "--out", str(tmp_path)]
+    assert main(argv) == 0
+    captured = capsys.readouterr()
+    assert "throughput.json" in captured.err and "ignored" in captured.err
+    assert "1e14 FLOP/s" in captured.out and "-" not in captured.out.split("total ≈ ")[1][:3]
+    row = {"runs": 2, "devices": 1, "jobs": 1, "wall_s": 6.0, "runs_per_min": 20.0}
+    notes = []
+    path = plan.record_throughput(tmp_path, {"cpu": {**row, "flops_per_s": 1e9}}, {}, notes.append)
+    assert path is not None and "replaced" in notes[0]
+    assert list(json.loads(path.read_text())) == ["cpu"]
+
+
+def test_a_throughput_file_that_cannot_be_written_never_costs_the_result(tmp_path):
+    from geolab.experiments import plan
+
+    (tmp_path / "throughput.json").mkdir()  # in the way of the rename
+    row = {"runs": 2, "devices": 1, "jobs": 1, "wall_s": 6.0, "runs_per_min": 20.0}
+    notes = []
+    assert (
+        plan.record_throughput(tmp_path, {"cpu": {**row, "flops_per_s": 1e9}}, {}, notes.append)
+        is None
+    )
+    assert "was not written" in notes[-1] and not list(tmp_path.glob(".throughput*"))
+
+
+def test_the_memory_check_reads_the_process_s_address_space_limit(tmp_path):
+    """Under `ulimit -v` (RLIMIT_AS) a model that fits the machine's free memory but not the
+    process's limit is refused up front, not a traceback at the first allocation."""
+    import resource
+
+    limit = 2 * 2**30
+
+    def cap():
+        resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
+
+    argv = [
+        *TINY,
+        "--layers",
+        "4",
+        "--d-model",
+        "2048",
+        "--heads",
+        "8",
+        "--out",
+        str(tmp_path / "r"),
+    ]
+    cmd = [sys.executable, "-m", "geolab", *argv]
+    env = {**os.environ, "OMP_NUM_THREADS": "1"}
+    done = subprocess.run(cmd, capture_output=True, text=True, env=env, preexec_fn=cap, timeout=300)
+    assert done.returncode == 2, done.stderr[-2000:]
+    assert (
+        done.stderr.count("\n") == 1
+        and "is not allowed here: training needs at least" in done.stderr
+    )
+    free = float(done.stderr.split("but cpu has ")[1].split(" GiB")[0])
+    assert free < limit / 2**30  # the limit's room, not the machine's
+    assert not (tmp_path / "r").exists()
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="paper scale trains on the GPU here")
+def test_paper_scale_on_a_cpu_prints_the_estimate_and_needs_yes(tmp_path, capsys):
+    from geolab.lock import hold
+
+    argv = ["reproduce", "language_model", "--scale", "paper", "--out", str(tmp_path / "res")]
+    assert main(argv) == 2
+    out, err = capsys.readouterr()
+    assert "language_model at scale 'paper'" in out and "GPU-hours" in out
+    assert err.count("\n") == 1 and "--scale paper is not started on cpu" in err
+    assert "without --yes" in err
+    assert not (tmp_path / "res").exists()
+    with hold(tmp_path / "res", "--out"):  # --yes goes on to the next step: the folder's lock
+        assert main([*argv, "--yes"]) == 2
+    out, err = capsys.readouterr()
+    assert "GPU-hours" in out and "is in use by process" in err

@@ -11,7 +11,9 @@ the others wait for that (up to ``RANK_WAIT_S``) rather than race rank 0 and cut
 off, and answer torchrun's SIGTERM with exit status 2 too.
 
 Ctrl-C is not an error either: it prints ``prog: interrupted`` instead of a traceback and exits
-130 (128 + SIGINT), as shells do. ``geolab train`` saves a checkpoint first and says where.
+130 (128 + SIGINT), as shells do. ``geolab train`` saves a checkpoint first and says where; a
+packed sweep (``geolab reproduce --jobs N``) stops its workers on SIGINT or SIGTERM, keeps its
+finished runs and exits 130 or 143 with its own line.
 """
 
 import os
@@ -65,10 +67,10 @@ def run(prog: str, func, args) -> int:
     try:
         check_path_flags(args)
         return func(args)
-    except KeyboardInterrupt:
+    except KeyboardInterrupt as stop:  # Ctrl-C, or a command's own stop (``signum``, a line)
         if int(os.environ.get("RANK", "0")) == 0:
-            print(f"{prog}: interrupted", file=sys.stderr)
-        return 128 + signal.SIGINT
+            print(f"{prog}: {str(stop) or 'interrupted'}", file=sys.stderr)
+        return 128 + getattr(stop, "signum", signal.SIGINT)
     except BrokenPipeError:  # `geolab info | head`: the reader left, which is no error
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # no second one at exit
         return 0

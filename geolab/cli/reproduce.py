@@ -136,17 +136,22 @@ def reproduce(args: argparse.Namespace) -> int:
     if args.compile:
         settings = scale_settings(module, args.scale)
         options["train"] = {**settings["train"], "compile": True}
+    settings = {**scale_settings(module, args.scale), **options}
+    device = device_name(settings)
     if args.dry_run:
-        settings = {**scale_settings(module, args.scale), **options}
-        n_seeds = len(pick_seeds(settings, args.seeds))
-        device = device_name(settings)
-        flops, source = plan.measured(args.out, device, note) or (
-            plan.SUSTAINED_FLOPS,
-            plan.ASSUMPTION,
-        )
-        rows = plan.protocol_plan(module, settings, n_seeds, flops)
-        print(plan.plan_text(args.name, args.scale, rows, source))
+        print(estimate(args, module, settings, device))
         return 0
+    if args.scale == "paper" and device.startswith("cpu") and args.launcher != "slurm":
+        # paper scale is sized for GPUs: on a CPU it runs for days with nothing to show for
+        # minutes, so the plan is shown first and the user says yes to it
+        if int(os.environ.get("RANK", "0")) == 0:
+            print(estimate(args, module, settings, device))
+        if not args.yes:
+            raise ValueError(
+                f"--scale paper is not started on {device} without --yes: the runs above are "
+                "sized for GPUs and take far longer on a CPU; pass --yes to start anyway, "
+                "or run it on a GPU machine"
+            )
     # One writer per --out (rank 0 writes under torchrun), taken before --out is read: two
     # sweeps into one folder would each train every run and overwrite each other's files.
     lead = os.environ.get("RANK", "0") == "0"
@@ -200,6 +205,16 @@ def run_locked(args: argparse.Namespace, module, options: dict, time_limit) -> i
         for h in result["hypotheses"]:
             print(f"{h['id']}: {h['verdict']} — {h['measured']}")
     return 0
+
+
+def estimate(args: argparse.Namespace, module, settings: dict, device: str) -> str:
+    """The dry run's printout: every run with its sizes and the GPU-hours (a throughput
+    measured in --out when there is one, else the stated assumption)."""
+    n_seeds = len(pick_seeds(settings, args.seeds))
+    measured = plan.measured(args.out, device, note)
+    flops, source = measured or (plan.SUSTAINED_FLOPS, plan.ASSUMPTION)
+    rows = plan.protocol_plan(module, settings, n_seeds, flops)
+    return plan.plan_text(args.name, args.scale, rows, source)
 
 
 def check_launch_flags(args: argparse.Namespace, parallel: list[str]) -> None:
@@ -268,6 +283,11 @@ def add_reproduce_cli(subparsers: argparse._SubParsersAction) -> None:
         "--force",
         action="store_true",
         help="replace an earlier result of the same protocol and scale in --out",
+    )
+    p.add_argument(
+        "--yes",
+        action="store_true",
+        help="start --scale paper on a CPU after printing its estimate (refused without it)",
     )
     p.add_argument(
         "--dry-run",

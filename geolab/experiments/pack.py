@@ -19,6 +19,14 @@ depend on where or in which order they train. :func:`run_jobs`
   silently reused or overwritten (``fresh=True`` retrains and overwrites);
 * with a time limit, starts no run that would not finish in time by the longest run so far,
   and raises :class:`Incomplete` naming the runs left out (rerunning finishes them);
+* survives its workers: a worker that dies (killed, out of memory) is one line naming its run,
+  a fresh worker takes its place, the other runs go on, and :class:`Incomplete` names the lost
+  run at the end. SIGINT/SIGTERM to the parent stop every worker and raise :class:`Stopped`
+  (the finished runs are saved); a worker dies with its parent (``PR_SET_PDEATHSIG``) even
+  when the parent is SIGKILLed. The workers are the runner's own spawned processes, a pipe
+  each: a ``ProcessPoolExecutor`` breaks as a whole when one worker dies;
+* refuses a damaged run file (not JSON or UTF-8, not a run record, an empty result) by name:
+  "delete it or pass --fresh";
 * tallies the runs it trained per device: :meth:`Sweep.throughput` gives runs per minute and
   the sustained FLOP/s (``plan.train_flops`` over the pool's wall time) of each device.
 
@@ -28,13 +36,16 @@ not in the settings, so it is never recorded as part of what a run computed. A s
 train (the SLURM launcher, ``geolab.experiments.launch``, turns them into a job array).
 """
 
+import ctypes
 import functools
 import json
 import multiprocessing
 import os
+import signal
+import threading
 import time
-from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 from contextlib import contextmanager
+from multiprocessing import connection
 from pathlib import Path
 
 import torch
@@ -47,20 +58,34 @@ from geolab.threads import use_threads
 # one flavor, more rules) reuses the runs already there.
 EXECUTION_KEYS = ("jobs", "data_dir", "reductions")
 SELECTION_KEYS = ("seeds", "tasks", "rules", "flavors", "train_rules", "depths", "variants")
+PR_SET_PDEATHSIG = 1  # prctl(2): the signal a process gets when its parent dies
 # What runs.fit measured in this process for the run in progress: (device, FLOPs, seconds).
 TALLY: list[tuple[str, float, float]] = []
 
 
 class Incomplete(RuntimeError):
-    """Raised when a time limit left runs out; the finished ones are saved in ``run_dir``."""
+    """Raised when a time limit left runs out, or runs lost their worker process (``died``);
+    the finished ones are saved in ``run_dir``."""
 
-    def __init__(self, left_out: list[str], done: int, run_dir: Path | None):
-        self.left_out, self.done, self.run_dir = left_out, done, run_dir
+    def __init__(self, left_out: list[str], done: int, run_dir: Path | None, died: list[str] = ()):
+        self.left_out, self.done, self.run_dir = [*died, *left_out], done, run_dir
         where = f", saved under {run_dir}" if run_dir is not None else ""
+        parts = [f"{len(died)} lost their worker: {', '.join(died)}"] if died else []
+        parts += [f"{len(left_out)} left out: {', '.join(left_out)}"] if left_out else []
+        why = "time limit" if left_out and not died else "incomplete"
         super().__init__(
-            f"time limit: {done} run(s) finished{where}; {len(left_out)} left out: "
-            f"{', '.join(left_out)} (rerun the same command to train them)"
+            f"{why}: {done} run(s) finished{where}; {'; '.join(parts)} (rerun the same "
+            "command to train them)"
         )
+
+
+class Stopped(KeyboardInterrupt):
+    """SIGINT or SIGTERM (``signum``) stopped a sweep: its workers are stopped, every run that
+    finished is saved (``geolab reproduce`` exits 128 + signum)."""
+
+    def __init__(self, signum: int, message: str = ""):
+        self.signum = signum
+        super().__init__(message)
 
 
 class Collected(Exception):  # noqa: N818 (a signal carrying the jobs, not an error)
@@ -142,9 +167,10 @@ def identity(fn, settings: dict) -> dict:
 
 
 def load_run(path: Path, ident: dict) -> dict:
-    """The saved run at ``path`` (its whole record); ValueError if it was trained with settings
-    other than ``ident``'s, naming the keys that differ."""
-    saved = json.loads(path.read_text())
+    """The saved run at ``path`` (its whole record); ValueError if it is damaged (not JSON, not
+    a run record, an empty result) or was trained with settings other than ``ident``'s, naming
+    what is wrong or the keys that differ."""
+    saved = _read_run(path)
     if saved["identity"] != ident:
         old, new = saved["identity"]["settings"], ident["settings"]
         keys = sorted(k for k in old.keys() | new.keys() if old.get(k) != new.get(k))
@@ -155,6 +181,43 @@ def load_run(path: Path, ident: dict) -> dict:
             "--fresh to retrain and overwrite the runs of this folder, or choose another --out"
         )
     return saved
+
+
+def _read_run(path: Path) -> dict:
+    """The record at ``path`` when it is whole: a JSON object with an identity (fn, settings),
+    the git revision and a non-empty result; ValueError naming the damage otherwise."""
+    try:
+        saved = json.loads(path.read_text(encoding="utf-8"))
+    except OSError as err:
+        why = err.strerror
+    except UnicodeDecodeError:
+        why = "not UTF-8 text"
+    except ValueError:
+        why = "not JSON: empty or cut short"
+    else:
+        why = _damage(saved)
+    if why:
+        raise ValueError(
+            f"{path} is damaged ({why}); delete it or pass --fresh to retrain the runs of "
+            "this folder"
+        )
+    return saved
+
+
+def _damage(saved) -> str | None:
+    if not isinstance(saved, dict):
+        return f"a JSON {type(saved).__name__}, not a run record"
+    missing = [k for k in ("identity", "git", "result") if k not in saved]
+    if missing:
+        return f"it lacks {', '.join(missing)}"
+    ident = saved["identity"]
+    if not (isinstance(ident, dict) and isinstance(ident.get("settings"), dict) and "fn" in ident):
+        return "its identity is not {fn, settings}"
+    if not isinstance(saved["git"], dict):
+        return "its git is not an object"
+    if not isinstance(saved["result"], dict) or not saved["result"]:
+        return "its result is empty" if saved["result"] in ({}, []) else "its result is no object"
+    return None
 
 
 def save_run(path: Path, record: dict) -> None:
@@ -192,16 +255,110 @@ def visible_gpus(settings: dict) -> list[str]:
     return [str(i) for i in range(torch.cuda.device_count())]
 
 
-def _init_worker(counter, gpus: list[str], threads: int) -> None:
-    """Pin this worker to its GPU (the counter hands out indices) before CUDA starts."""
-    with counter.get_lock():
-        index = counter.value
-        counter.value += 1
+def _init_worker(index: int, gpus: list[str], threads: int) -> None:
+    """Pin worker ``index`` to its GPU (round-robin) before CUDA starts; torch's threads and
+    deterministic kernels as in the parent."""
     if gpus:
         os.environ["CUDA_VISIBLE_DEVICES"] = gpus[index % len(gpus)]
     os.environ.setdefault("CUBLAS_WORKSPACE_CONFIG", ":4096:8")  # deterministic cuBLAS
     use_threads(threads)
     torch.use_deterministic_algorithms(True, warn_only=True)
+
+
+def _die_with(parent: int) -> None:
+    """Have the kernel kill this worker when its parent dies, however it dies (SIGKILL too:
+    Linux's PR_SET_PDEATHSIG), so no worker trains on for nobody; exit if it already has."""
+    try:
+        ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
+    except (OSError, AttributeError):  # not Linux: the parent's own cleanup must do
+        pass
+    if os.getppid() != parent:
+        os._exit(1)
+
+
+def _worker(conn, index: int, gpus: list[str], threads: int, parent: int) -> None:
+    """A worker process: train each (fn, job, settings) the parent sends, reply ("done",
+    (result, cost)) or ("error", exception); None or a closed pipe ends it."""
+    # Ctrl-C reaches the whole process group: the parent decides, and stops its workers itself
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    _die_with(parent)
+    _init_worker(index, gpus, threads)
+    while True:
+        try:
+            task = conn.recv()
+        except EOFError:
+            return
+        if task is None:
+            return
+        try:
+            reply = ("done", _work(*task))
+        except Exception as err:  # noqa: BLE001 (the parent raises it)
+            reply = ("error", err)
+        try:
+            conn.send(reply)
+        except Exception as err:  # noqa: BLE001 (an exception that does not pickle)
+            conn.send(("error", RuntimeError(f"{type(reply[1]).__name__}: {reply[1]} ({err})")))
+
+
+class _Worker:
+    """One worker process, its pipe and the job it trains (None: idle)."""
+
+    def __init__(self, ctx, index: int, gpus: list[str], threads: int):
+        self.conn, child = ctx.Pipe()
+        args = (child, index, gpus, threads, os.getpid())
+        self.proc = ctx.Process(target=_worker, args=args, daemon=True)
+        self.proc.start()
+        child.close()
+        self.job = None
+
+    def reply(self):
+        """The worker's reply, or None when it died without one."""
+        try:
+            return self.conn.recv() if self.conn.poll() else None
+        except (EOFError, OSError):
+            return None
+
+    def how_it_died(self) -> str:
+        self.proc.join(5)
+        code = self.proc.exitcode
+        if code is not None and code < 0:
+            return f"killed by {signal.Signals(-code).name}"
+        return f"exit status {code}"
+
+    def stop(self, wait: float) -> None:
+        """End the process: asked to (``wait`` seconds), then terminated, then killed."""
+        if self.proc.is_alive() and self.job is None and wait:
+            try:
+                self.conn.send(None)
+            except OSError:
+                pass
+            self.proc.join(wait)
+        for end in (self.proc.terminate, self.proc.kill):
+            if self.proc.is_alive():
+                end()
+                self.proc.join(5)
+        self.conn.close()
+
+
+@contextmanager
+def stop_on_signals():
+    """Context: SIGINT and SIGTERM raise :class:`Stopped` in the main thread (a sweep run from
+    another thread keeps the handlers it has); a second signal during the cleanup is ignored."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def stop(signum, frame):
+        for s in old:
+            signal.signal(s, signal.SIG_IGN)
+        raise Stopped(signum)
+
+    old = {s: signal.signal(s, stop) for s in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        yield
+    finally:
+        for s, handler in old.items():
+            signal.signal(s, handler)
 
 
 def _train(fn, job: tuple, settings: dict, log) -> tuple[dict, dict]:
@@ -221,6 +378,54 @@ def _train(fn, job: tuple, settings: dict, log) -> tuple[dict, dict]:
 
 def _work(fn, job: tuple, settings: dict) -> tuple[dict, dict]:
     return _train(fn, job, settings, functools.partial(print, flush=True))  # stdout: a pipe?
+
+
+def _pool(fn, queue: list, settings: dict, workers: int, fits, land, log) -> list[str]:
+    """Train ``queue``'s jobs (popped as they start) in ``workers`` spawned processes, handing
+    each finished one to ``land``, while ``fits()``; returns the keys of the runs whose worker
+    died (each said in one line; a fresh worker takes its place and the others go on). A run
+    that raises stops the pool and raises here; so does :class:`Stopped`. Every worker is
+    ended on the way out."""
+    ctx = multiprocessing.get_context("spawn")
+    gpus, threads = visible_gpus(settings), torch.get_num_threads()
+    pool = [_Worker(ctx, i, gpus, threads) for i in range(workers)]
+    started, died, clean = workers, [], False
+    try:
+        while True:
+            for w in pool:
+                if w.job is None and queue and fits():
+                    w.job = queue.pop(0)
+                    w.conn.send((fn, w.job, settings))
+            busy = [w for w in pool if w.job is not None]
+            if not busy:
+                break
+            ready = set(connection.wait([w.conn for w in busy] + [w.proc.sentinel for w in busy]))
+            for i, w in enumerate(pool):
+                if w.job is None or not {w.conn, w.proc.sentinel} & ready:
+                    continue
+                job, reply = w.job, w.reply()
+                if reply is None:  # the process ended without a word: a kill, the OOM killer
+                    died.append(job_key(job))
+                    log(
+                        f"  worker {w.proc.pid} training {job_key(job)} died "
+                        f"({w.how_it_died()}); the other runs go on"
+                    )
+                    w.job = None
+                    w.stop(0)
+                    if queue:  # a fresh worker takes its place
+                        pool[i] = _Worker(ctx, started, gpus, threads)
+                        started += 1
+                    continue
+                w.job = None
+                status, payload = reply
+                if status == "error":
+                    raise payload
+                land(job, *payload)
+        clean = True
+    finally:
+        for w in pool:
+            w.stop(10 if clean else 0)
+    return died
 
 
 def run_jobs(fn, jobs: list[tuple], settings: dict, log) -> list:
@@ -258,29 +463,26 @@ def run_jobs(fn, jobs: list[tuple], settings: dict, log) -> list:
             save_run(sw.run_dir / f"{key}.json", {**record, "result": result})
         log(f"  [{len(found)}/{len(jobs)}] {key} done ({cost['seconds']:.1f} s)")
 
-    queue = list(todo)
+    queue, died = list(todo), []
     try:
-        if workers == 1:
-            while queue and fits():
-                job = queue.pop(0)
-                land(job, *_train(fn, job, settings, log))
-        else:
-            ctx = multiprocessing.get_context("spawn")
-            args = (ctx.Value("i", 0), visible_gpus(settings), torch.get_num_threads())
-            with ProcessPoolExecutor(workers, ctx, _init_worker, args) as pool:
-                running = {}
-                while queue or running:
-                    while queue and len(running) < workers and fits():
-                        job = queue.pop(0)
-                        running[pool.submit(_work, fn, job, settings)] = job
-                    if not running:
-                        break
-                    done, _ = wait(running, return_when=FIRST_COMPLETED)
-                    for future in done:
-                        land(running.pop(future), *future.result())
+        with stop_on_signals():
+            if workers == 1:
+                while queue and fits():
+                    job = queue.pop(0)
+                    land(job, *_train(fn, job, settings, log))
+            else:
+                died = _pool(fn, queue, settings, workers, fits, land, log)
+    except Stopped as stop:
+        name = signal.Signals(stop.signum).name
+        where = f", saved under {sw.run_dir}" if sw.run_dir is not None and sw.save else ""
+        raise Stopped(
+            stop.signum,
+            f"{name}: stopped the workers; {len(found)} of {len(jobs)} runs finished{where} "
+            "(rerun the same command to train the rest)",
+        ) from None
     finally:
         sw.pool_s += time.perf_counter() - t0
     left_out = [job_key(job) for job in queue]
-    if left_out:
-        raise Incomplete(left_out, len(found), sw.run_dir)
+    if left_out or died:
+        raise Incomplete(left_out, len(found), sw.run_dir, died)
     return [found[job_key(job)] for job in jobs]
