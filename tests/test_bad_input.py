@@ -1042,14 +1042,15 @@ def test_an_output_folder_that_cannot_be_written_is_refused_up_front(
 
 def _holder(out: Path, steps: int = 10**6) -> subprocess.Popen:
     """A real `geolab train` into ``out`` that runs until it is killed (and saves no checkpoint
-    before), once it holds the lock."""
+    before), once it holds the lock and has logged a step."""
     cmd = [sys.executable, "-m", "geolab", *TINY, "--steps", str(steps), "--ckpt-every", "0"]
     cmd += ["--out", str(out)]
     env = {**os.environ, "OMP_NUM_THREADS": "1"}
     proc = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-    lock = out / ".geolab.lock"
-    for _ in range(600):
-        if lock.is_file() and lock.read_text().startswith(f"{proc.pid}\n"):
+    lock, log = out / ".geolab.lock", out / "metrics.jsonl"
+    for _ in range(1500):
+        mine = lock.is_file() and lock.read_text().startswith(f"{proc.pid}\n")
+        if mine and log.is_file() and log.stat().st_size:  # it trains: a step is logged
             return proc
         assert proc.poll() is None, proc.stderr.read().decode()
         time.sleep(0.2)
