@@ -259,6 +259,7 @@ def _grade_corpus(tmp_path: Path, mode: str) -> None:
            for n, r in by_name.items() if got[n] != want[n]}  # fmt: skip
     assert got == want, why
     assert all(r["max_score"] == POINTS for r in rows) and len({r["seed"] for r in rows}) == 1
+    assert all(r["flag"] == "" for r in rows)  # A1 hides no reference long enough to compare
 
     def failed(name):
         return {c["name"]: c["message"] for c in by_name[name]["checks"] if not c["passed"]}
