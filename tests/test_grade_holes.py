@@ -224,6 +224,23 @@ def minus_one_gap(u, v, beta):
     Q = torch.linalg.solve_ex(eye + beta / 2 * A, eye - beta / 2 * A)[0]
     return torch.linalg.svdvals(Q + eye).min()
 """
+ATEN_SOLVE = """
+def cayley_apply(x, u, v, beta):
+    A = u.unsqueeze(-1) * v.unsqueeze(-2) - v.unsqueeze(-1) * u.unsqueeze(-2)
+    c = torch.as_tensor(beta, dtype=x.dtype)[..., None, None] / 2
+    eye = torch.eye(x.shape[-1], dtype=x.dtype)
+    return torch.ops.aten.linalg_solve(eye + c * A, (eye - c * A) @ x.unsqueeze(-1)).squeeze(-1)
+"""
+C_MODULE_EIG = """
+import importlib
+_linalg = importlib.import_module("torch._C._linalg")
+
+def minus_one_gap(u, v, beta):
+    A = torch.outer(u, v) - torch.outer(v, u)
+    eye = torch.eye(u.shape[-1], dtype=u.dtype)
+    Q = _linalg.linalg_solve(eye + beta / 2 * A, eye - beta / 2 * A)
+    return (_linalg.linalg_eigvals(Q) + 1).abs().min()
+"""
 NUMPY_REGULARIZER = """
 import numpy as _np
 import geolab.assignments.probes as _probes
@@ -252,11 +269,14 @@ def test_a2_unlisted_dense_methods_and_forged_gradients(tmp_path):
         # a dense method or a non-differentiable regulariser earns none of its stub's marks
         "solve_ex.py": (at_import(solution, SOLVE_EX), "ok", points - 7),
         "svdvals.py": (at_import(solution, SVDVALS), "ok", points - 3),
+        "aten_solve.py": (at_import(solution, ATEN_SOLVE), "ok", points - 7),
+        "c_module_eig.py": (at_import(solution, C_MODULE_EIG), "ok", points - 3),
         "numpy_regularizer.py": (at_import(solution, NUMPY_REGULARIZER), "ok", points - 3),
         "patched_torch.py": (at_import(_text("A2", "release"), PATCH_TORCH), "ok", 0.0),
     }
     rows = _grade(tmp_path, "A2", cases)
     for name, stub in (("solve_ex.py", "cayley_apply"), ("svdvals.py", "minus_one_gap"),
+                       ("aten_solve.py", "cayley_apply"), ("c_module_eig.py", "minus_one_gap"),
                        ("numpy_regularizer.py", "gate_regularizer")):  # fmt: skip
         assert {n.split(":")[0] for n in _failed(rows[name])} == {stub}, name
 
