@@ -179,6 +179,7 @@ def result_file(name: str, result: dict):
 
 
 G = ["grade", "{tmp}/subs", "--assignment", "A1", "--sandbox", "none"]
+LAUNCH = ["reproduce", "language_model", "--out", "{tmp}/res", "--launcher"]
 CASES = [
     # rank: sizes and batch checked before anything is allocated
     ("rank-batch-0", ["rank", "--batch", "0"], None, "--batch 0 is not allowed; it must be >= 1"),
@@ -529,6 +530,23 @@ CASES = [
         "cannot write in '/sys'",
         marks=NO_SYSFS,
     ),
+    pytest.param(
+        "launcher-slurm-without-slurm",
+        [*LAUNCH, "slurm", "--partition", "gpu"],
+        None,
+        "--launcher slurm is not allowed here: SLURM's sbatch is not on PATH",
+        marks=pytest.mark.skipif(shutil.which("sbatch") is not None, reason="SLURM is here"),
+    ),
+    ("partition-empty", [*LAUNCH, "slurm", "--partition", ""], None, "--partition '' is not"),
+    ("partition-blank", [*LAUNCH, "slurm", "--partition", " "], None, "--partition ' ' is not"),
+    (
+        "time-limit-inf",
+        [*LAUNCH, "local", "--time-limit", "inf"],
+        None,
+        "--time-limit inf is not allowed; it must be a number of minutes in (0, 1e+06]",
+    ),
+    ("time-limit-nan", [*LAUNCH[:-1], "--time-limit", "nan"], None, "--time-limit nan is not"),
+    ("time-limit-huge", [*LAUNCH[:-1], "--time-limit", "1e300"], None, "--time-limit 1e+300 is"),
 ]
 
 
@@ -1531,3 +1549,18 @@ def test_paper_scale_on_a_cpu_prints_the_estimate_and_needs_yes(tmp_path, capsys
         assert main([*argv, "--yes"]) == 2
     out, err = capsys.readouterr()
     assert "GPU-hours" in out and "is in use by process" in err
+
+
+def test_a_launch_whose_time_limit_leaves_runs_out_exits_3_naming_them(
+    tmp_path, monkeypatch, capsys
+):
+    """--launcher local --time-limit 0.001: the array job starts its first run and leaves the
+    rest out; exit 3 as the help says (not a "still missing" error, exit 2)."""
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join([str(REPO), os.environ.get("PYTHONPATH", "")]))
+    argv = ["reproduce", "language_model", "--scale", "tiny", "--seeds", "1", "--no-png"]
+    argv += ["--out", str(tmp_path / "res"), "--launcher", "local", "--time-limit", "0.001"]
+    assert main(argv) == 3
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and err.startswith("geolab reproduce: time limit: ")
+    assert "left out: " in err and "rerun the same command" in err
+    assert not (tmp_path / "res" / "language_model-tiny.json").exists()

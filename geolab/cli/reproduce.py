@@ -30,6 +30,7 @@ split across them, so the global batch must divide by their count) and rank 0 wr
 import argparse
 import json
 import os
+import shutil
 import sys
 from contextlib import nullcontext
 from pathlib import Path
@@ -50,6 +51,7 @@ from geolab.registry import FLAVORS
 from geolab.threads import thread_count, use_threads
 
 INCOMPLETE = 3  # exit status when --time-limit left runs out (the finished ones are saved)
+MAX_MINUTES = 1e6  # --time-limit's largest value (≈ 2 years): timers and SLURM take finite ones
 
 
 def list_protocols() -> list[tuple[str, str]]:
@@ -168,26 +170,26 @@ def run_locked(args: argparse.Namespace, module, options: dict, time_limit) -> i
             f"scale {args.scale}; pass --force to replace it (and its figures), or choose "
             "another --out"
         )
-    if args.launcher is not None:
-        from geolab.experiments.launch import launch
+    try:
+        if args.launcher is not None:
+            from geolab.experiments.launch import launch
 
-        result = launch(
-            module,
-            args.scale,
-            args.seeds,
-            args.out,
-            args.launcher,
-            partition=args.partition,
-            gpus_per_job=args.gpus_per_job or 1,
-            array_parallelism=args.array_parallelism,
-            runs_per_job=args.runs_per_job,
-            time_limit=time_limit or 24 * 3600,
-            threads=thread_count() if args.threads is None else args.threads,
-            png=not args.no_png,
-            options=options,
-        )
-    else:
-        try:
+            result = launch(
+                module,
+                args.scale,
+                args.seeds,
+                args.out,
+                args.launcher,
+                partition=args.partition,
+                gpus_per_job=args.gpus_per_job or 1,
+                array_parallelism=args.array_parallelism,
+                runs_per_job=args.runs_per_job,
+                time_limit=time_limit or 24 * 3600,
+                threads=thread_count() if args.threads is None else args.threads,
+                png=not args.no_png,
+                options=options,
+            )
+        else:
             result, _ = run_protocol(
                 module,
                 args.scale,
@@ -198,9 +200,9 @@ def run_locked(args: argparse.Namespace, module, options: dict, time_limit) -> i
                 time_limit=time_limit,
                 fresh=args.fresh,
             )
-        except pack.Incomplete as err:
-            print(f"geolab reproduce: {err}", file=sys.stderr)
-            return INCOMPLETE
+    except pack.Incomplete as err:
+        print(f"geolab reproduce: {err}", file=sys.stderr)
+        return INCOMPLETE
     if os.environ.get("RANK", "0") == "0":  # under torchrun, rank 0 speaks
         for h in result["hypotheses"]:
             print(f"{h['id']}: {h['verdict']} — {h['measured']}")
@@ -228,8 +230,13 @@ def check_launch_flags(args: argparse.Namespace, parallel: list[str]) -> None:
     for flag in ("--gpus-per-job", "--array-parallelism", "--runs-per-job"):
         if cluster[flag] is not None and cluster[flag] < 1:
             raise ValueError(f"{flag} {cluster[flag]} is not allowed; it must be >= 1")
-    if args.time_limit is not None and not args.time_limit > 0:
-        raise ValueError(f"--time-limit {args.time_limit} is not allowed; it must be > 0 minutes")
+    if args.time_limit is not None and not 0 < args.time_limit <= MAX_MINUTES:
+        raise ValueError(
+            f"--time-limit {args.time_limit:g} is not allowed; it must be a number of minutes "
+            f"in (0, {MAX_MINUTES:g}]"
+        )
+    if args.partition is not None and not args.partition.strip():
+        raise ValueError(f"--partition {args.partition!r} is not allowed; name a SLURM partition")
     for flag, given in (("--time-limit", args.time_limit is not None), ("--fresh", args.fresh)):
         if given and args.dry_run:
             raise ValueError(f"{flag} is not allowed with --dry-run (it trains nothing)")
@@ -251,6 +258,11 @@ def check_launch_flags(args: argparse.Namespace, parallel: list[str]) -> None:
         raise ValueError("--fresh is not allowed with --launcher; remove the run folder instead")
     if args.launcher == "slurm" and args.partition is None:
         raise ValueError("--launcher slurm needs --partition P (the SLURM partition to submit to)")
+    if args.launcher == "slurm" and shutil.which("sbatch") is None:
+        raise ValueError(
+            "--launcher slurm is not allowed here: SLURM's sbatch is not on PATH; run it on "
+            "the cluster's login node, or use --launcher local"
+        )
     if args.launcher == "local":
         for flag in ("--partition", "--gpus-per-job", "--array-parallelism"):
             if cluster[flag] is not None:

@@ -12,8 +12,9 @@ local executor: the same path on one machine, what the tests run):
    the shared run folder as it lands;
 3. wait for the array, then merge: ``run_protocol`` finds every run saved and writes
    ``OUT/NAME-SCALE.json`` as a local run would. A run that no job finished (a failed job, a
-   time limit) is named and nothing is merged; rerunning the same command submits only the
-   runs still missing, so an interrupted sweep resumes.
+   time limit) is named and nothing is merged (:class:`pack.Incomplete`, exit 3, when only the
+   time limit left runs out); rerunning the same command submits only the runs still missing,
+   so an interrupted sweep resumes.
 
 submitit's logs and pickles go to ``OUT/NAME-SCALE-submitit/``.
 """
@@ -103,13 +104,14 @@ def launch(
             f"{launcher}: {len(todo)} runs in {len(jobs)} array job(s) of ≤ {per_job} "
             f"({workers} worker(s) each): {', '.join(str(j.job_id) for j in jobs)}"
         )
-        best, failed = None, []
+        best, failed, left_out = None, [], []
         for job in jobs:
             try:
                 trained, left, throughput = job.result()
             except Exception as err:  # noqa: BLE001 (a job's failure is reported, not fatal here)
                 failed.append(f"job {job.job_id}: {type(err).__name__}: {str(err)[-300:]}")
                 continue
+            left_out += left
             log(f"  job {job.job_id}: {trained} run(s) trained, {len(left)} left out")
             if throughput and (best is None or trained > best[0]):
                 best = (trained, throughput)
@@ -120,6 +122,9 @@ def launch(
         for line in failed:
             log(line)
         _, missing, _ = collect(module, settings, chosen, run_dir)
+        keys = [pack.job_key(j) for j in missing]
+        if missing and not failed and set(keys) <= set(left_out):  # only the time limit
+            raise pack.Incomplete(keys, len(todo) - len(keys), run_dir)
         if missing:
             raise ValueError(
                 f"{len(missing)} run(s) are still missing after the array "
