@@ -727,6 +727,18 @@ def test_05_one_colour_per_family_and_the_zoom_stays_put_when_jpmhc_explodes():
         assert trace.line.color == explore.streams.FAMILY_COLORS[family]
 
 
+def test_05_reveal_draws_what_is_asked_and_the_nine_lines_are_named_by_family():
+    view = explore.streams_view(20, 2.0, 100)
+    reveal = view.figures["hc_gain"]
+    assert [t.name for t in reveal.data] == ["HC Amax", "mHC Amax"]
+    assert list(reveal.data[0].y) == list(view.figures["gain"].data[0].y)  # HC forward
+    colors = explore.streams.FAMILY_COLORS
+    named = {a.text: a.font.color for a in view.figures["gain"].layout.annotations if a.font.color}
+    assert named == colors
+    hc = next(a for a in view.figures["gain"].layout.annotations if a.text == "HC")
+    assert hc.y == pytest.approx(math.log10(view.numbers["final_gain"]["HC"][0]), rel=1e-6)
+
+
 def test_05_fewer_iterations_leave_a_larger_column_error():
     few = explore.streams_view(2, 2.0, 10).numbers["col_error"]
     many = explore.streams_view(50, 2.0, 10).numbers["col_error"]

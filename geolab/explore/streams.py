@@ -151,6 +151,8 @@ def streams_view(iters: int, spread: float, depth: int, seed: int = 0) -> View:
     titles = ["exp(logits), rows normalised", "1 iteration"] + (
         [f"{iters} iterations"] if iters > 1 else []
     )
+    # nine lines: each family named on the log panel at the end of its forward gain
+    forward = {family: gains[f"{family} Amax forward (rows)"] for family in FAMILIES}
     figs = {
         "heatmaps": figures.heatmaps_figure(shown, titles),
         "error": figures.sweep_figure(
@@ -169,6 +171,7 @@ def streams_view(iters: int, spread: float, depth: int, seed: int = 0) -> View:
             zoomed=[name for name in gains if not name.startswith("HC")],
             bound=STREAMS**0.5,
             lines=lines,
+            named={family: (forward[family], FAMILY_COLORS[family]) for family in FAMILIES},
         ),
         # what the predict-first question asks: HC's forward gain, mHC's beside it
         "hc_gain": figures.composite_gain_figure(

@@ -260,6 +260,7 @@ def composite_gain_figure(
     bound: float | None = None,
     lines: Mapping[str, dict] | None = None,
     title: str = "Gain of the composite mixing product over depth",
+    named: Mapping[str, tuple[object, str]] | None = None,
 ) -> go.Figure:
     """Gain of the composite mixing product (mHC's Amax gain) over depth, log y, 1 marked.
 
@@ -269,7 +270,9 @@ def composite_gain_figure(
     those lines (same styles, no legend) on a linear axis, so gains near 1 are not squashed by
     one that explodes; ``bound`` draws a dotted line there (e.g. √n, the largest Amax gain an
     orthogonal n×n matrix can have) and fixes the zoom to [0, 1.3·bound] whatever the lines do:
-    a line that grows past it leaves the zoom instead of un-zooming it.
+    a line that grows past it leaves the zoom instead of un-zooming it. ``named`` maps a label
+    to (a curve, its colour): each is written on the log panel at the curve's end (e.g. one
+    label per mixer family when nine lines share the plot).
     """
     style = {
         name: (lines or {}).get(name, {"color": PALETTE[i % len(PALETTE)]})
@@ -334,4 +337,15 @@ def composite_gain_figure(
                 text=f"√n = {bound:.2f}: the largest Amax gain of an orthogonal matrix",
             )
     fig.layout.shapes = tuple(shapes)
+    if named:
+        ends = end_labels(
+            {label: curve for label, (curve, _) in named.items()},
+            int(floats(depths)[0]),
+            {label: color for label, (_, color) in named.items()},
+            log=True,
+            span=None,
+        )
+        for label in ends:
+            fig.add_annotation(label)
+        fig.update_layout(margin={"r": 90})
     return fig
