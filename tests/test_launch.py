@@ -65,7 +65,7 @@ def test_local_launcher_submits_waits_merges_and_a_rerun_submits_nothing(
         (["--launcher", "slurm", "--partition", "p", "--gpus-per-job", "0"], "--gpus-per-job 0"),
         (["--launcher", "local", "--dry-run"], "not allowed with --dry-run"),
         (["--launcher", "local", "--fresh"], "--fresh is not allowed with --launcher"),
-        (["--time-limit", "0"], "--time-limit 0.0 is not allowed"),
+        (["--time-limit", "0"], "--time-limit 0 is not allowed"),
         (["--time-limit", "5", "--dry-run"], "--time-limit is not allowed with --dry-run"),
     ],
 )
