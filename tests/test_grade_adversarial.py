@@ -4,14 +4,19 @@ raises NotImplementedError, 0 points) or the instructor solution (15 points), pl
 
 One grading run in the default sandbox (bwrap where it works); the same corpus without bwrap is
 @pytest.mark.slow. Cases that only bwrap can stop (reading the instructor notebook, writing the
-teacher's files) and the fork bomb (which needs an enforced process limit: not for root without
-bwrap) run only where they are in force.
+teacher's files), the fork bomb (which needs an enforced process limit: not for root without
+bwrap) and the squatter (a process limit of its own per worker: root with bwrap) run only where
+they are in force. The corpus also holds the resource attacks: memory spread over processes, a
+stub that waits (not computes) past its CPU limit. The attacks on the grader's pipes — a child
+that stops reading a request larger than the pipe holds, a flood of questions, oversized
+parameters — each get a session or a grading run of their own below.
 """
 
 import inspect
 import os
 import re
 import textwrap
+import threading
 import time
 from contextlib import nullcontext
 from pathlib import Path
@@ -21,9 +26,12 @@ import torch
 
 from geolab.assignments import a4, pasted, sandbox
 from geolab.assignments.catalog import ASSIGNMENTS, all_failed, hidden_tasks
-from geolab.assignments.grade import grade_dir
+from geolab.assignments.checks import TimeLimit
+from geolab.assignments.grade import grade_dir, grading_setup, session_for
 from geolab.assignments.gradebook import write_gradebook
 from geolab.assignments.probes import PROBES
+from geolab.assignments.remote import MAX_ASKS, Stub
+from geolab.assignments.remote_rule import MAX_PARAMS
 from geolab.assignments.run_checks import load_submission
 from geolab.rules import Rule
 
@@ -265,7 +273,7 @@ def _grade_corpus(tmp_path: Path, mode: str) -> None:
         return {c["name"]: c["message"] for c in by_name[name]["checks"] if not c["passed"]}
 
     for name, words in (("memory_bomb.py", "MemoryError"), ("os_exit_stub.py", "ended"),
-                        ("alarm_swallow.py", f"{TASK_TIMEOUT:g} s")):  # fmt: skip
+                        ("alarm_swallow.py", f"{TASK_TIMEOUT:g} s of CPU time")):  # fmt: skip
         assert len(failed(name)) == MODE_CHECKS and all(n.startswith("mode") for n in failed(name))
         assert all(words in m for m in failed(name).values()), failed(name)
     assert all(
@@ -640,3 +648,150 @@ def test_trivial_answers_earn_nothing_from_the_hidden_checks():
         if aid == "A1" and stub in hidden:
             for fn in answers:
                 assert not any(c.passed for c in hidden[stub](InPlace(fn), seed=2)), stub
+
+
+# --- resources: a process limit, memory and time of each submission's own -------------------
+
+GRADES = pytest.mark.skipif(
+    not sandbox.bwrap_works() and os.geteuid() == 0, reason="root without bwrap: grading refused"
+)
+SQUATTER = """
+import os, time
+if not os.path.exists("squatted"):  # the worker's first load (its folder outlives each stub)
+    open("squatted", "w").close()
+    end = time.monotonic() + {hold}
+    while time.monotonic() < end:  # every process the limit allows, taken as soon as it is free
+        try:
+            if os.fork() == 0:
+                time.sleep(120)
+                os._exit(0)
+        except OSError:
+            time.sleep(0.05)
+"""
+THREADS = """
+import concurrent.futures, functools
+
+def _in_threads(fn):  # an honest file that computes every answer in 8 threads, keeps one
+    @functools.wraps(fn)
+    def run(*args):
+        with concurrent.futures.ThreadPoolExecutor(8) as pool:
+            return [pool.submit(fn, *args) for _ in range(8)][0].result()
+    return run
+
+delta_operator, spectrum_and_det = _in_threads(delta_operator), _in_threads(spectrum_and_det)
+delta_update, mode = _in_threads(delta_update), _in_threads(mode)
+"""
+SPREAD = """
+import os, time
+if not os.path.exists("spread"):  # once: 3 processes of {each} bytes, each under the rlimit
+    open("spread", "w").close()
+    kids = []
+    for _ in range(3):
+        if (pid := os.fork()) == 0:
+            _hog = b"x" * {each}
+            time.sleep(5)
+            os._exit(0)
+        kids.append(pid)
+    for pid in kids:
+        os.waitpid(pid, 0)
+"""
+WAITER = """
+import os, time
+if not os.path.exists("waited"):  # once: waits past the stub's CPU limit, computing nothing
+    open("waited", "w").close()
+    time.sleep({wait})
+"""
+
+
+@GRADES
+def test_a_submission_cannot_take_its_peers_processes_memory_or_time(tmp_path):
+    """One run, all four at once: a squatter that takes every process its limit allows, beside
+    an honest file that needs a thread in every stub (as root with bwrap: one uid per worker);
+    a stub whose processes hold 1.35 times the memory limit together, each under it; a stub
+    that waits longer than its CPU limit, computing nothing."""
+    task_timeout, memory_gb = 4.0, 2.0
+    spread = SPREAD.format(each=int(0.45 * memory_gb * 2**30))
+    cases = {
+        "1_threads.py": (at_import(SOLUTION, THREADS), "ok", POINTS),
+        "spread_memory.py": (in_mode(spread), "ok", POINTS - MODE_CHECKS),
+        "waiter.py": (in_mode(WAITER.format(wait=1.5 * task_timeout)), "ok", POINTS),
+    }
+    if sandbox.bwrap_works() and os.geteuid() == 0:  # not for an ordinary user's one uid
+        cases["0_squatter.py"] = (at_import(SOLUTION, SQUATTER.format(hold=15)), "ok", POINTS)
+    folder = tmp_path / "submissions"
+    folder.mkdir()
+    for name, (text, _, _) in cases.items():
+        (folder / name).write_text(text, encoding="utf-8")
+    limits = sandbox.Limits(memory_gb=memory_gb)
+    rows = grade_dir(folder, "A1", TIMEOUT, task_timeout, jobs=len(cases), limits=limits)
+    by_name = {r["submission"]: r for r in rows}
+    got = {n: (r["status"], r["score"]) for n, r in by_name.items()}
+    want = {n: (status, score) for n, (_, status, score) in cases.items()}
+    assert got == want, {n: r["error"] or [c["message"] for c in r["checks"] if not c["passed"]]
+                         for n, r in by_name.items() if got[n] != want[n]}  # fmt: skip
+    failed = [c["message"] for c in by_name["spread_memory.py"]["checks"] if not c["passed"]]
+    assert all(f"{memory_gb:g} GiB of memory together" in m for m in failed), failed
+
+
+STOPS_READING = """
+import os, time
+
+def delta_operator(k, beta):  # answers once; then its process never reads a request again
+    os.read = lambda fd, n: time.sleep(3600)
+    return k
+"""
+
+
+@GRADES
+def test_a_child_that_stops_reading_a_large_request_costs_its_stub_only(tmp_path):
+    """The grader's write of a request larger than the pipe holds to a child that no longer
+    reads ends at the stub's limit (the wall-clock backstop: the child computes nothing)."""
+    text, stopped = at_import(SOLUTION, STOPS_READING), []
+
+    def two_calls(session):
+        stub = Stub(session, "delta_operator")
+        try:
+            with session.limit(2.0)("delta_operator"):
+                stub(torch.ones(3), 0.5)
+                stub(torch.ones(2**20), 0.5)  # 8 MiB: far more than a pipe holds
+        except TimeLimit as err:
+            stopped.append(str(err))
+
+    with grading_setup("A1", TIMEOUT, 2.0) as setup, session_for(text, setup) as session:
+        assert "loaded" in session.open(None)
+        thread = threading.Thread(target=two_calls, args=(session,), daemon=True)
+        thread.start()
+        thread.join(timeout=120)
+        stuck = thread.is_alive()
+    assert not stuck, "the grader is stuck writing to a child that stopped reading"
+    assert stopped and "wall-clock backstop" in stopped[0], stopped
+
+
+A4_SOLUTION = (REPO / "assignments" / "instructor" / "A4_rule.py").read_text(encoding="utf-8")
+A4_FORWARD = "        return x + beta * (sublayer(self.ln(x)) - self.alpha * x)\n"
+A4_INIT = "        self.alpha = nn.Parameter(torch.tensor(float(cfg.alpha0)))\n"
+
+
+@GRADES
+def test_a4_requests_are_bounded_in_count_and_size(tmp_path):
+    """A rule that calls its sublayer thousands of times in one forward (each answer is computed
+    and kept by the grader), and one whose parameters (sent with every request) are larger
+    than a rule needs: both stop at the bound, before the grader serves them."""
+    assert A4_FORWARD in A4_SOLUTION and A4_INIT in A4_SOLUTION
+    flood = "        for _ in range(3000):\n            sublayer(self.ln(x))\n"
+    pad = "        self.pad = nn.Parameter(torch.zeros(200_000))\n"
+    cases = {
+        "flood.py": A4_SOLUTION.replace(A4_FORWARD, flood + A4_FORWARD),
+        "big_params.py": A4_SOLUTION.replace(A4_INIT, A4_INIT + pad),
+    }
+    folder = tmp_path / "submissions"
+    folder.mkdir()
+    for name, text in cases.items():
+        (folder / name).write_text(text, encoding="utf-8")
+    rows = {r["submission"]: r for r in grade_dir(folder, "A4", TIMEOUT, 20.0, jobs=2)}
+    for name, words in (("flood.py", f"more than {MAX_ASKS} questions in one call"),
+                        ("big_params.py", f"more than {MAX_PARAMS:,} parameters")):  # fmt: skip
+        row = rows[name]
+        failed = [c["message"] for c in row["checks"] if not c["passed"]]
+        assert row["status"] == "ok" and row["score"] == 0, (name, row["error"], failed)
+        assert all(words in m for m in failed), (name, failed)

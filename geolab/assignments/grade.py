@@ -7,7 +7,8 @@
 Every ``*.py`` (any case) is read once, up front, and copied alone into a private folder; the
 others are skipped with a warning saying why. Each submission runs in its own sandboxed worker
 (``sandbox``, ``worker``) with one fresh process per stub, so a crash, ``os._exit``, an endless
-loop or a fork costs that stub only. The checks themselves run here, in the grader: the worker
+loop or a fork costs that stub only. The time limits are CPU seconds (``remote``), so a busy
+machine does not fail an honest file. The checks themselves run here, in the grader: the worker
 only runs the student's code on the inputs the checks send and returns plain data (``remote``,
 ``wire``), so nothing the submission can reach decides its score. Inputs are drawn from a fresh
 seed per grading run (``--seed`` to replay one), written into the gradebook. Statuses:
@@ -25,6 +26,7 @@ import sys
 import tempfile
 import time
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
 from pathlib import Path
 
 from geolab.assignments import sandbox
@@ -98,9 +100,10 @@ def grade_text(name: str, text: str, assignment: str, setup: dict) -> dict:
     }
 
 
-def _run(text: str, assignment: str, setup: dict) -> tuple[str, str, list[dict]]:
-    """(status, error, checks) of one submission in its sandboxed worker."""
-    tasks, hidden = get(assignment).tasks, setup["hidden"]
+@contextmanager
+def session_for(text: str, setup: dict):
+    """A :class:`~geolab.assignments.remote.Session` for one submission's ``text`` in a private
+    folder of its own (``setup``: :func:`grading_setup`); its processes are killed on exit."""
     # the student's prints: an unnamed file this process holds (no path to follow or replace)
     with (
         tempfile.TemporaryDirectory(prefix="geolab-grade-") as tmp,
@@ -109,10 +112,20 @@ def _run(text: str, assignment: str, setup: dict) -> tuple[str, str, list[dict]]
         box = Path(tmp)
         for sub in ("in", "tmp"):
             (box / sub).mkdir()
-            (box / sub).chmod(0o777 if sub != "in" else 0o755)  # worker may run as nobody
+            (box / sub).chmod(0o777 if sub != "in" else 0o755)  # the worker runs as another uid
         (box / "in" / "submission.py").write_text(text, encoding="utf-8")
         session = Session(setup["mode"], setup["view"], box, "submission.py",
                           setup["settings"], setup["timeout"], out.fileno())  # fmt: skip
+        try:
+            yield session
+        finally:
+            session.kill()
+
+
+def _run(text: str, assignment: str, setup: dict) -> tuple[str, str, list[dict]]:
+    """(status, error, checks) of one submission in its sandboxed worker."""
+    tasks, hidden = get(assignment).tasks, setup["hidden"]
+    with session_for(text, setup) as session:
         status, error, checks = "ok", "", []
         try:
             report = session.open(None)
@@ -150,21 +163,41 @@ def grade_dir(
 ) -> list[dict]:
     """Grade every submission in ``folder`` (sorted by name), ``jobs`` at a time.
 
-    ``seed``: the checks' inputs (default: fresh). ``mode``: "auto" (bwrap when it works),
+    ``timeout``, ``task_timeout``: CPU seconds of a submission and of one stub (its processes'
+    and the grader's work for it), each with a wall-clock backstop ``remote.BACKSTOP`` times as
+    long. ``seed``: the checks' inputs (default: fresh). ``mode``: "auto" (bwrap when it works),
     "bwrap" or "none". ``hidden``: folder of instructor-only checks (``catalog.HIDDEN_DIR`` in
     a checkout), none by default."""
-    spec = get(assignment)
+    get(assignment)  # an unknown assignment is refused before anything is read
     for name, value in (("timeout", timeout), ("task_timeout", task_timeout), ("jobs", jobs)):
         if not (value > 0 and math.isfinite(value)):
             raise ValueError(f"{name}={value!r} is not allowed; must be a finite number > 0")
     texts, _ = find_submissions(folder)
+    with grading_setup(assignment, timeout, task_timeout, seed, limits, mode, hidden) as setup:
+        with ThreadPoolExecutor(max_workers=jobs) as pool:
+            return list(pool.map(lambda kv: grade_text(*kv, assignment, setup), texts.items()))
+
+
+@contextmanager
+def grading_setup(
+    assignment: str,
+    timeout: float,
+    task_timeout: float,
+    seed: int | None = None,
+    limits: sandbox.Limits | None = None,
+    mode: str = "auto",
+    hidden: Path | None = None,
+):
+    """What every submission of one grading run shares (the arguments of :func:`grade_dir`):
+    the sandbox mode, the package view (removed on exit), the limits, the seed, hidden checks."""
+    spec = get(assignment)
     limits = limits or sandbox.Limits()
     mode = sandbox.choose(mode)
     if mode == "none":
         sandbox.adopt_orphans()
     with tempfile.TemporaryDirectory(prefix="geolab-view-") as tmp:
         Path(tmp).chmod(0o755)
-        setup = {
+        yield {
             "mode": mode,
             "view": sandbox.build_view(Path(tmp), spec.needs_model, spec.hidden),
             "timeout": timeout,
@@ -174,8 +207,6 @@ def grade_dir(
             # the grader's pid marks its workers in the process table (tests look for leftovers)
             "settings": {**limits.for_worker(), "stubs": list(spec.tasks), "grader": os.getpid()},
         }
-        with ThreadPoolExecutor(max_workers=jobs) as pool:
-            return list(pool.map(lambda kv: grade_text(*kv, assignment, setup), texts.items()))
 
 
 def _cmd_grade(args) -> int:

@@ -8,24 +8,37 @@ Whatever arrives is checked field by field; anything else is a :class:`BadReply`
 A stub that runs past its deadline or whose process dies raises
 :class:`~geolab.assignments.checks.TaskStopped` (its checks fail, the next stub gets a fresh
 process); a submission past its whole time limit raises :class:`SubmissionTimeout`.
+
+The limits are CPU time — of every process the submission's workers ran and of the grader's own
+thread working for it — so a loaded machine, which slows an honest stub down, does not fail it;
+a wall-clock backstop of ``BACKSTOP`` times the limit stops code that waits instead of
+computing. Requests go to the worker through a non-blocking pipe under the same limits (a child
+that stops reading cannot hold the grader in a write), and what the worker sends is bounded
+before anything is served: a line of at most ``MAX_LINE`` bytes, at most ``MAX_ASKS`` questions
+in one call.
 :class:`Stub` is what the checks receive instead of the student's function: calling it or
 :func:`~geolab.assignments.checks.observe`-ing it runs the probe in the worker, under the
 guards :func:`~geolab.assignments.checks.forbid` put on it.
 """
 
+import math
 import os
 import selectors
 import signal
 import time
+from contextlib import contextmanager
 from pathlib import Path
 
 from geolab.assignments import sandbox
 from geolab.assignments.checks import ForbiddenCall, TaskStopped, TimeLimit
 from geolab.assignments.wire import decode, dumps, encode, loads
-from geolab.assignments.worker import kill_tree
+from geolab.assignments.worker import kill_tree, tree_cpu
 
 MAX_LINE = 64 * 2**20  # bytes of one reply; more is a malformed reply
+MAX_ASKS = 16  # questions one call may ask the grader (A4: a rule's sublayer calls); mgt_ddl asks 1
 CLOSE_SECONDS = 10.0  # for a stub's processes to be gone once its checks are done
+BACKSTOP = 4.0  # wall-clock seconds a time limit allows per CPU second (for code that waits)
+POLL_SECONDS = 0.25  # how often the CPU time is measured while the grader waits
 
 
 class SubmissionTimeout(BaseException):
@@ -79,20 +92,24 @@ def _rewrite(path: Path, text: str) -> None:
 
 
 class Session:
-    """One submission's worker processes. ``deadline`` (monotonic seconds) bounds the current
-    stub; ``end`` the whole submission. ``output``: the file (a descriptor the grader holds) the
-    student's prints go to; :meth:`output_tail` reads its end."""
+    """One submission's worker processes. ``timeout``: the submission's CPU seconds (its
+    processes' and the grader thread's, :meth:`cpu`), with the wall-clock backstop ``end``;
+    ``stub_cpu`` (CPU seconds) and ``deadline`` (monotonic seconds) bound the current stub the
+    same way. ``output``: the file (a descriptor the grader holds) the student's prints go to;
+    :meth:`output_tail` reads its end."""
 
     def __init__(self, mode: str, view: Path, box: Path, submission: str, settings: dict,
                  timeout: float, output: int):  # fmt: skip
         self.mode, self.view, self.box, self.submission = mode, view, box, submission
         self.text = (box / "in" / submission).read_text(encoding="utf-8")
         self.settings, self.output = settings, output
-        self.end = time.monotonic() + timeout
-        self.timeout = timeout
-        self.deadline = self.end
+        self.end = time.monotonic() + BACKSTOP * timeout
+        self.timeout, self.task_timeout = timeout, None
+        self.deadline, self.stub_cpu = self.end, None
+        self.cpu_gone, self.cpu_thread = 0.0, time.thread_time()
+        self.measured = -math.inf  # when the CPU time was last measured (monotonic seconds)
         self.proc = self.control = None
-        self.buffers = {}
+        self.buffers, self.scanned = {}, {}
         self.stub = None
 
     # --- the process ---------------------------------------------------------------------
@@ -106,7 +123,9 @@ class Session:
         finally:
             os.close(write)
         self.control = read
-        self.buffers = {read: b"", self.proc.stdout.fileno(): b""}
+        os.set_blocking(self.proc.stdin.fileno(), False)  # a write waits in select, under limits
+        self.buffers = {read: bytearray(), self.proc.stdout.fileno(): bytearray()}
+        self.scanned = dict.fromkeys(self.buffers, 0)
         if self._control() != {"ready": True}:
             self.kill()
             raise BadReply("the grading process did not start")
@@ -115,6 +134,7 @@ class Session:
         """SIGKILL the worker's whole process group (with bwrap: its PID namespace)."""
         if self.proc is None:
             return
+        self.cpu_gone += tree_cpu(self.proc.pid)  # what the killed processes used stays counted
         if self.mode == "none":  # no PID namespace: hunt down what escaped its process group
             kill_tree(self.proc.pid, reap=False)
         try:
@@ -131,6 +151,38 @@ class Session:
         os.close(self.control)
         self.proc, self.control, self.stub, self.buffers = None, None, None, {}
 
+    def cpu(self) -> float:
+        """CPU seconds spent on this submission: by every process its workers ran (the killed
+        ones included) and by this grader thread since the session began."""
+        alive = tree_cpu(self.proc.pid) if self.proc is not None else 0.0
+        return self.cpu_gone + alive + time.thread_time() - self.cpu_thread
+
+    def _check_time(self) -> None:
+        """Kill the worker and raise TimeLimit (the stub) or SubmissionTimeout past a limit: CPU
+        time (measured every POLL_SECONDS) or the wall-clock backstop."""
+        now = time.monotonic()
+        cpu = None
+        if now >= self.measured + POLL_SECONDS:
+            self.measured, cpu = now, self.cpu()
+        stub_cpu = self.stub_cpu is not None and cpu is not None and cpu >= self.stub_cpu
+        if stub_cpu or (self.deadline < self.end and now >= self.deadline):
+            self.kill()
+            limit = self.task_timeout
+            if stub_cpu:
+                raise TimeLimit(f"did not finish within {limit:g} s of CPU time (an endless loop?)")
+            raise TimeLimit(
+                f"did not finish within {BACKSTOP * limit:g} s, the wall-clock backstop of its "
+                f"{limit:g} s of CPU time (waiting for something that never comes?)"
+            )
+        if (cpu is not None and cpu >= self.timeout) or now >= self.end:
+            self.kill()
+            limit = f"the {self.timeout:g} s time limit (CPU time)"
+            if now < self.end:
+                raise SubmissionTimeout(f"killed after {limit}")
+            raise SubmissionTimeout(
+                f"killed after {BACKSTOP * self.timeout:g} s, the wall-clock backstop of {limit}"
+            )
+
     def output_tail(self, size: int = 2000) -> str:
         """The last ``size`` bytes the student's code printed (a bounded read of the grader's own
         file: nothing the student left at a path is followed)."""
@@ -138,41 +190,57 @@ class Session:
         return os.pread(self.output, size, max(0, end - size)).decode("utf-8", "replace")
 
     def _send(self, message: dict) -> None:
-        try:
-            self.proc.stdin.write(dumps(message))
-            self.proc.stdin.flush()
-        except (BrokenPipeError, OSError):
-            pass  # the read that follows reports the lost process
+        """Write one request, waiting for the pipe (and reading what arrives meanwhile) only
+        within the limits: a child that stops reading costs its stub's time, no more."""
+        data = memoryview(dumps(message))
+        stdin = self.proc.stdin.fileno()
+        while data:
+            try:
+                data = data[os.write(stdin, data) :]
+            except BlockingIOError:
+                self._wait((self.proc.stdout.fileno(), self.control), stdin)
+            except OSError:  # the worker is gone: the read that follows reports it
+                return
 
-    def _line(self, fds: tuple[int, ...]) -> tuple[int, bytes]:
-        """(fd, the next whole line from one of ``fds``); TaskStopped/SubmissionTimeout at the
-        deadline or when the process is gone, BadReply past MAX_LINE."""
+    def _wait(self, fds: tuple[int, ...], writing: int | None = None) -> None:
+        """Wait until one of ``fds`` has bytes (read into its buffer) or ``writing`` takes some,
+        at most POLL_SECONDS; TaskStopped/SubmissionTimeout past a limit or when the process is
+        gone, BadReply past MAX_LINE."""
+        self._check_time()
+        wait = min(self.deadline, self.end, self.measured + POLL_SECONDS) - time.monotonic()
         with selectors.DefaultSelector() as sel:
             for fd in fds:
                 sel.register(fd, selectors.EVENT_READ)
-            while True:
-                for fd in fds:
-                    if b"\n" in self.buffers[fd]:
-                        line, self.buffers[fd] = self.buffers[fd].split(b"\n", 1)
-                        return fd, line
-                left = min(self.deadline, self.end) - time.monotonic()
-                ready = sel.select(left) if left > 0 else []
-                if not ready:
-                    self.kill()
-                    if self.deadline < self.end:
-                        raise TimeLimit(f"did not finish within {self.task_timeout:g} s "
-                                        "(an endless loop?)")  # fmt: skip
-                    raise SubmissionTimeout(f"killed after the {self.timeout:g} s time limit")
-                for key, _ in ready:
-                    chunk = os.read(key.fd, 1 << 20)
-                    if not chunk:
-                        code = self.proc.wait()
-                        self.kill()
-                        raise ProcessLost(f"the process ended without an answer (exit code {code})")
-                    self.buffers[key.fd] += chunk
-                    if len(self.buffers[key.fd]) > MAX_LINE:
-                        self.kill()
-                        raise BadReply("the process sent a reply larger than the grader accepts")
+            if writing is not None:
+                sel.register(writing, selectors.EVENT_WRITE)
+            ready = sel.select(max(wait, 0.0))
+        for key, _ in ready:
+            if key.fd == writing:
+                continue
+            chunk = os.read(key.fd, 1 << 20)
+            if not chunk:
+                code = self.proc.wait()
+                self.kill()
+                raise ProcessLost(f"the process ended without an answer (exit code {code})")
+            self.buffers[key.fd] += chunk
+            if len(self.buffers[key.fd]) > MAX_LINE:
+                self.kill()
+                raise BadReply("the process sent a reply larger than the grader accepts")
+
+    def _line(self, fds: tuple[int, ...]) -> tuple[int, bytes]:
+        """(fd, the next whole line from one of ``fds``), each byte searched for the end of the
+        line once; raises as :meth:`_wait`."""
+        while True:
+            for fd in fds:
+                buffer = self.buffers[fd]
+                end = buffer.find(b"\n", self.scanned[fd])
+                if end >= 0:
+                    line = bytes(buffer[:end])
+                    del buffer[: end + 1]
+                    self.scanned[fd] = 0
+                    return fd, line
+                self.scanned[fd] = len(buffer)
+            self._wait(fds)
 
     def _control(self) -> dict:
         """The supervisor's next message (the child's replies meanwhile are dropped)."""
@@ -194,6 +262,10 @@ class Session:
                 self.kill()
                 raise BadReply("the grading process sent something that is not a reply")
             self.stub = None
+            if message.get("over") == "memory":
+                gib = self.settings["memory_bytes"] / 2**30
+                raise ProcessLost(f"the processes running your code held more than {gib:g} GiB "
+                                  "of memory together (the limit is for all of them)")  # fmt: skip
             raise ProcessLost(
                 f"the process running your code ended (exit code {message['closed']}): a crash, "
                 "os._exit(), a signal or a resource limit"
@@ -219,7 +291,7 @@ class Session:
             pass
         finally:
             os.set_blocking(fd, True)
-        self.buffers[fd] = b""
+        self.buffers[fd], self.scanned[fd] = bytearray(), 0
 
     # --- one stub at a time ------------------------------------------------------------------
 
@@ -261,8 +333,12 @@ class Session:
             if "loaded" not in reply:
                 raise ProcessLost(reply.get("error", "the submission did not load again"))
         self._send({"op": "call", "probe": probe, "args": encode(tuple(args)), "banned": banned})
-        reply = self._reply()
+        reply, asked = self._reply(), 0
         while set(reply) == {"ask"} and on_ask is not None:
+            asked += 1
+            if asked > MAX_ASKS:  # each answer is computed and kept here: the count is bounded
+                self.kill()
+                raise BadReply(f"the process asked more than {MAX_ASKS} questions in one call")
             try:
                 answer = on_ask(self._decode(reply["ask"]))
             except BaseException:  # the worker waits for an answer it will not get
@@ -285,17 +361,18 @@ class Session:
             raise BadReply(f"the reply is not plain data ({err})") from err
 
     def limit(self, task_timeout: float):
-        """The per-stub limit for ``catalog.check_all``: a deadline, and a fresh child after."""
-        from contextlib import contextmanager
+        """The per-stub limit for ``catalog.check_all``: ``task_timeout`` CPU seconds (backstop:
+        BACKSTOP times as many wall-clock seconds), and a fresh child after."""
 
         @contextmanager
         def stub_limit(_stub):
             self.task_timeout = task_timeout
-            self.deadline = time.monotonic() + task_timeout
+            self.stub_cpu = self.cpu() + task_timeout
+            self.deadline = time.monotonic() + BACKSTOP * task_timeout
             try:
                 yield
             finally:  # the stub's checks are done: its processes get a short time to go
-                self.deadline = time.monotonic() + CLOSE_SECONDS
+                self.stub_cpu, self.deadline = None, time.monotonic() + CLOSE_SECONDS
                 try:
                     self.close()
                 except TaskStopped:

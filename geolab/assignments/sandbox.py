@@ -9,8 +9,9 @@ started dies too. No host folder is writable: what it prints goes to a file desc
 grader holds. The geolab package it sees is a filtered copy (:func:`build_view`): for
 assignments whose notebook does not build models, only the assignment helpers; for the others
 the whole package with the reference functions' code removed (:func:`hide`) — the reference
-cannot be imported, borrowed, read or exec'd. Run as root, it drops to ``nobody`` first, since
-the process limit does not bind root.
+cannot be imported, borrowed, read or exec'd. Run as root, it switches first to a uid of its own
+(:func:`claim_uid`), since the process limit does not bind root and counts every process of a
+uid: with one uid for all, one submission could use up every other's process limit.
 
 Without bwrap the worker is an ordinary process in its own session with the same rlimits,
 importing the same filtered copy; it can read what your user can read (:func:`warning` says so).
@@ -19,6 +20,7 @@ them (:func:`sweep_orphans`). As root without bwrap nothing fences a submission:
 """
 
 import ast
+import itertools
 import json
 import math
 import os
@@ -37,12 +39,17 @@ PACKAGE = Path(geolab.__file__).resolve().parent
 # what a graded submission of an assignment without models may import from geolab
 HELPERS = ("__init__", "catalog", "checks", "probes", "run_checks", "wire", "worker")
 MODES = ("auto", "bwrap", "none")
+# Workers started as root run under uids from UID_BASE up, which no account uses (useradd stops at
+# 60000, containers' subordinate ranges lie far below): a block of UID_SLOTS per grader process
+# (by its pid), so two graders on one machine do not share a process limit either.
+UID_BASE, UID_SLOTS = 2**30, 2**10
 
 
 @dataclass(frozen=True)
 class Limits:
-    """Per-process limits of a student's process: address space (GiB), CPU seconds, processes
-    (threads) it may add, bytes per file it writes or prints, /tmp size (MiB)."""
+    """Limits of a student's process: address space (GiB; also the memory of all of a stub's
+    processes together, ``worker``), CPU seconds, processes (threads) it may add, bytes per file
+    it writes or prints, /tmp size (MiB)."""
 
     memory_gb: float = 4.0
     cpu_seconds: int = 600
@@ -105,8 +112,22 @@ def warning(mode: str) -> str | None:
     )
 
 
-_LIVE: set[int] = set()  # the workers this grader started and has not killed yet
+_LIVE: dict[int, int | None] = {}  # the workers this grader started and has not killed: uid
 _LOCK = threading.Lock()
+_SLOT = itertools.count()
+
+
+def _claim_uid() -> int:
+    """A uid for one worker started as root, held by no other live worker of this grader. Slots
+    are handed out in turn, so a uid comes back only after every other one did: the processes
+    of the worker that held it last are long gone. Called under ``_LOCK``."""
+    block = UID_BASE + (os.getpid() % 2**20) * UID_SLOTS
+    taken = set(_LIVE.values())
+    for _ in range(UID_SLOTS):
+        uid = block + next(_SLOT) % UID_SLOTS
+        if uid not in taken:
+            return uid
+    raise RuntimeError(f"more than {UID_SLOTS} workers at once")
 
 
 def adopt_orphans() -> None:
@@ -138,13 +159,13 @@ def sweep_orphans() -> None:
 
 
 def forget(pid: int) -> None:
-    """``pid`` (a worker) is dead and reaped."""
+    """``pid`` (a worker) is dead and reaped: its uid is free."""
     with _LOCK:
-        _LIVE.discard(pid)
+        _LIVE.pop(pid, None)
 
 
 def _unshare() -> list[str]:
-    if os.geteuid() == 0:  # no user namespace: the worker switches to nobody itself
+    if os.geteuid() == 0:  # no user namespace: the worker switches to its own uid itself
         return ["--unshare-pid", "--unshare-net", "--unshare-ipc", "--unshare-uts",
                 "--unshare-cgroup-try"]  # fmt: skip
     return ["--unshare-all"]
@@ -225,9 +246,7 @@ def command(mode: str, view: Path, box: Path, submission: str, settings: dict) -
     inside bwrap: the student's output goes to a file descriptor the grader holds."""
     python = [sys.executable, "-m", "geolab.assignments.worker"]
     if mode == "none":
-        settings = {**settings, "drop_root": False}
         return [*python, str(box / "in" / submission), json.dumps(settings)]
-    settings = {**settings, "drop_root": os.geteuid() == 0}
     args = ["bwrap", *_unshare(), "--die-with-parent", "--new-session", "--clearenv"]
     # The private /tmp first: a Python or checkout that lives under /tmp is bound over it.
     args += ["--proc", "/proc", "--dev", "/dev", "--size", str(settings["tmp_bytes"])]
@@ -239,7 +258,7 @@ def command(mode: str, view: Path, box: Path, submission: str, settings: dict) -
         args += ["--ro-bind", root, root]
     args += ["--ro-bind", str(view), str(PACKAGE)]  # hides the real package (and its siblings)
     args += ["--ro-bind", str(box / "in"), "/submission", "--chdir", "/tmp"]
-    if os.geteuid() == 0:  # to switch to nobody; the worker has no capability after that
+    if os.geteuid() == 0:  # to switch to its uid; the worker has no capability after that
         args += ["--cap-add", "CAP_SETUID", "--cap-add", "CAP_SETGID"]
     # geolab is imported from where the view is mounted, whatever installed the real one
     for key, value in {**ENV, "HOME": "/tmp", "MPLCONFIGDIR": "/tmp",
@@ -252,13 +271,15 @@ def start(mode: str, view: Path, box: Path, submission: str, settings: dict, out
     """Start one worker in its own session (the grader kills the whole process group): its
     stdin carries requests, its stdout the child's replies, ``settings["control"]`` (a pipe's
     write end, passed through) the supervisor's messages, and ``output`` (a file the grader
-    opened) everything the student's code prints."""
+    opened) everything the student's code prints. Run as root (only with bwrap), the worker
+    gets a uid of its own in ``settings["uid"]``, free again when :func:`forget` is called."""
     tmp = str(box / "tmp")
     env = {**ENV, "PATH": os.environ.get("PATH", ENV["PATH"]), "HOME": tmp, "MPLCONFIGDIR": tmp}
     env["PYTHONPATH"] = str(view.parent)  # without bwrap too, the worker imports the view
     with _LOCK:  # registered before a sweep can see it
+        uid = _claim_uid() if mode == "bwrap" and os.geteuid() == 0 else None
         proc = subprocess.Popen(
-            command(mode, view, box, submission, settings),
+            command(mode, view, box, submission, {**settings, "uid": uid}),
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=output,
@@ -267,5 +288,5 @@ def start(mode: str, view: Path, box: Path, submission: str, settings: dict, out
             start_new_session=True,
             pass_fds=(settings["control"],),
         )
-        _LIVE.add(proc.pid)
+        _LIVE[proc.pid] = uid
     return proc

@@ -17,6 +17,12 @@ the submission; the supervisor is not dumpable, so no child can reopen it throug
 Everything the student code prints goes to stderr: a file the grader opened and holds (it is
 not reachable by name from the sandbox), capped by the file-size limit. Nothing here decides a
 score.
+
+While a child runs, the supervisor sums the memory of every process of the stub (their
+proportional shares of anonymous and shared memory, so the pages a child shares with the
+supervisor count once; all of a process's pages when it hides its memory map) and kills them all
+when the sum passes ``limits["memory_bytes"]``: the rlimit on address space binds one process
+only, and six processes under it could still hold six times the limit together.
 """
 
 import ctypes
@@ -30,7 +36,8 @@ import traceback
 from pathlib import Path
 
 PR_SET_DUMPABLE, PR_SET_CHILD_SUBREAPER = 4, 36
-NOBODY = 65534
+TICKS = os.sysconf("SC_CLK_TCK")  # units of the CPU times in /proc/<pid>/stat
+WATCH_SECONDS = 0.1  # how often the supervisor sums the memory of a stub's processes
 
 
 def _prctl(option: int, value: int) -> None:
@@ -63,16 +70,23 @@ def apply_limits(limits: dict) -> None:
         resource.setrlimit(getattr(resource, name), (value, value))
 
 
-def _parents() -> dict[int, int]:
-    """{pid: parent pid} of every process visible in /proc."""
-    parent = {}
-    for pid in os.listdir("/proc"):
+def _stats() -> dict[int, list[str]]:
+    """{pid: the fields of /proc/<pid>/stat after the command name} of every visible process
+    (index 1 is the parent pid, 11–14 utime, stime, cutime, cstime in clock ticks)."""
+    stats = {}
+    for pid in filter(str.isdigit, os.listdir("/proc")):
         try:
-            stat = Path(f"/proc/{pid}/stat").read_text()
-            parent[int(pid)] = int(stat.rsplit(")", 1)[1].split()[1])
-        except (OSError, ValueError, IndexError):
+            fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        except (OSError, IndexError):
             continue
-    return parent
+        if len(fields) > 14:
+            stats[int(pid)] = fields
+    return stats
+
+
+def _parents(stats: dict | None = None) -> dict[int, int]:
+    """{pid: parent pid} of every process visible in /proc."""
+    return {pid: int(fields[1]) for pid, fields in (stats or _stats()).items()}
 
 
 def children(root: int) -> list[int]:
@@ -80,10 +94,39 @@ def children(root: int) -> list[int]:
     return [pid for pid, ppid in _parents().items() if ppid == root]
 
 
-def descendants(root: int) -> list[int]:
+def tree_cpu(root: int) -> float:
+    """CPU seconds (user + system) of ``root`` and every process below it, the reaped ones
+    included (a reaped child's time is added to its parent's cutime and cstime)."""
+    stats = _stats()
+    pids = [root, *descendants(root, _parents(stats))] if root in stats else []
+    return sum(int(t) for pid in pids if pid in stats for t in stats[pid][11:15]) / TICKS
+
+
+def _memory(pid: int) -> int:
+    """Bytes of anonymous and shared memory (tmpfs, memfd) process ``pid`` holds: its
+    proportional share (a page shared by n processes counts 1/n; smaps_rollup, readable while
+    the process is dumpable), else all of its resident pages of both kinds (status)."""
+    for name, keys in (("smaps_rollup", ("Pss_Anon:", "Pss_Shmem:")),
+                       ("status", ("RssAnon:", "RssShmem:"))):  # fmt: skip
+        try:
+            lines = Path(f"/proc/{pid}/{name}").read_text().splitlines()
+        except OSError:
+            continue
+        sizes = [int(line.split()[1]) * 1024 for line in lines if line.startswith(keys)]
+        if sizes:
+            return sum(sizes)
+    return 0
+
+
+def tree_memory(root: int) -> int:
+    """Bytes of memory the processes below ``root`` hold together (:func:`_memory` of each)."""
+    return sum(_memory(pid) for pid in descendants(root))
+
+
+def descendants(root: int, parent: dict[int, int] | None = None) -> list[int]:
     """Every process below ``root`` (orphans are re-parented to a subreaper, so they stay below
     the supervisor)."""
-    parent = _parents()
+    parent = _parents() if parent is None else parent
     found, frontier = [], {root}
     while frontier:
         kids = {pid for pid, ppid in parent.items() if ppid in frontier}
@@ -136,18 +179,20 @@ _PENDING = bytearray()  # read past a line; empty whenever a child forks (reques
 
 
 def _readline(fd: int) -> bytes:
-    """One line from the raw pipe. The grader sends a request only after the answer to the last,
-    so nothing past a line is ever waiting when the supervisor forks the next child."""
-    while b"\n" not in _PENDING:
+    """One line from the raw pipe, each byte searched for the end of the line once (a large
+    request is read in linear time). The grader sends a request only after the answer to the
+    last, so nothing past a line is ever waiting when the supervisor forks the next child."""
+    scanned = 0
+    while (end := _PENDING.find(b"\n", scanned)) < 0:
+        scanned = len(_PENDING)
         chunk = os.read(fd, 1 << 16)
         if not chunk:
             line = bytes(_PENDING)
             _PENDING.clear()
             return line
         _PENDING.extend(chunk)
-    end = _PENDING.index(b"\n") + 1
-    line = bytes(_PENDING[:end])
-    del _PENDING[:end]
+    line = bytes(_PENDING[: end + 1])
+    del _PENDING[: end + 1]
     return line
 
 
@@ -176,6 +221,7 @@ def serve_stub(path: Path, stub: str | None, limits: dict, fd_in: int, fd_out: i
         return decode(answer["value"])
 
     probes.ask = ask
+    _prctl(PR_SET_DUMPABLE, 1)  # the supervisor reads its memory map (only its own uid can)
     apply_limits(limits)
     try:
         names = load_submission(path, limits["stubs"])
@@ -197,12 +243,28 @@ def serve_stub(path: Path, stub: str | None, limits: dict, fd_in: int, fd_out: i
         _send(fd_out, reply)
 
 
+def _watch(pid: int, limit: int) -> tuple[int, bool]:
+    """Wait for the stub's child ``pid``: (its wait status, whether it was killed because the
+    stub's processes together held more than ``limit`` bytes)."""
+    while True:
+        done, status = os.waitpid(pid, os.WNOHANG)
+        if done:
+            return status, False
+        if tree_memory(os.getpid()) > limit:  # the rest of the tree goes in kill_tree
+            os.kill(pid, signal.SIGKILL)
+            return os.waitpid(pid, 0)[1], True
+        time.sleep(WATCH_SECONDS)
+
+
 def main(argv: list[str]) -> None:
     path, limits = Path(argv[0]), json.loads(argv[1])
-    if os.geteuid() == 0 and limits.get("drop_root"):  # rlimits bind only a non-root uid
+    uid = limits.get("uid")
+    if os.geteuid() == 0 and uid is not None:
+        # rlimits bind only a non-root uid, and RLIMIT_NPROC counts every process of that uid:
+        # a uid of this worker's own, so no other submission shares its process limit
         os.setgroups([])
-        os.setgid(NOBODY)
-        os.setuid(NOBODY)
+        os.setgid(uid)
+        os.setuid(uid)
     _prctl(PR_SET_DUMPABLE, 0)  # no ptrace or /proc/<pid>/mem|fd from the student's processes
     _prctl(PR_SET_CHILD_SUBREAPER, 1)
     fd_in, fd_out, control = os.dup(0), os.dup(1), int(limits["control"])
@@ -239,9 +301,10 @@ def main(argv: list[str]) -> None:
                 traceback.print_exc()
                 code = 1
             os._exit(code)
-        _, status = os.waitpid(pid, 0)
+        status, over = _watch(pid, limits["memory_bytes"])
         kill_tree(os.getpid())
-        _send(control, {"closed": os.waitstatus_to_exitcode(status)})
+        closed = {"closed": os.waitstatus_to_exitcode(status)}
+        _send(control, {**closed, "over": "memory"} if over else closed)
 
 
 if __name__ == "__main__":
