@@ -15,7 +15,6 @@ from geolab.assignments import sandbox
 from geolab.assignments.catalog import all_failed
 from geolab.assignments.grade import find_submissions, grade_dir
 from geolab.assignments.gradebook import read_hand_grades
-from geolab.assignments.remote import BACKSTOP
 from geolab.assignments.wire import decode, encode
 
 REPO = Path(__file__).resolve().parents[1]
@@ -82,8 +81,6 @@ def test_grade_a_folder_of_good_bad_and_broken_submissions(tmp_path, capsys):
     assert len({row["seed"] for row in rows}) == 1 and isinstance(rows[0]["seed"], int)
     for row in rows:
         assert len(row["checks"]) == N_CHECKS and row["max_score"] == POINTS
-        # the never-ending one is killed at the limit (CPU time; at worst the wall-clock backstop)
-        assert row["seconds"] < BACKSTOP * TIMEOUT + 30
 
     for name in ("correct.py", "garbage.py"):  # garbage printed anywhere changes nothing
         assert by_name[name]["status"] == "ok" and by_name[name]["score"] == POINTS, name

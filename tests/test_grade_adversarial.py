@@ -709,7 +709,7 @@ def test_a_submission_cannot_take_its_peers_processes_memory_or_time(tmp_path):
     an honest file that needs a thread in every stub (as root with bwrap: one uid per worker);
     a stub whose processes hold 1.35 times the memory limit together, each under it; a stub
     that waits longer than its CPU limit, computing nothing."""
-    task_timeout, memory_gb = 4.0, 2.0
+    task_timeout, memory_gb = 6.0, 2.0
     spread = SPREAD.format(each=int(0.45 * memory_gb * 2**30))
     cases = {
         "1_threads.py": (at_import(SOLUTION, THREADS), "ok", POINTS),
@@ -745,26 +745,27 @@ def delta_operator(k, beta):  # answers once; then its process never reads a req
 @GRADES
 def test_a_child_that_stops_reading_a_large_request_costs_its_stub_only(tmp_path):
     """The grader's write of a request larger than the pipe holds to a child that no longer
-    reads ends at the stub's limit (the wall-clock backstop: the child computes nothing)."""
+    reads ends at the stub's limit: its CPU time (the grader's encoding counts) or the wall-clock
+    backstop (4 s on an idle machine, longer under load: remote.backstop)."""
     text, stopped = at_import(SOLUTION, STOPS_READING), []
 
     def two_calls(session):
         stub = Stub(session, "delta_operator")
         try:
-            with session.limit(2.0)("delta_operator"):
+            with session.limit(1.0)("delta_operator"):
                 stub(torch.ones(3), 0.5)
                 stub(torch.ones(2**20), 0.5)  # 8 MiB: far more than a pipe holds
         except TimeLimit as err:
             stopped.append(str(err))
 
-    with grading_setup("A1", TIMEOUT, 2.0) as setup, session_for(text, setup) as session:
+    with grading_setup("A1", TIMEOUT, 1.0) as setup, session_for(text, setup) as session:
         assert "loaded" in session.open(None)
         thread = threading.Thread(target=two_calls, args=(session,), daemon=True)
         thread.start()
-        thread.join(timeout=120)
+        thread.join(timeout=300)
         stuck = thread.is_alive()
     assert not stuck, "the grader is stuck writing to a child that stopped reading"
-    assert stopped and "wall-clock backstop" in stopped[0], stopped
+    assert stopped and "did not finish within" in stopped[0], stopped
 
 
 A4_SOLUTION = (REPO / "assignments" / "instructor" / "A4_rule.py").read_text(encoding="utf-8")

@@ -19,7 +19,6 @@ from geolab.assignments.catalog import ASSIGNMENTS, all_failed
 from geolab.assignments.checks import NOT_IMPLEMENTED
 from geolab.assignments.grade import grade_dir
 from geolab.assignments.probes import PROBES
-from geolab.assignments.remote import BACKSTOP
 from geolab.assignments.run_checks import load_submission
 from geolab.assignments.setups import rule_config, sublayer
 from geolab.rules import RESIDUALS
@@ -60,7 +59,6 @@ def _grade(tmp_path: Path, aid: str, cases: dict, seed: int = 5) -> dict:
     why = {n: r["error"] or [c["message"][:200] for c in r["checks"] if not c["passed"]]
            for n, r in by_name.items() if got[n] != want[n]}  # fmt: skip
     assert got == want, why
-    assert all(r["seconds"] < BACKSTOP * TIMEOUT + 30 for r in rows)  # nothing blocked the grader
     return by_name
 
 

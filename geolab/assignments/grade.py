@@ -164,8 +164,8 @@ def grade_dir(
     """Grade every submission in ``folder`` (sorted by name), ``jobs`` at a time.
 
     ``timeout``, ``task_timeout``: CPU seconds of a submission and of one stub (its processes'
-    and the grader's work for it), each with a wall-clock backstop ``remote.BACKSTOP`` times as
-    long. ``seed``: the checks' inputs (default: fresh). ``mode``: "auto" (bwrap when it works),
+    and the grader's work for it), each with a wall-clock backstop (``remote.backstop``).
+    ``seed``: the checks' inputs (default: fresh). ``mode``: "auto" (bwrap when it works),
     "bwrap" or "none". ``hidden``: folder of instructor-only checks (``catalog.HIDDEN_DIR`` in
     a checkout), none by default."""
     get(assignment)  # an unknown assignment is refused before anything is read

@@ -1,21 +1,23 @@
 """The grader's side of a submission's worker: a session of sandboxed processes, and proxies.
 
 :class:`Session` starts the worker (``sandbox.start``), opens one stub at a time, sends probe
-calls and reads plain-data replies, each read bounded by a deadline and a size. Replies come on
+calls and reads plain-data replies, each read bounded by the time limits and a size. Replies come on
 the worker's stdout, the supervisor's ``ready``/``closed`` on a control pipe no student process
 holds, and what the student prints on a file the grader holds (:meth:`Session.output_tail`).
 Whatever arrives is checked field by field; anything else is a :class:`BadReply` for that stub.
-A stub that runs past its deadline or whose process dies raises
+A stub that runs past its limit or whose process dies raises
 :class:`~geolab.assignments.checks.TaskStopped` (its checks fail, the next stub gets a fresh
 process); a submission past its whole time limit raises :class:`SubmissionTimeout`.
 
 The limits are CPU time — of every process the submission's workers ran and of the grader's own
 thread working for it — so a loaded machine, which slows an honest stub down, does not fail it;
-a wall-clock backstop of ``BACKSTOP`` times the limit stops code that waits instead of
-computing. Requests go to the worker through a non-blocking pipe under the same limits (a child
-that stops reading cannot hold the grader in a write), and what the worker sends is bounded
-before anything is served: a line of at most ``MAX_LINE`` bytes, at most ``MAX_ASKS`` questions
+a wall-clock backstop stops code that waits instead of computing: ``BACKSTOP`` times the limit,
+times the load per CPU when the machine has more runnable processes than CPUs (:func:`backstop`).
+Requests go to the worker through a non-blocking pipe under the same limits (a child that stops
+reading cannot hold the grader in a write), and what the worker sends is bounded before
+anything is served: a line of at most ``MAX_LINE`` bytes, at most ``MAX_ASKS`` questions
 in one call.
+
 :class:`Stub` is what the checks receive instead of the student's function: calling it or
 :func:`~geolab.assignments.checks.observe`-ing it runs the probe in the worker, under the
 guards :func:`~geolab.assignments.checks.forbid` put on it.
@@ -37,8 +39,17 @@ from geolab.assignments.worker import kill_tree, tree_cpu
 MAX_LINE = 64 * 2**20  # bytes of one reply; more is a malformed reply
 MAX_ASKS = 16  # questions one call may ask the grader (A4: a rule's sublayer calls); mgt_ddl asks 1
 CLOSE_SECONDS = 10.0  # for a stub's processes to be gone once its checks are done
-BACKSTOP = 4.0  # wall-clock seconds a time limit allows per CPU second (for code that waits)
+BACKSTOP = 4.0  # wall-clock seconds a time limit allows per CPU second on an idle machine
 POLL_SECONDS = 0.25  # how often the CPU time is measured while the grader waits
+
+
+def backstop(seconds: float) -> float:
+    """Wall-clock seconds allowed for a limit of ``seconds`` of CPU time: BACKSTOP times as many,
+    times the 1-minute load average per CPU when it is above 1 (on a machine with 9 runnable
+    processes per CPU an honest process gets a ninth of one). A submission cannot raise it by
+    computing, which its CPU limit counts, nor by waiting, which adds no load."""
+    load = os.getloadavg()[0] / (os.cpu_count() or 1)
+    return BACKSTOP * max(1.0, load) * seconds
 
 
 class SubmissionTimeout(BaseException):
@@ -93,19 +104,19 @@ def _rewrite(path: Path, text: str) -> None:
 
 class Session:
     """One submission's worker processes. ``timeout``: the submission's CPU seconds (its
-    processes' and the grader thread's, :meth:`cpu`), with the wall-clock backstop ``end``;
-    ``stub_cpu`` (CPU seconds) and ``deadline`` (monotonic seconds) bound the current stub the
-    same way. ``output``: the file (a descriptor the grader holds) the student's prints go to;
-    :meth:`output_tail` reads its end."""
+    processes' and the grader thread's, :meth:`cpu`) from ``began``, with a wall-clock backstop
+    (:func:`backstop`); ``stub_limit`` (start time, CPU then, CPU seconds) bounds the current
+    stub the same way, ``close_by`` (monotonic seconds) the end of its processes. ``output``:
+    the file (a descriptor the grader holds) the student's prints go to; :meth:`output_tail`
+    reads its end."""
 
     def __init__(self, mode: str, view: Path, box: Path, submission: str, settings: dict,
                  timeout: float, output: int):  # fmt: skip
         self.mode, self.view, self.box, self.submission = mode, view, box, submission
         self.text = (box / "in" / submission).read_text(encoding="utf-8")
         self.settings, self.output = settings, output
-        self.end = time.monotonic() + BACKSTOP * timeout
-        self.timeout, self.task_timeout = timeout, None
-        self.deadline, self.stub_cpu = self.end, None
+        self.began, self.timeout = time.monotonic(), timeout
+        self.stub_limit = self.close_by = None
         self.cpu_gone, self.cpu_thread = 0.0, time.thread_time()
         self.measured = -math.inf  # when the CPU time was last measured (monotonic seconds)
         self.proc = self.control = None
@@ -164,23 +175,28 @@ class Session:
         cpu = None
         if now >= self.measured + POLL_SECONDS:
             self.measured, cpu = now, self.cpu()
-        stub_cpu = self.stub_cpu is not None and cpu is not None and cpu >= self.stub_cpu
-        if stub_cpu or (self.deadline < self.end and now >= self.deadline):
-            self.kill()
-            limit = self.task_timeout
-            if stub_cpu:
+        if self.stub_limit is not None:
+            start, cpu_then, limit = self.stub_limit
+            if cpu is not None and cpu - cpu_then >= limit:
+                self.kill()
                 raise TimeLimit(f"did not finish within {limit:g} s of CPU time (an endless loop?)")
-            raise TimeLimit(
-                f"did not finish within {BACKSTOP * limit:g} s, the wall-clock backstop of its "
-                f"{limit:g} s of CPU time (waiting for something that never comes?)"
-            )
-        if (cpu is not None and cpu >= self.timeout) or now >= self.end:
+            if now - start >= backstop(limit):
+                self.kill()
+                raise TimeLimit(
+                    f"did not finish within {now - start:.0f} s, the wall-clock backstop of its "
+                    f"{limit:g} s of CPU time (waiting for something that never comes?)"
+                )
+        if self.close_by is not None and now >= self.close_by:
             self.kill()
-            limit = f"the {self.timeout:g} s time limit (CPU time)"
-            if now < self.end:
-                raise SubmissionTimeout(f"killed after {limit}")
+            raise TimeLimit(f"its processes did not end within {CLOSE_SECONDS:g} s")
+        limit = f"the {self.timeout:g} s time limit (CPU time)"
+        if cpu is not None and cpu >= self.timeout:
+            self.kill()
+            raise SubmissionTimeout(f"killed after {limit}")
+        if now - self.began >= backstop(self.timeout):
+            self.kill()
             raise SubmissionTimeout(
-                f"killed after {BACKSTOP * self.timeout:g} s, the wall-clock backstop of {limit}"
+                f"killed after {now - self.began:.0f} s, the wall-clock backstop of {limit}"
             )
 
     def output_tail(self, size: int = 2000) -> str:
@@ -207,7 +223,7 @@ class Session:
         at most POLL_SECONDS; TaskStopped/SubmissionTimeout past a limit or when the process is
         gone, BadReply past MAX_LINE."""
         self._check_time()
-        wait = min(self.deadline, self.end, self.measured + POLL_SECONDS) - time.monotonic()
+        wait = min(self.measured + POLL_SECONDS, self.close_by or math.inf) - time.monotonic()
         with selectors.DefaultSelector() as sel:
             for fd in fds:
                 sel.register(fd, selectors.EVENT_READ)
@@ -361,24 +377,22 @@ class Session:
             raise BadReply(f"the reply is not plain data ({err})") from err
 
     def limit(self, task_timeout: float):
-        """The per-stub limit for ``catalog.check_all``: ``task_timeout`` CPU seconds (backstop:
-        BACKSTOP times as many wall-clock seconds), and a fresh child after."""
+        """The per-stub limit for ``catalog.check_all``: ``task_timeout`` CPU seconds (and the
+        wall-clock backstop, :func:`backstop`), and a fresh child after."""
 
         @contextmanager
         def stub_limit(_stub):
-            self.task_timeout = task_timeout
-            self.stub_cpu = self.cpu() + task_timeout
-            self.deadline = time.monotonic() + BACKSTOP * task_timeout
+            self.stub_limit = (time.monotonic(), self.cpu(), task_timeout)
             try:
                 yield
             finally:  # the stub's checks are done: its processes get a short time to go
-                self.stub_cpu, self.deadline = None, time.monotonic() + CLOSE_SECONDS
+                self.stub_limit, self.close_by = None, time.monotonic() + CLOSE_SECONDS
                 try:
                     self.close()
                 except TaskStopped:
                     pass  # killed: the next stub starts a fresh worker
                 finally:
-                    self.deadline = self.end
+                    self.close_by = None
 
         return stub_limit
 
