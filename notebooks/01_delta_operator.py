@@ -109,18 +109,9 @@ def _(answer, mo):
 
 
 @app.cell
-def _(mo):
+def _(explore, mo):
     beta = mo.ui.slider(
         -1.0, 3.0, step=0.05, value=0.5, label=r"gate $\beta$", show_value=True, full_width=True
-    )
-    phi = mo.ui.slider(
-        -3.14,
-        3.14,
-        step=0.02,
-        value=0.5,
-        label=r"direction of $k$: angle $\varphi$",
-        show_value=True,
-        full_width=True,
     )
     v = mo.ui.slider(
         -2.0,
@@ -131,7 +122,9 @@ def _(mo):
         show_value=True,
         full_width=True,
     )
-    mo.vstack([beta, phi, v])
+    # k's direction by dragging the arrow itself (a slider, from the keyboard: ←/→)
+    phi = mo.ui.anywidget(explore.DirectionDial(0.5))
+    mo.vstack([beta, mo.hstack([phi, v], justify="start", align="center", widths=[1, 3])])
     return beta, phi, v
 
 
@@ -143,7 +136,7 @@ def _(explore):
 
 @app.cell
 def _(beta, delta_view, phi, v):
-    view = delta_view(beta.value, phi.value, v.value)
+    view = delta_view(beta.value, phi.value["phi"], v.value)
     return (view,)
 
 

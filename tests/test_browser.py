@@ -325,6 +325,20 @@ def test_01_beta_slider_by_keyboard_and_every_slider(browser, tmp_path):
         )
         table = page.locator("table", has_text="quantity").first.inner_text()
         assert "0.0000" in table and "3 of 4" in table
+
+        # drag k itself: a click straight above the dial's centre turns k to φ = π/2 (1.58 on
+        # its 0.02 grid), and the table follows (kᵀx for the new k)
+        dial = page.locator("svg[role=slider]")
+        box = dial.bounding_box()
+        page.mouse.click(box["x"] + box["width"] / 2, box["y"] + box["height"] / 2 - 80)
+        wait_until(lambda: dial.get_attribute("aria-valuenow") == "1.58", MOVE_S, "φ = 1.58")
+        kx = explore.view.num(explore.delta_view(1.0, 1.58, 1.0).numbers["kx"])
+        wait_until(
+            lambda: kx in page.locator("table", has_text="quantity").first.inner_text(),
+            MOVE_S,
+            f"kᵀx = {kx} in the table",
+        )
+        nb.settled(MOVE_S)
         nb.each_slider_changes_the_numbers()
 
 

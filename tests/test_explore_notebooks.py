@@ -131,7 +131,7 @@ def test_predict_first_hides_the_answer_until_one_is_picked(name):
 # before the answer (live tables, formulas, text; every one of them shown after it) and an answer.
 GIVEAWAYS = {
     "01_delta_operator": (
-        {"beta": 2.0, "phi": 0.5, "v": 1.0},
+        {"beta": 2.0, "phi": {"phi": 0.5}, "v": 1.0},
         ["reflection", "-1.0000", "\\det A = 1", "1 - \\beta", "Householder"],
         "1",
     ),
@@ -231,9 +231,19 @@ def test_notebook_runs_as_a_script():
 
 def run_01(beta, phi=0.3, v=0.7):
     outputs, defs = load_notebook("01_delta_operator").run(
-        defs={"beta": ui(beta), "phi": ui(phi), "v": ui(v), "answer": "0"}
+        defs={"beta": ui(beta), "phi": ui({"phi": phi}), "v": ui(v), "answer": "0"}
     )
     return shown(outputs), defs["view"]
+
+
+def test_01_direction_dial_is_offline_and_checks_its_angle():
+    dial = explore.DirectionDial(0.3)
+    assert dial.phi == 0.3 and 'role: "slider"' in dial._esm
+    assert "import" not in dial._esm and "https://" not in dial._esm  # nothing fetched
+    assert "0.02" in dial._esm and "3.14" in dial._esm  # the step and range, filled in
+    for bad in (4.0, float("nan"), "1"):
+        with pytest.raises(ValueError, match="phi="):
+            explore.DirectionDial(bad)
 
 
 def test_01_at_beta_1_shows_det_0_and_one_zero_eigenvalue():

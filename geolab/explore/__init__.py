@@ -20,6 +20,7 @@ float64 (``rank.rule_profile``).
 
 from geolab.explore.cayley import cayley_limit_view, cayley_view
 from geolab.explore.delta import delta_mode, delta_view
+from geolab.explore.dial import DirectionDial
 from geolab.explore.gradients import (
     GRADIENT_DEPTHS,
     gradient_view,
@@ -54,6 +55,7 @@ from geolab.explore.trained import rank_bridge_view, trained_depths
 from geolab.explore.view import View, notebook_cache
 
 __all__ = [
+    "DirectionDial",
     "MGT_WIDTH",
     "RANK_DEPTHS",
     "FAMILIES",
