@@ -6,6 +6,7 @@ mean on their own; the rule ``residual`` names then checks the fields it reads (
 """
 
 import math
+import numbers
 from dataclasses import asdict, dataclass, fields, replace
 
 from geolab.layers import NORMS
@@ -28,6 +29,35 @@ def positive_int(value) -> bool:
 def finite_number(value) -> bool:
     """An int or float (not a bool) that is neither NaN nor ±Inf."""
     return isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
+
+
+def plain(value):
+    """A numpy integer or float (``np.int64(12)``, ``np.float32(0.5)``: what arrays and some
+    widgets hand over) as Python's int or float, which the checks, torch and JSON take; any
+    other value unchanged (numpy's bool stays a non-bool, refused where a bool is asked)."""
+    if type(value).__module__ == "numpy":
+        if isinstance(value, numbers.Integral):
+            return int(value)
+        if isinstance(value, numbers.Real):
+            return float(value)
+    return value
+
+
+# The largest seed: numpy's RandomState (the reference tasks) takes no more, and a task seeds its
+# splits with seed·1000 + k, which torch's generators must still take.
+SEED_MAX = 2**32 - 1
+
+
+def check_seed(value, what: str) -> int:
+    """``value`` as a seed: an integer (a numpy one too, not a bool) in [0, SEED_MAX]; a
+    one-line ValueError naming ``what`` otherwise, before any generator sees it."""
+    value = plain(value)
+    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= SEED_MAX:
+        named = f"{what} {value!r}" if what.startswith("-") else f"{what}={value!r}"
+        raise ValueError(
+            f"{named} is not allowed; a seed is an integer in [0, {SEED_MAX}] (2^32 - 1)"
+        )
+    return value
 
 
 @dataclass(frozen=True)
@@ -80,6 +110,8 @@ class GeoConfig:
     flavor: str = "geolab"
 
     def __post_init__(self):
+        for f in fields(self):  # numpy numbers as Python's, so checks and JSON take them
+            object.__setattr__(self, f.name, plain(getattr(self, f.name)))
         rule = rule_class(self)
         for name in ("n_layer", "d_model", "n_head", "seq_len", "n_streams"):
             value = getattr(self, name)

@@ -112,6 +112,10 @@ def glossary(names=None) -> list[tuple[str, str, str]]:
     rules all follow it; tests/test_rules.py checks each cites an arXiv paper), so the glossary
     cannot drift from the code. A rule without the " — " gets "" as its paper.
     """
+    if isinstance(names, str):  # not a list of one-letter names
+        raise ValueError(
+            f"names={names!r} is not allowed; pass a list of rule names, e.g. {[names]!r}"
+        )
     rows = []
     for name in RESIDUALS if names is None else names:
         if name not in RESIDUALS:

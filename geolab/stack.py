@@ -37,7 +37,7 @@ import torch
 from geolab.compiling import compiled, views_compile
 from geolab.config import GeoConfig
 from geolab.layers import attention, gpt2_proj_std, mlp
-from geolab.model import GeoTransformer
+from geolab.model import GeoTransformer, check_tokens
 from geolab.rules import Rule, rule_class
 
 STD = 0.02  # GPT-2's init std of every weight but the residual projections' extra 1/√(steps)
@@ -257,6 +257,7 @@ def stack_states(
     rule_cls = rule_class(cfg)
     scale = proj_scale(cfg)
     rope = cfg.pos == "rope"
+    check_tokens(tokens, cfg.vocab_size)  # −1 would index the last row, silently
     seq = tokens.shape[1]
     h = sub.embed[tokens]
     if cfg.pos == "learned":

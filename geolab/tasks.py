@@ -34,6 +34,7 @@ import torch
 import torch.nn.functional as F
 
 from geolab import data
+from geolab.config import check_seed
 from geolab.memory import check_allocation
 from geolab.registry import FLAVORS
 
@@ -472,8 +473,7 @@ def get_task(name: str, seed: int = 0, flavor: str = "geolab", **overrides) -> T
     """
     if name not in TASKS:
         raise ValueError(f"unknown task {name!r}; allowed: {', '.join(TASKS)}")
-    if isinstance(seed, bool) or not isinstance(seed, int):
-        raise ValueError(f"seed={seed!r} must be an integer")
+    seed = check_seed(seed, "seed")
     fixed = ("seed", "mode") if name == "near_pi_multi" else ("seed",)
     builder = near_pi if name == "near_pi_multi" else TASKS[name]
     allowed = [p for p in inspect.signature(builder).parameters if p not in fixed]

@@ -545,6 +545,16 @@ CASES = [
         None,
         "--time-limit inf is not allowed; it must be a number of minutes in (0, 1e+06]",
     ),
+    ("grade-seed-2^70", [*G, "--seed", str(2**70)], submissions, f"--seed {2**70} is not allowed"),
+    ("train-seed-2^64", [*TINY, "--seed", str(2**64)], None, f"--seed {2**64} is not allowed"),
+    ("train-seed-2^63", [*TINY, "--seed", str(2**63)], None, "a seed is an integer in [0, "),
+    ("rank-seed-2^63", ["rank", "--seed", str(2**63)], None, f"--seed {2**63} is not allowed"),
+    (
+        "rank-million-layers",
+        ["rank", "--layers", "1000000", "--d-model", "8", "--heads", "2"],
+        None,
+        "--layers 1000000 is not allowed for rank; at most 10000",
+    ),
     ("time-limit-nan", [*LAUNCH[:-1], "--time-limit", "nan"], None, "--time-limit nan is not"),
     ("time-limit-huge", [*LAUNCH[:-1], "--time-limit", "1e300"], None, "--time-limit 1e+300 is"),
 ]
@@ -1564,3 +1574,55 @@ def test_a_launch_whose_time_limit_leaves_runs_out_exits_3_naming_them(
     assert err.count("\n") == 1 and err.startswith("geolab reproduce: time limit: ")
     assert "left out: " in err and "rerun the same command" in err
     assert not (tmp_path / "res" / "language_model-tiny.json").exists()
+
+
+def _views():
+    from geolab.explore.gradients import gradient_view
+    from geolab.explore.rank import rank_view
+    from geolab.rules import glossary
+    from geolab.tasks import get_task
+
+    return rank_view, gradient_view, glossary, get_task
+
+
+UNCHECKED = [  # (id, call on (rank_view, gradient_view, glossary, get_task), fragment)
+    ("rank-seq-0", lambda r, g, gl, t: r(("preln",), 2, seq_len=0), "seq_len=0 is not allowed"),
+    ("rank-seq-1", lambda r, g, gl, t: r(("preln",), 2, seq_len=1), "seq_len=1 is not allowed"),
+    ("rank-d-0", lambda r, g, gl, t: r(("preln",), 2, d_model=0), "d_model=0 is not allowed"),
+    ("rank-str", lambda r, g, gl, t: r("preln", 2), "rules='preln' is not allowed; pass a list"),
+    ("grad-seq-1", lambda r, g, gl, t: g(("preln",), 2, seq_len=1), "seq_len=1 is not allowed"),
+    ("grad-str", lambda r, g, gl, t: g("preln", 2), "rules='preln' is not allowed"),
+    ("glossary-str", lambda r, g, gl, t: gl("preln"), "names='preln' is not allowed; pass a list"),
+    ("task-seed", lambda r, g, gl, t: t("copy", seed=2**63), f"seed={2**63} is not allowed"),
+]
+
+
+@pytest.mark.parametrize(
+    "call, fragment", [c[1:] for c in UNCHECKED], ids=[c[0] for c in UNCHECKED]
+)
+def test_a_value_that_would_reach_the_machine_unchecked_is_refused(call, fragment):
+    with pytest.raises(ValueError) as err:
+        call(*_views())
+    assert fragment in str(err.value)
+
+
+def test_a_token_outside_the_vocabulary_is_refused_by_the_stacked_model():
+    from geolab.stack import stack_states
+
+    cfg = GeoConfig(residual="preln", n_layer=1, d_model=8, n_head=2, vocab_size=16, seq_len=4)
+    with pytest.raises(ValueError, match=r"token ids in \[-1, 2\] are not allowed"):
+        stack_states(cfg, 0, torch.tensor([[0, 1, -1, 2]]))
+
+
+def test_numpy_numbers_are_taken_as_python_numbers():
+    """np.int64 / np.float32 (what arrays and widgets hand over) are accepted and stored as
+    int / float, so config.json and the checks see plain numbers."""
+    from geolab.train import TrainConfig
+
+    tc = TrainConfig(steps=np.int64(3), lr=np.float32(0.5), seed=np.uint32(7))
+    assert (type(tc.steps), type(tc.lr), type(tc.seed)) == (int, float, int)
+    cfg = GeoConfig(n_layer=np.int64(2), d_model=np.int32(16), n_head=2, d_in=4, d_out=4)
+    assert type(cfg.n_layer) is int and type(cfg.d_model) is int
+    json.dumps(cfg.to_dict()) and json.dumps(tc.__dict__)
+    with pytest.raises(ValueError, match="TrainConfig.steps=0 is not allowed"):
+        TrainConfig(steps=np.int64(0))

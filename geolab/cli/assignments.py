@@ -7,6 +7,7 @@ from pathlib import Path
 
 from geolab.assignments import catalog, grade, release, sandbox
 from geolab.assignments.gradebook import check_gradebook
+from geolab.config import check_seed
 from geolab.lock import hold
 
 # the grader's resource limits: flag, default, what it bounds, the largest value allowed
@@ -29,6 +30,8 @@ def check_limits(args) -> None:
             )
     if args.jobs < 1:
         raise ValueError(f"--jobs {args.jobs} is not allowed; it must be >= 1")
+    if args.seed is not None:
+        check_seed(args.seed, "--seed")
 
 
 def _cmd_grade(args) -> int:

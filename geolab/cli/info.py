@@ -7,11 +7,14 @@ import sys
 import torch
 
 from geolab.cli.args import add_model_arguments, geo_config
+from geolab.config import check_seed
 from geolab.device import describe_device, pick_device
 from geolab.memory import check_fits
 from geolab.metrics import effective_rank, rank_collapse_residual
 from geolab.rules import RESIDUALS, describe
 from geolab.threads import use_threads
+
+RANK_MAX_LAYERS = 10_000
 
 
 def cmd_info(args) -> int:
@@ -33,6 +36,12 @@ def cmd_rank(args) -> int:
 
     if args.batch < 1:
         raise ValueError(f"--batch {args.batch} is not allowed; it must be >= 1")
+    if args.layers > RANK_MAX_LAYERS:  # a bound on the time, which check_fits does not see
+        raise ValueError(
+            f"--layers {args.layers} is not allowed for rank; at most {RANK_MAX_LAYERS} (every "
+            "layer is built and run on the CPU: a million would not answer for hours)"
+        )
+    check_seed(args.seed, "--seed")
     use_threads()  # GEOLAB_THREADS, else one thread (geolab.threads)
     if args.flavor == "reference":
         raise ValueError(

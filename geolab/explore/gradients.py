@@ -26,8 +26,15 @@ import torch
 import torch.nn.functional as F
 
 from geolab import figures
-from geolab.explore.rank import REFERENCE, rank_config, rank_rules, rank_tokens, rule_colors
-from geolab.explore.view import View, check_int, num
+from geolab.explore.rank import (
+    MAX_WIDTH,
+    REFERENCE,
+    rank_config,
+    rank_rules,
+    rank_tokens,
+    rule_colors,
+)
+from geolab.explore.view import View, check_int, check_names, num
 from geolab.model import GeoTransformer
 
 GRADIENT_DEPTHS = (12, 24, 48, 100)
@@ -100,10 +107,9 @@ def gradient_view(
     """08: per-layer gradient norms and the singular values of ``J_l`` over depth for each rule
     (``reference`` adds pure attention, as in 04), every rule at its own default init."""
     n_layer = check_int("n_layer", n_layer, 1, 400)
-    allowed = rank_rules()
-    unknown = [r for r in rules if r not in allowed]
-    if unknown:
-        raise ValueError(f"rules: {unknown} not allowed; choose from {', '.join(allowed)}")
+    rules = check_names("rules", rules, rank_rules())
+    d_model = check_int("d_model", d_model, 2, MAX_WIDTH)
+    seq_len = check_int("seq_len", seq_len, 2, MAX_WIDTH)  # one token has no rank to lose
     names = list(dict.fromkeys(rules)) + ([REFERENCE] if reference else [])
     norms, sv = {}, {}
     for name in names:

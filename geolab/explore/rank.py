@@ -11,7 +11,7 @@ import torch
 
 from geolab import figures
 from geolab.config import GeoConfig
-from geolab.explore.view import View, check_int, num
+from geolab.explore.view import View, check_int, check_names, num
 from geolab.metrics import effective_rank, rank_collapse_residual
 from geolab.model import GeoTransformer
 from geolab.probe import record
@@ -22,6 +22,7 @@ from geolab.stack import as_module, stack_states
 RANK_DEPTHS = (12, 24, 48, 100, 200)
 REFERENCE = "pure attention"
 RANK_VOCAB = 256  # 04's token vocabulary (and geolab rank's)
+MAX_WIDTH = 1024  # the views' largest width and sequence length (04 and 08 use 32–128)
 
 
 def rank_rules() -> tuple[str, ...]:
@@ -288,10 +289,9 @@ def rank_view(
     """
     n_layer = check_int("n_layer", n_layer, 1, 400)
     layer = n_layer if layer is None else check_int("layer", layer, 0, n_layer)
-    allowed = rank_rules()
-    unknown = [r for r in rules if r not in allowed]
-    if unknown:
-        raise ValueError(f"rules: {unknown} not allowed; choose from {', '.join(allowed)}")
+    rules = check_names("rules", rules, rank_rules())
+    d_model = check_int("d_model", d_model, 2, MAX_WIDTH)
+    seq_len = check_int("seq_len", seq_len, 2, MAX_WIDTH)  # one token has no rank to lose
     names = list(dict.fromkeys(rules)) + ([REFERENCE] if reference else [])
     ranks, residuals, clouds, rejected, lost = {}, {}, {}, {}, {}
     for name in names if progress is None else progress(names):

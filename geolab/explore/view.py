@@ -76,3 +76,17 @@ def check_int(name: str, value, low: int, high: int) -> int:
     if not (real and low <= value <= high and float(value).is_integer()):
         raise ValueError(f"{name}={value!r} is not allowed; expected an integer in [{low}, {high}]")
     return int(value)
+
+
+def check_names(what: str, names, allowed) -> list:
+    """``names`` (a list or tuple of names, each one of ``allowed``) as a list; a single string
+    is refused whole, not read letter by letter as a list of one-letter names."""
+    if isinstance(names, str) or not isinstance(names, list | tuple):
+        example = [names] if isinstance(names, str) else ["preln"]
+        raise ValueError(
+            f"{what}={names!r} is not allowed; pass a list or tuple of names, e.g. {example!r}"
+        )
+    unknown = [r for r in names if r not in allowed]
+    if unknown:
+        raise ValueError(f"{what}: {unknown} not allowed; choose from {', '.join(allowed)}")
+    return list(names)

@@ -6,9 +6,9 @@ Defaults are the E∆ protocol (docs/design.md §8): 2000 steps, batch 64, AdamW
 
 import math
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 
-from geolab.config import finite_number
+from geolab.config import check_seed, finite_number, plain
 from geolab.registry import FLAVORS
 from geolab.threads import check_threads
 
@@ -60,14 +60,17 @@ class TrainConfig:
     threads: int | None = None
 
     def __post_init__(self):
+        for f in fields(self):  # numpy numbers as Python's, so checks and JSON take them
+            setattr(self, f.name, plain(getattr(self, f.name)))
         if self.flavor not in FLAVORS:
             _bad("flavor", self.flavor, f"allowed: {', '.join(FLAVORS)}")
         if self.betas is None:
             self.betas = (0.9, 0.95) if self.flavor == "reference" else (0.9, 0.999)
         for name in ("steps", "batch_size"):
             check_int(name, getattr(self, name), low=1)
-        for name in ("warmup", "eval_every", "ckpt_every", "seed"):
+        for name in ("warmup", "eval_every", "ckpt_every"):
             check_int(name, getattr(self, name), low=0)
+        check_seed(self.seed, "TrainConfig.seed")
         if self.eval_batches is not None:
             check_int("eval_batches", self.eval_batches, low=1)
         if self.threads is not None:
