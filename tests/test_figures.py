@@ -264,3 +264,15 @@ def test_gradient_figures_name_more_than_three_lines_on_the_plot():
     jac = validated(F.jacobian_figure(sv))
     assert sorted(a.text for a in jac.layout.annotations) == list("abcd")
     assert {a.x for a in jac.layout.annotations} == {0}  # at l = 0, where they differ
+
+
+def test_result_figures_take_the_rules_colours():
+    from geolab.experiments import figures as EF
+
+    curve = {"val_curve": {"metric": "mse", "steps": [1, 2], "values": [1.0, 0.5]}}
+    runs = {f"{r}/L{d}": {**curve, "converged": True} for r in ("mgt", "preln") for d in (4, 8)}
+    fig = EF.learning_curves(runs, "t", group=lambda name: name.split("/")[0])
+    assert [t.line.color for t in fig.data] == [F.RULE_COLORS[n.split("/")[0]] for n in runs]
+    summary = {f"{r}/L{d}": {"init": {"mean": 0.5}} for r in ("ddl", "mhc") for d in (4, 8)}
+    ranks = EF.final_rank_vs_depth([4, 8], ["ddl", "mhc"], summary)
+    assert [t.line.color for t in ranks.data] == [F.RULE_COLORS["ddl"], F.RULE_COLORS["mhc"]]

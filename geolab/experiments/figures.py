@@ -12,6 +12,7 @@ from geolab.figures import (
     end_labels,
     integer_ticks,
     rank_figure,
+    rule_color,
     sweep_figure,
 )
 
@@ -48,7 +49,7 @@ def final_rank_vs_depth(depths, rules, summary: dict) -> go.Figure:
                         y=[r["mean"] for _, r in points],
                         mode="lines+markers",
                         name=f"{rule} ({phase})",
-                        line={"color": PALETTE[i % len(PALETTE)], "dash": dash},
+                        line={"color": rule_color(rule, i), "dash": dash},
                     )
                 )
     fig = go.Figure(data)
@@ -136,9 +137,10 @@ def learning_curves(runs: dict, title: str, group=None) -> go.Figure:
     "values"} and a "converged" flag (a dotted line when it did not converge). Runs from result
     files written before curves were recorded are left out (the title says so if none is left).
 
-    ``group(name)`` (e.g. the rule of "mgt L=48") gives one colour per group and one marker
-    symbol per member within it, so sixteen curves of four rules at four depths read as four
-    colours, not ten palette colours repeating."""
+    ``group(name)`` (e.g. the rule of "mgt L=48") gives one colour per group (the rule's own,
+    ``figures.rule_color``, as in every notebook) and one marker symbol per member within it, so
+    sixteen curves of four rules at four depths read as four colours, not ten palette colours
+    repeating."""
     runs = {name: run for name, run in runs.items() if "val_curve" in run}
     styles = {}
     if group is not None:
@@ -147,7 +149,7 @@ def learning_curves(runs: dict, title: str, group=None) -> go.Figure:
             members = groups.setdefault(group(name), [])
             colour = list(groups).index(group(name))
             styles[name] = {
-                "line": {"color": PALETTE[colour % len(PALETTE)]},
+                "line": {"color": rule_color(group(name), colour)},
                 "marker": {"symbol": SYMBOLS[len(members) % len(SYMBOLS)], "size": 7},
             }
             members.append(name)
