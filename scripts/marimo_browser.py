@@ -8,12 +8,13 @@ from __future__ import annotations
 
 import base64
 import os
+import re
 import signal
 import socket
 import subprocess
 import sys
 import time
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from pathlib import Path
 
 import numpy as np
@@ -51,51 +52,86 @@ def free_port() -> int:
 
 
 @contextmanager
-def serve(notebook: Path, log: Path, startup_s: float = 90.0, env: dict | None = None):
-    """``marimo run NOTEBOOK`` on a free 127.0.0.1 port; yields its URL; stops it by pid.
-    ``env`` replaces the server's environment (default: this process's)."""
+def serve(
+    notebook: Path, log: Path, startup_s: float = 90.0, env: dict | None = None, mode: str = "run"
+):
+    """``marimo run NOTEBOOK`` (``mode="edit"``: ``marimo edit``, without a token) on a free
+    127.0.0.1 port; yields its URL; stops it. ``env`` replaces the server's environment
+    (default: this process's)."""
     port = free_port()
     env = {**(os.environ if env is None else env), "PYTHONPATH": str(REPO), "OMP_NUM_THREADS": "1"}
-    with open(log, "w") as out:
-        proc = subprocess.Popen(
-            [
-                sys.executable,
-                "-m",
-                "marimo",
-                "run",
-                str(notebook),
-                "--host",
-                "127.0.0.1",
-                "--port",
-                str(port),
-                "--headless",
-            ],
-            stdout=out,
-            stderr=subprocess.STDOUT,
-            env=env,
-            cwd=REPO,
-        )
+    cmd = [sys.executable, "-m", "marimo", mode, str(notebook), "--host", "127.0.0.1"]
+    cmd += ["--port", str(port), "--headless"]
+    if mode == "edit":
+        cmd += ["--no-token", "--skip-update-check"]
+    proc = _start(cmd, log, env)
     try:
         deadline = time.monotonic() + startup_s
         while True:
-            if proc.poll() is not None:
-                raise RuntimeError(f"marimo run exited with {proc.returncode}; see {log}")
+            _check_alive(proc, log)
             try:
                 socket.create_connection(("127.0.0.1", port), timeout=1).close()
                 break
             except OSError:
                 if time.monotonic() > deadline:
-                    raise RuntimeError(f"marimo run did not listen within {startup_s}s") from None
+                    raise RuntimeError(f"marimo did not listen within {startup_s}s") from None
                 time.sleep(0.3)
         yield f"http://127.0.0.1:{port}/"
     finally:
-        if proc.poll() is None:
-            os.kill(proc.pid, signal.SIGTERM)
-            try:
-                proc.wait(timeout=20)
-            except subprocess.TimeoutExpired:
-                os.kill(proc.pid, signal.SIGKILL)
-                proc.wait()
+        _stop(proc)
+
+
+@contextmanager
+def make_tour(log: Path, startup_s: float = 120.0):
+    """The README's first command, ``make tour`` (set-up check, then ``marimo edit`` of the
+    tour), on a free port (the Makefile's PORT); yields the URL with the access token it
+    prints; stops make and the server it started (one process group)."""
+    port = free_port()
+    env = {**os.environ, "BROWSER": "true"}  # marimo would open a browser window: none here
+    proc = _start(["make", "--no-print-directory", "tour", f"PORT={port}"], log, env)
+    token = re.compile(rf":{port}/?\?access_token=([\w-]+)")
+    try:
+        deadline = time.monotonic() + startup_s
+        while not (found := token.search(re.sub(r"\x1b\[[0-9;]*m", "", log.read_text()))):
+            _check_alive(proc, log)
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"make tour printed no URL within {startup_s}s; see {log}")
+            time.sleep(0.3)
+        yield f"http://127.0.0.1:{port}/?access_token={found[1]}"
+    finally:
+        _stop(proc)
+
+
+def _start(cmd: list[str], log: Path, env: dict) -> subprocess.Popen:
+    """``cmd`` in a process group of its own (what it starts is stopped with it), output to
+    ``log``."""
+    with open(log, "w") as out:
+        return subprocess.Popen(
+            cmd, stdout=out, stderr=subprocess.STDOUT, env=env, cwd=REPO, start_new_session=True
+        )
+
+
+def _check_alive(proc: subprocess.Popen, log: Path) -> None:
+    if proc.poll() is not None:
+        raise RuntimeError(f"{proc.args[0]} exited with {proc.returncode}; see {log}")
+
+
+def _stop(proc: subprocess.Popen) -> None:
+    """SIGTERM to the process group ``_start`` made; SIGKILL to what is left of it after 20 s."""
+    with suppress(ProcessLookupError):
+        os.killpg(proc.pid, signal.SIGTERM)
+    deadline = time.monotonic() + 20
+    while time.monotonic() < deadline:
+        proc.poll()  # reaps the leader, so an empty group is gone
+        try:
+            os.killpg(proc.pid, 0)
+        except ProcessLookupError:
+            break
+        time.sleep(0.2)
+    else:
+        with suppress(ProcessLookupError):
+            os.killpg(proc.pid, signal.SIGKILL)
+    proc.wait()
 
 
 def launch(playwright):

@@ -242,9 +242,16 @@ def test_feedback_callout_colours():
 
 @pytest.mark.parametrize("aid", IDS)
 @pytest.mark.parametrize("kind", ["student", "instructor"])
-def test_notebook_runs_headless(aid, kind):
+def test_notebook_runs_headless(aid, kind, capsys):
+    """Run as a script, each notebook prints every stub's check: waiting in the release, every
+    check passing with the instructor's solutions."""
     path = _student(aid) if kind == "student" else _instructor(aid)
     runpy.run_path(str(path), run_name="__main__")
+    printed = capsys.readouterr().out.splitlines()
+    ends = {"student": "— waiting for your code", "instructor": "checks pass"}[kind]
+    for stub in ASSIGNMENTS[aid].tasks:
+        line = next(x for x in printed if x.startswith(f"{aid} · {stub} —"))
+        assert line.endswith(ends), line
 
 
 def test_marimo_check_strict():

@@ -14,6 +14,7 @@ import hashlib
 import json
 import os
 import re
+import shutil
 import sys
 import time
 from pathlib import Path
@@ -453,3 +454,123 @@ def test_assignment_a1_instructor_slider(browser, tmp_path):
         # marimo run serves it read-only: the page says to open it with marimo edit
         assert nb.page.get_by_text("This page is read-only").count() == 1
         assert nb.each_slider_changes_the_numbers() == 1
+
+
+def test_make_tour_opens_the_tour_already_run(browser, tmp_path):
+    """The README's first command, ``make tour``, as printed (on a free PORT): the page shows
+    the tour's slider and plots on its first render, with no click, and the slider moves a
+    plot. marimo edit runs the notebook on open because pyproject.toml's [tool.marimo.runtime]
+    says auto_instantiate."""
+    if shutil.which("make") is None:
+        pytest.skip("no make on PATH (the README's `make tour` needs it)")
+    stamp = REPO / ".venv" / ".geolab-installed"  # the Makefile's: geolab[dev] installed
+    if not stamp.exists() or stamp.stat().st_mtime < (REPO / "pyproject.toml").stat().st_mtime:
+        pytest.skip("no venv made by make, or older than pyproject.toml (make tour would install)")
+    with mb.make_tour(tmp_path / "make-tour.log") as url:
+        page = browser.new_page(viewport={"width": 1400, "height": 1000})
+        page.goto(url, wait_until="domcontentloaded", timeout=LOAD_S * 1000)
+        wait_until(lambda: mb.plots(page), LOAD_S, "a plot, with no click")
+        slider = page.locator("[role=slider]").first
+        slider.wait_for(timeout=LOAD_S * 1000)
+        assert page.locator(".marimo-error").count() == 0
+        before = json.dumps(mb.plots(page), sort_keys=True)
+        at_max = slider.get_attribute("aria-valuenow") == slider.get_attribute("aria-valuemax")
+        slider.focus()
+        page.keyboard.press("ArrowLeft" if at_max else "ArrowRight")
+        wait_until(lambda: json.dumps(mb.plots(page), sort_keys=True) != before, MOVE_S, "the plot")
+        page.close()
+
+
+CORRECT_DELTA_OPERATOR = '''def delta_operator(k, beta):
+    """A(k, beta) = I - beta k k^T / |k|^2."""
+    beta = torch.as_tensor(beta, dtype=k.dtype)
+    outer = k.unsqueeze(-1) * k.unsqueeze(-2) / (k * k).sum(-1)[..., None, None]
+    eye = torch.eye(k.shape[-1], dtype=k.dtype).expand(outer.shape)
+    return eye - beta[..., None, None] * outer'''
+
+
+def test_assignment_under_marimo_edit_opens_run_and_ctrl_enter_reruns_its_check(browser, tmp_path):
+    """A student's path (README "Classroom assignments"): ``marimo edit`` of A1 shows the
+    checks already run (amber: waiting for your code); after the stub is filled in and
+    Ctrl+Enter pressed in it, as the notebook says, its check turns green. A copy is edited
+    (marimo saves edits), beside a copy of pyproject.toml (which makes marimo edit run on
+    open)."""
+    (tmp_path / "notebooks" / "assignments").mkdir(parents=True)
+    shutil.copy(REPO / "pyproject.toml", tmp_path)
+    shutil.copy(REPO / "notebooks" / "offline_head.html", tmp_path / "notebooks")
+    copy = tmp_path / "notebooks" / "assignments" / "A1_delta.py"
+    shutil.copy(REPO / "notebooks" / "assignments" / "A1_delta.py", copy)
+    assert "Ctrl+Enter" in copy.read_text()  # the notebook says what to press
+    with mb.serve(copy, tmp_path / "edit.log", mode="edit") as url:
+        page = browser.new_page(viewport={"width": 1400, "height": 1000})
+        page.goto(url, wait_until="domcontentloaded", timeout=LOAD_S * 1000)
+        page.wait_for_selector(
+            "text=A1 · delta_operator — waiting for your code", timeout=LOAD_S * 1000
+        )
+        editor = page.locator(".cm-content", has_text="def delta_operator").first
+        editor.click()
+        page.keyboard.press("Control+a")
+        page.keyboard.insert_text(CORRECT_DELTA_OPERATOR)
+        page.keyboard.press("Control+Enter")
+        page.wait_for_selector(
+            "text=/A1 · delta_operator — all \\d+ checks pass/", timeout=LOAD_S * 1000
+        )
+        assert page.get_by_text("A1 · spectrum_and_det — waiting for your code").count() == 1
+        page.close()
+
+
+THREAD_PROBE = """import marimo
+
+app = marimo.App()
+
+
+@app.cell
+def _():
+    import os
+
+    import marimo as mo
+    import torch
+
+    from geolab.threads import use_threads
+
+    use_threads()
+    # threads of this process that did work while torch multiplied matrices
+    def ticks():
+        out = {}
+        for task in os.listdir("/proc/self/task"):
+            try:
+                stat = open(f"/proc/self/task/{task}/stat").read().rsplit(")", 1)[1].split()
+            except OSError:
+                continue
+            out[task] = int(stat[11]) + int(stat[12])
+        return out
+
+    a = torch.randn(800, 800)
+    before = ticks()
+    for _ in range(30):
+        a @ a
+    busy = sum(v - before.get(t, 0) >= 3 for t, v in ticks().items())
+    mo.md(f"torch threads {torch.get_num_threads()}, busy threads {busy}")
+    return
+
+
+if __name__ == "__main__":
+    app.run()
+"""
+
+
+@pytest.mark.skipif(not Path("/proc/self/task").is_dir(), reason="needs Linux /proc")
+def test_geolab_threads_holds_for_every_page_load_of_a_server(browser, tmp_path):
+    """GEOLAB_THREADS=2 on a ``marimo run`` server started with OMP_NUM_THREADS=1: two page
+    loads in a row (each a kernel of its own) both run torch on 2 threads, as geolab.threads
+    sets them, and both threads do work."""
+    probe = tmp_path / "probe.py"
+    probe.write_text(THREAD_PROBE)
+    env = {**os.environ, "GEOLAB_THREADS": "2"}
+    with mb.serve(probe, tmp_path / "probe.log", env=env) as url:
+        for _ in range(2):
+            page = browser.new_page()
+            page.goto(url, wait_until="domcontentloaded", timeout=LOAD_S * 1000)
+            shown = page.wait_for_selector("text=/torch threads \\d/", timeout=LOAD_S * 1000)
+            assert shown.inner_text() == "torch threads 2, busy threads 2"
+            page.close()

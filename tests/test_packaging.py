@@ -1,6 +1,8 @@
-"""pyproject.toml and environment.yml declare the same dependencies; .ci/run calls `make test`."""
+"""pyproject.toml and environment.yml declare the same dependencies; .ci/run calls `make test`;
+the Jupyter front end the README names is declared and installed; marimo edit runs on open."""
 
 import re
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -34,3 +36,27 @@ def test_ci_runs_the_readme_test_command():
     ci = (REPO / ".ci" / "run").read_text()
     assert "make test" in readme.split("\n## ", 1)[0]  # in the opening, before any section
     assert re.search(r"^make test$", ci, re.M)
+
+
+def test_the_jupyter_front_end_is_declared_and_installed():
+    """README "Jupyter": `make setup` (geolab[dev]) installs JupyterLab, `.[jupyter]` names it
+    alone, and the venv's `jupyter lab` runs."""
+    project = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]
+    extras = project["optional-dependencies"]
+    assert "jupyterlab" in {_name(r) for r in extras["dev"]}
+    assert {_name(r) for r in extras["jupyter"]} == {"jupyterlab"}
+    assert ".venv/bin/jupyter lab --ip 127.0.0.1" in (REPO / "README.md").read_text()
+    jupyter = REPO / ".venv" / "bin" / "jupyter"
+    if not jupyter.exists():
+        pytest.skip("no .venv made by make here")
+    done = subprocess.run(
+        [jupyter, "lab", "--version"], capture_output=True, text=True, timeout=120
+    )
+    assert done.returncode == 0 and re.fullmatch(r"\d+\.\d+\.\d+\s*", done.stdout), done
+
+
+def test_marimo_edit_runs_notebooks_on_open():
+    """make tour and the assignments under marimo edit open already run (tests/test_browser.py
+    checks it in chromium)."""
+    marimo = tomllib.loads((REPO / "pyproject.toml").read_text())["tool"]["marimo"]
+    assert marimo["runtime"]["auto_instantiate"] is True

@@ -26,7 +26,8 @@ def _():
     explain the three modes.
 
     **How it works.** Each grey cell below is a stub: replace `raise NotImplementedError` with
-    your code. The box under each stub re-runs its checks every time you edit the function —
+    your code, then press **Ctrl+Enter** (⌘+Enter on a Mac) in that cell, or click its ▶ run
+    button: the cell runs and the box under it re-runs its checks (typing alone runs nothing) —
     amber means "waiting for your code", red lists what is wrong and on which input, green
     means every check passes. The checks compare your function with geolab's reference
     implementation and with mathematical properties on random inputs; calling the geolab

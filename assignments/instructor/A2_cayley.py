@@ -33,8 +33,9 @@ def _():
     can never reach $-1$ (the *inversion problem*, E∆ Theorem 4.6), then add the Householder
     reflection and the hybrid gate that E∆ uses to get around it.
 
-    Replace each `raise NotImplementedError` with your code; the box under each stub re-checks
-    it as you type (amber: waiting, red: what failed and on which input, green: done). Use
+    Replace each `raise NotImplementedError` with your code and press **Ctrl+Enter** (⌘+Enter on
+    a Mac) in that cell: the box under the stub re-checks it (amber: waiting, red: what failed
+    and on which input, green: done). Use
     `torch` only — calling the geolab function you are writing, or a linear solver inside
     `cayley_apply`, is reported as a failure. Every function must accept leading batch
     dimensions `(..., d)` and `beta`, `gamma` as floats or tensors of the leading shape.

@@ -34,9 +34,10 @@ def _():
     with $0 \log 0 = 0$. It lies in $[0, 1]$: $1/\min(S, D)$ for a rank-1 matrix, $1$ when
     all singular values are equal.
 
-    Replace each `raise NotImplementedError` with your code; the box under each stub re-checks
-    it as you type. Calling `geolab.metrics.effective_rank` or `geolab.probe.rank_profile` —
-    the functions you are re-creating — is reported as a failure.
+    Replace each `raise NotImplementedError` with your code and press **Ctrl+Enter** (⌘+Enter on
+    a Mac) in that cell: the box under the stub re-checks it. Calling
+    `geolab.metrics.effective_rank` or `geolab.probe.rank_profile` — the functions you are
+    re-creating — is reported as a failure.
     """)
     return
 

@@ -55,7 +55,9 @@ def _():
     your update uses (they read $X' - X = \beta \odot (V - \alpha X)$ back from your output,
     $V$ the value your one call of `sublayer` returned — also while it trains), that gradients
     reach every parameter, and finally train a 2-layer transformer built on your rule on a copy
-    task with the geolab trainer. Reusing geolab's MGT classes is reported as a failure.
+    task with the geolab trainer. Reusing geolab's MGT classes is reported as a failure. After
+    editing the class, press **Ctrl+Enter** (⌘+Enter on a Mac) in its cell: the checks below
+    re-run.
     """)
     return
 

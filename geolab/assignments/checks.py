@@ -272,6 +272,9 @@ def callout(title: str, results: list[Check]):
     lines = [
         f"- pass: {r.name}" if r.passed else f"- **FAIL**: {r.name}: {r.message}" for r in results
     ]
+    if mo.app_meta().mode == "script":  # `python A1_delta.py`: no page shows the callout
+        failed = [] if kind == "warn" else [f"  {line[2:]}" for line in lines if "FAIL" in line]
+        print("\n".join([head, *failed]).replace("**", ""), flush=True)
     return mo.callout(mo.md(head + "\n\n" + "\n".join(lines)), kind=kind)
 
 
