@@ -27,6 +27,7 @@ import jinja2
 import nbformat
 import plotly.io as pio
 from latex2mathml.converter import convert
+from make_ipynb import parse, run, write_all
 from nbconvert import HTMLExporter
 
 REPO = Path(__file__).resolve().parents[1]
@@ -111,20 +112,37 @@ def export(nb: nbformat.NotebookNode) -> str:
     return body
 
 
+USAGE = "usage: python scripts/make_html.py [IPYNB_DIR] [OUT_DIR]"
+
+
 def main(argv: list[str]) -> int:
-    src = Path(argv[0]) if argv else REPO / "build" / "ipynb"
-    out = Path(argv[1]) if len(argv) > 1 else REPO / "build" / "html"
-    paths = sorted(src.glob("*.ipynb"))
+    """Check the folders, read and export every tutorial, then write the pages: a bad folder or
+    a damaged .ipynb costs one line before any page is written."""
+    from geolab.outputs import check_dir, check_file
+
+    _, args = parse(argv, (), 2, USAGE)
+    src = Path(args[0]) if args else REPO / "build" / "ipynb"
+    out = check_dir(Path(args[1]) if len(args) > 1 else REPO / "build" / "html", "OUT_DIR")
+    paths = sorted(src.glob("*.ipynb")) if src.is_dir() else []
     if not paths:
-        print(f"no .ipynb in {src}; build them first: python scripts/make_ipynb.py {src}")
-        return 2
-    out.mkdir(parents=True, exist_ok=True)
+        raise ValueError(
+            f"IPYNB_DIR={str(src)!r} holds no .ipynb; build them first: "
+            f"python scripts/make_ipynb.py {src}"
+        )
+    pages = {}
     for path in paths:
-        page = out / f"{path.stem}.html"
-        page.write_text(export(nbformat.read(path, as_version=4)), encoding="utf-8")
-        print(f"wrote {page}")
+        try:
+            nb = nbformat.read(path, as_version=4)
+        except Exception as err:  # noqa: BLE001 (nbformat raises half a dozen kinds)
+            raise ValueError(
+                f"{path} is damaged or not a notebook ({type(err).__name__}); rebuild it with "
+                "python scripts/make_ipynb.py"
+            ) from None
+        pages[check_file(out / f"{path.stem}.html", "OUT_DIR")] = export(nb)
+    out.mkdir(parents=True, exist_ok=True)
+    write_all(pages)
     return 0
 
 
 if __name__ == "__main__":
-    raise SystemExit(main(sys.argv[1:]))
+    raise SystemExit(run("make_html", main, sys.argv[1:]))

@@ -44,7 +44,12 @@ def cells_of(path: Path) -> list[tuple[str, str]]:
     in cell order. Only literal ``mo.md(r\"\"\"…\"\"\")`` prose is taken (f-strings are computed
     readouts, which the explorer shows)."""
     out, placed = [], False
-    for node in ast.parse(path.read_text()).body:
+    try:
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, SyntaxError, ValueError) as err:
+        why = getattr(err, "strerror", None) or type(err).__name__
+        raise ValueError(f"{path}: cannot be read as a marimo notebook ({why})") from None
+    for node in tree.body:
         if not isinstance(node, ast.FunctionDef):
             continue
         source = ast.unparse(node)
@@ -103,19 +108,67 @@ def execute(nb: nbformat.NotebookNode) -> nbformat.NotebookNode:
     return nb
 
 
+USAGE = "usage: python scripts/make_ipynb.py [--no-execute] [OUT_DIR]"
+
+
+def parse(argv: list[str], flags: tuple[str, ...], most: int, usage: str) -> tuple[set, list]:
+    """(the flags given, the positional arguments); ValueError for an unknown option (never a
+    folder named --bogus) or more than ``most`` positional arguments."""
+    given = {a for a in argv if a.startswith("-")}
+    unknown = sorted(given - set(flags))
+    if unknown:
+        raise ValueError(f"{unknown[0]} is not an option; {usage}")
+    args = [a for a in argv if not a.startswith("-")]
+    if len(args) > most:
+        raise ValueError(f"{' '.join(args)}: at most {most} folder(s); {usage}")
+    return given, args
+
+
+def write_all(pages: dict[Path, str]) -> None:
+    """Write every page (path -> text), each through a temporary file renamed over it; a write
+    that fails (a full disk) removes its temporary file and raises ValueError naming it."""
+    for path, text in pages.items():
+        tmp = path.with_name(f".{path.name}.tmp{os.getpid()}")
+        try:
+            tmp.write_text(text, encoding="utf-8")
+            os.replace(tmp, path)
+        except OSError as err:
+            tmp.unlink(missing_ok=True)
+            raise ValueError(f"cannot write {path} ({err.strerror})") from None
+        print(f"wrote {path}")
+
+
+def run(prog: str, build, argv: list[str]) -> int:
+    """``build(argv)``, or one line ``prog: error: ...`` and exit status 2 for a ValueError."""
+    try:
+        return build(argv)
+    except ValueError as err:
+        print(f"{prog}: error: {err}", file=sys.stderr)
+        return 2
+
+
 def main(argv: list[str]) -> int:
-    run = "--no-execute" not in argv
-    args = [a for a in argv if a != "--no-execute"]
-    out = Path(args[0]) if args else REPO / "build" / "ipynb"
-    out.mkdir(parents=True, exist_ok=True)
-    for name in EXPLORERS:
+    """Check the flags and every output path, build (and run) every page, then write them: a
+    bad flag, output or source costs one line before anything is written."""
+    from geolab.outputs import check_dir, check_file
+
+    given, args = parse(argv, ("--no-execute",), 1, USAGE)
+    out = check_dir(Path(args[0]) if args else REPO / "build" / "ipynb", "OUT_DIR")
+    paths = {name: check_file(out / f"{name}.ipynb", "OUT_DIR") for name in EXPLORERS}
+    pages = {}
+    for name, path in paths.items():
         nb = tutorial(name)
-        if run:
-            execute(nb)
-        nbformat.write(nb, out / f"{name}.ipynb")
-        print(f"wrote {out / f'{name}.ipynb'}")
+        if "--no-execute" not in given:
+            try:
+                execute(nb)
+            except Exception as err:  # noqa: BLE001 (nbclient raises its own kinds; named here)
+                last = (str(err).strip().splitlines() or [type(err).__name__])[-1]
+                raise ValueError(f"{name}: a cell failed while running ({last[-300:]})") from None
+        pages[path] = nbformat.writes(nb)
+    out.mkdir(parents=True, exist_ok=True)
+    write_all(pages)
     return 0
 
 
 if __name__ == "__main__":
-    raise SystemExit(main(sys.argv[1:]))
+    raise SystemExit(run("make_ipynb", main, sys.argv[1:]))

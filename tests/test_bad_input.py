@@ -1626,3 +1626,69 @@ def test_numpy_numbers_are_taken_as_python_numbers():
     json.dumps(cfg.to_dict()) and json.dumps(tc.__dict__)
     with pytest.raises(ValueError, match="TrainConfig.steps=0 is not allowed"):
         TrainConfig(steps=np.int64(0))
+
+
+def _script(name: str):
+    sys.path.insert(0, str(REPO / "scripts"))
+    try:
+        return __import__(name)
+    finally:
+        sys.path.remove(str(REPO / "scripts"))
+
+
+def _folder_at_a_page(tmp: Path) -> list[str]:
+    (tmp / "out" / "04_rank_collapse.ipynb").mkdir(parents=True)
+    return ["--no-execute", str(tmp / "out")]
+
+
+SCRIPT_FAULTS = [  # script, setup -> argv, fragment
+    pytest.param(
+        "make_ipynb", lambda t: ["--bogus"], "--bogus is not an option; usage:", id="bogus"
+    ),
+    pytest.param(
+        "make_ipynb", lambda t: [str(a_file(t, None) or t / "file")], "it is a file", id="a-file"
+    ),
+    pytest.param("make_ipynb", _folder_at_a_page, "is a folder, not a file", id="page-a-folder"),
+    pytest.param("make_ipynb", lambda t: ["a", "b"], "at most 1 folder(s)", id="two-folders"),
+    pytest.param(
+        "make_ipynb",
+        lambda t: ["--no-execute", "/sys/kernel/geolab"],
+        "cannot write in",
+        marks=NO_SYSFS,
+        id="read-only",
+    ),
+    pytest.param("make_html", lambda t: ["--bogus"], "--bogus is not an option", id="html-bogus"),
+    pytest.param(
+        "make_html", lambda t: [str(t), str(t / "html")], "holds no .ipynb", id="html-no-ipynb"
+    ),
+]
+
+
+@pytest.mark.parametrize("script, setup, fragment", SCRIPT_FAULTS)
+def test_a_notebook_script_refuses_bad_flags_and_outputs_before_any_page(
+    script, setup, fragment, tmp_path, capsys, monkeypatch
+):
+    pytest.importorskip("nbclient")
+    if script == "make_html":
+        pytest.importorskip("nbconvert")
+    monkeypatch.chdir(tmp_path)
+    module = _script(script)
+    argv = setup(tmp_path)
+    before = sorted(tmp_path.rglob("*"))
+    assert module.run(script, module.main, argv) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"{script}: error: ") and err.count("\n") == 1 and fragment in err, err
+    assert sorted(tmp_path.rglob("*")) == before  # no page, no folder named --bogus
+
+
+def test_a_damaged_ipynb_is_one_line_before_any_html_page(tmp_path, capsys):
+    pytest.importorskip("nbconvert")
+    make_ipynb, make_html = _script("make_ipynb"), _script("make_html")
+    src = tmp_path / "ipynb"
+    assert make_ipynb.run("make_ipynb", make_ipynb.main, ["--no-execute", str(src)]) == 0
+    (src / "03_cayley_householder.ipynb").write_text('{"cells": [')  # cut short
+    capsys.readouterr()
+    assert make_html.run("make_html", make_html.main, [str(src), str(tmp_path / "html")]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "03_cayley_householder.ipynb is damaged" in err
+    assert not (tmp_path / "html").exists()
