@@ -28,30 +28,95 @@ def _(mo):
     standard transformer's effective rank collapses towards 0 by 100 layers; H2: MGT keeps it
     above 0.5; a positive synergy $\mathcal S$ of its two gates, Eq. 9; a sign "phase transition"
     of $\beta$ with depth); the E∆ paper publishes a small benchmark table. geolab ran every
-    protocol at *small* scale on a laptop-class CPU and committed the numbers under
-    `data/results/`. This notebook shows each claim next to what was measured, with a verdict
-    computed from the numbers by a rule stated beside it — *reproduced*, *not reproduced at this
-    scale*, or *inconclusive*. A hypothesis that fails here is a finding, not a bug; small scale
-    can also miss an effect that appears with more training, which is why the verdict says
-    "at this scale".
-
-    $$\mathcal S = (L_{\text{base}} - L_{\text{MGT}}) - (L_{\text{base}} - L_{\text{mHC}}) -
-    (L_{\text{base}} - L_{\text{DDL}})$$
+    protocol at *small* scale on a CPU and committed the numbers under `data/results/`. First the
+    counts, and what each undecided claim would need; then what a verdict means, with one claim
+    worked through; the full table is behind the accordion below it.
     """)
     return
 
 
 @app.cell
-def _(mo, report):
-    _dir = mo.notebook_dir().parent / "data" / "results"
-    results = report.load_results(_dir)
-    mo.stop(not results, mo.md(f"*No committed results found in `{_dir}`.*"))
+def _(mo):
+    results_dir = mo.notebook_dir().parent / "data" / "results"
+    return (results_dir,)
+
+
+@app.cell
+def _(mo, report, results_dir):
+    results = report.load_results(results_dir)
+    mo.stop(not results, mo.md(f"*No committed results found in `{results_dir}`.*"))
     return (results,)
 
 
 @app.cell
+def _(mo, report, results, results_dir):
+    mo.vstack(
+        [
+            mo.md("## Counts"),
+            mo.md(report.counts_markdown(results)),
+            mo.md("### What would decide each undecided claim, and what it costs"),
+            mo.md(report.undecided_markdown(results, results_dir)),
+        ]
+    )
+    return
+
+
+@app.cell(hide_code=True)
+def _(mo):
+    mo.md(r"""
+    ## What a verdict means
+
+    Each claim has a **rule**, written in the code before the runs, that turns numbers into
+    *reproduced* or *not reproduced at this scale* (or *inconclusive* when a 95 % interval over
+    seeds covers the line). The rule's verdict only stands on sound evidence:
+
+    - **learned** — a run beat its task's *best trivial baseline* (predictors that learn
+      nothing: predict zero, copy the input, closed forms such as the angle of the last two
+      states on the gyroscope, n-gram counts for text) by a margin: MSE at most ½ of it,
+      perplexity at most 0.9 × it. The **ratio to the best trivial baseline** is the run's
+      number divided by that best one: below the line (½ or 0.9) it learned;
+    - **converged** — the last quarter of training improved by less than 2 % (the *gain* in the
+      margins column), so more steps would not change the picture; a run that never moved
+      *did not train*;
+    - **three seeds**, and compared models within 3 % of each other's parameter count.
+
+    When a check fails the verdict reads *inconclusive:* and names why, with what the rule alone
+    said beside it. When no run of any size could pass on the task (echo: its noise is above
+    half the best baseline), it reads *undecidable on this task*.
+
+    $$\mathcal S = (L_{\text{base}} - L_{\text{MGT}}) - (L_{\text{base}} - L_{\text{mHC}}) -
+    (L_{\text{base}} - L_{\text{DDL}})$$
+
+    Pick a claim to see it worked through.
+    """)
+    return
+
+
+@app.cell
+def _(mo, results):
+    claim = mo.ui.dropdown(
+        options={f"{n}: {h['id']}": (n, h) for n, r in results.items() for h in r["hypotheses"]},
+        value=next(f"{n}: {h['id']}" for n, r in results.items() for h in r["hypotheses"]),
+        label="claim",
+    )
+    mo.hstack([claim], justify="start")
+    return (claim,)
+
+
+@app.cell
+def _(claim, mo, report):
+    mo.md(report.walkthrough_markdown(*claim.value))
+    return
+
+
+@app.cell
 def _(mo, report, results):
-    mo.vstack([mo.md("## Verdicts"), mo.md(report.verdict_markdown(results))])
+    mo.accordion(
+        {
+            "the full verdict table": mo.md(report.verdict_markdown(results)),
+            "under which rules each result was judged": mo.md(report.judging_markdown(results)),
+        }
+    )
     return
 
 

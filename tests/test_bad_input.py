@@ -518,6 +518,24 @@ CASES = [
         "out='{tmp}/file' is not allowed: it is a file",
     ),
     (
+        "reproduce-steps-zero",
+        ["reproduce", "ablation", "--steps", "0", "--dry-run", "--out", "{tmp}/out"],
+        None,
+        "--steps 0 is not allowed; it must be >= 1",
+    ),
+    (
+        "reproduce-tasks-unknown",
+        ["reproduce", "edelta_benchmarks", "--tasks", "nearpi", "--dry-run", "--out", "{tmp}/o"],
+        None,
+        "--tasks nearpi is not allowed; choose from echo, gyroscope, inversion, near_pi",
+    ),
+    (
+        "reproduce-tasks-one-task-protocol",
+        ["reproduce", "ablation", "--tasks", "echo", "--dry-run", "--out", "{tmp}/out"],
+        None,
+        "--tasks is not allowed for ablation: it trains on one task",
+    ),
+    (
         "reproduce-jobs-not-parallel",
         ["reproduce", "beta_dynamics", "--jobs", "2", "--out", "{tmp}/out"],
         None,

@@ -20,6 +20,8 @@ OUT is used when there is one); it needs no data or network. ``--jobs N`` packs 
 rank_evolution, ablation, depth_scaling, language_model and edelta_benchmarks into N worker
 processes (round-robin over the visible GPUs); every finished run is saved under
 OUT/NAME-SCALE-runs/ and skipped when the same command runs again (``--fresh`` retrains).
+``--steps N`` trains every run N steps instead of the scale's, ``--tasks T …`` only those of
+the E∆ table's tasks (a longer budget where the results README says one decides a claim).
 ``--time-limit MIN`` starts no run that cannot finish in time and exits with status 3 naming the
 runs left out. Under ``torchrun`` every training run is data-parallel over the GPUs (each batch
 split across them, so the global batch must divide by their count) and rank 0 writes the files.
@@ -54,6 +56,28 @@ INCOMPLETE = 3  # exit status when --time-limit left runs out (the finished ones
 MAX_MINUTES = 1e6  # --time-limit's largest value (≈ 2 years): timers and SLURM take finite ones
 
 
+def budget_options(args: argparse.Namespace, module) -> dict:
+    """The settings ``--steps`` and ``--tasks`` override (a longer budget, or a subset of the E∆
+    table's tasks), checked against the scale; {} when neither is given."""
+    out = {}
+    settings = scale_settings(module, args.scale)
+    if args.steps is not None:
+        if isinstance(args.steps, bool) or args.steps < 1:
+            raise ValueError(f"--steps {args.steps} is not allowed; it must be >= 1")
+        out["train"] = {**settings["train"], "steps": args.steps}
+    if args.tasks is not None:
+        allowed = settings.get("tasks")
+        if allowed is None:
+            raise ValueError(f"--tasks is not allowed for {args.name}: it trains on one task")
+        wrong = [t for t in args.tasks if t not in allowed]
+        if wrong or not args.tasks:
+            raise ValueError(
+                f"--tasks {' '.join(args.tasks)} is not allowed; choose from {', '.join(allowed)}"
+            )
+        out["tasks"] = list(args.tasks)
+    return out
+
+
 def list_protocols() -> list[tuple[str, str]]:
     """(name, title) of every protocol."""
     return [(name, get_protocol(name).TITLE) for name in NAMES]
@@ -85,7 +109,13 @@ def write_readme(args: argparse.Namespace, results: dict) -> int:
         for name, result in results.items():
             path = Path(args.out) / f"{name}-small.json"
             path.write_text(json.dumps(rejudge(result), indent=1, allow_nan=False) + "\n")
-            print(f"rejudged {path}")
+            done = result["judging"]
+            newer = {True: "rules newer than the runs", False: "the runs' own rules"}
+            rules = newer.get(done["newer_than_runs"], "rules at the runs unknown")
+            print(f"rejudged {path} ({rules})")
+            since = "the runs" if done["compared_with"] == "at_runs" else "the first record"
+            for c in done["changed"]:
+                print(f"  {c['id']}: {c['before']} -> {c['after']} (changed since {since})")
     figures = {}
     for name, result in results.items():  # all drawn before any file is written
         try:
@@ -100,7 +130,7 @@ def write_readme(args: argparse.Namespace, results: dict) -> int:
         print(f"[{i}/{len(results)}] {name}: {len(figs)} figures ({kind})", flush=True)
         save_figures(figs, Path(args.out), f"{name}-small", not args.no_png, print)
     path = Path(args.out) / "README.md"
-    path.write_text(report.readme_text(results))
+    path.write_text(report.readme_text(results, args.out))
     print(f"wrote {path} and redrew the figures of {len(results)} protocols")
     return 0
 
@@ -127,6 +157,7 @@ def reproduce(args: argparse.Namespace) -> int:
             raise ValueError(f"--jobs {args.jobs} is not allowed; it must be >= 1")
         options["jobs"] = args.jobs
     module = get_protocol(args.name)
+    options |= budget_options(args, module)
     parallel = [n for n in NAMES if getattr(get_protocol(n), "PARALLEL", False)]
     if options.get("jobs", 1) > 1 and not getattr(module, "PARALLEL", False):
         raise ValueError(
@@ -137,7 +168,7 @@ def reproduce(args: argparse.Namespace) -> int:
     time_limit = None if args.time_limit is None else args.time_limit * 60
     if args.compile:
         settings = scale_settings(module, args.scale)
-        options["train"] = {**settings["train"], "compile": True}
+        options["train"] = {**options.get("train", settings["train"]), "compile": True}
     settings = {**scale_settings(module, args.scale), **options}
     device = device_name(settings)
     if args.dry_run:
@@ -315,6 +346,18 @@ def add_reproduce_cli(subparsers: argparse._SubParsersAction) -> None:
         "(per array job with --launcher)",
     )
     p.add_argument("--compile", action="store_true", help="torch.compile every model")
+    p.add_argument(
+        "--steps",
+        type=int,
+        default=None,
+        help="train every run this many steps instead of the scale's (e.g. twice as long)",
+    )
+    p.add_argument(
+        "--tasks",
+        nargs="+",
+        default=None,
+        help="only these of the E∆ table's tasks (edelta_benchmarks), e.g. --tasks near_pi",
+    )
     p.add_argument(
         "--time-limit",
         type=float,

@@ -15,7 +15,11 @@ the run is
   before), (last − ref) / |ref| > 5 % for text;
 * **not converged** when the last quarter still improves: (ref − last) / |ref| ≥ 2 % for text,
   ref − last ≥ 0.02 in log-MSE for a regression (a 2 % relative gain);
-* **converged** otherwise.
+* **converged** otherwise;
+
+and, before all of these, **did not train** when no validation value differs from the first by
+more than ``STILL`` (relative): a run that never moves (e.g. a start where every gradient is
+exactly zero) has neither learned nor failed, whatever its numbers say.
 
 Taking minima makes a noisy but flat curve converge and a curve still falling not. The rule needs
 evaluations on both sides of ¾ T; a run evaluated only at its end cannot be judged and counts as
@@ -28,8 +32,10 @@ TOLERANCE = 0.02
 QUARTER = 0.75
 COLLAPSE_LOG_MSE = math.log(2.0)
 COLLAPSE_LOSS = 0.05
+STILL = 1e-6  # relative: float32 rounding of an unchanged model's validation value is ~1e-7
 CONVERGED, NOT_CONVERGED, COLLAPSED = "converged", "not converged", "collapsed"
-STATES = (CONVERGED, NOT_CONVERGED, COLLAPSED)
+DID_NOT_TRAIN = "did not train"
+STATES = (CONVERGED, NOT_CONVERGED, COLLAPSED, DID_NOT_TRAIN)
 FUNCTION = "geolab.experiments.convergence.judge"
 RULE = (
     f"{FUNCTION}: with ref / last the best validation value at s ≤ ¾T / s > ¾T (T the training "
@@ -37,7 +43,8 @@ RULE = (
     "for a text loss: collapsed when last is worse than ref by more than ln 2 (MSE more than "
     f"doubled) or {COLLAPSE_LOSS:.0%} (text loss); not converged when the last quarter still "
     f"gains ≥ {TOLERANCE:.0%} (ref − last ≥ 0.02 in log-MSE, (ref − last)/|ref| ≥ 0.02 in "
-    "loss); converged otherwise"
+    f"loss); converged otherwise; did not train when no value differs from the first by more "
+    f"than {STILL:g} relative"
 )
 
 
@@ -63,6 +70,9 @@ def judge(curve: dict, total_steps: int) -> dict:
     after = [v for s, v in points if s > cut]
     if not before or not after:
         return {"state": NOT_CONVERGED, "converged": False, "improvement": None}
+    first = points[0][1]
+    if all(abs(v - first) <= STILL * abs(first) for _, v in points):
+        return {"state": DID_NOT_TRAIN, "converged": False, "improvement": 0.0}
     ref, last = min(before), min(after)
     if log:
         floor = 1e-30  # an exact zero MSE stays finite in log space
@@ -127,4 +137,5 @@ def states_text(runs) -> str:
     text = f"{counts[CONVERGED]}/{len(runs)} converged"
     if stalled:
         text += f" ({stalled} stalled at a trivial baseline: not learned)"
-    return text + "".join(f", {counts[s]} {s}" for s in (NOT_CONVERGED, COLLAPSED) if counts[s])
+    others = (NOT_CONVERGED, COLLAPSED, DID_NOT_TRAIN)
+    return text + "".join(f", {counts[s]} {s}" for s in others if counts[s])

@@ -28,9 +28,15 @@ batches). Each run's convergence state (``convergence.judge``, in log-MSE) is sh
 does not gate a fixed-budget claim. Every claim needs three seeds, and an ordering needs the
 compared models' sizes within 3 % (``verdicts.gate``).
 
-The inversion rows here are transformers (a labelled extra): in a transformer with MLPs every
-model learns y = −x, so the published inversion claims — single bare operators trained by the
-public reflection script — are judged by ``geolab.experiments.reflection`` instead.
+The inversion rows here are transformers (a labelled extra, ``extra`` set, outside the claim
+count): in a transformer with MLPs every model learns y = −x, so the published inversion claims —
+single bare operators trained by the public reflection script — are judged by
+``geolab.experiments.reflection`` instead. "JPmHC fails" is a comparison with GPT (the task is
+learnable at that size), so its sizes must agree too.
+
+Echo's targets carry fresh noise no predictor can know; its mean square is above half the best
+trivial baseline (the running mean), so no run can pass the learned gate at any size or noise
+level: echo's claims read "undecidable on this task: …" (``undecidable_reason``).
 
 A scale may also train diagnostic ``VARIANTS`` beside the five (key FLAVOR/TASK/VARIANT; no claim
 reads them): the small scale trains the reference E∆ without its gate regulariser
@@ -261,9 +267,23 @@ def conclude(settings: dict, seeds: list[int], per_seed: dict) -> tuple[dict, li
                 m: [x[f"{flavor}/{task}/{m}"] for x in rows]
                 for m in dict.fromkeys((*compared, *needs))
             }
+            floors = [found[f"{seed}/{flavor}/{task}"] for seed in seeds]
+            if any(b.get("undecidable") for b in floors):
+                h.undecidable = undecidable_reason(floors)
             v.gate(h, runs, ("learned",), len(seeds), compared or None, needs)
             hyps.append(h)
     return summary, hyps
+
+
+def undecidable_reason(found: list[dict]) -> str:
+    """Why a task with a noise floor above half its best trivial baseline cannot decide a claim
+    gated on learning (``baselines.of_task``; ``found``: that task's baselines per seed); the
+    results README says the rest once (``report.echo_markdown``)."""
+    low = max(found, key=lambda b: b["floor"] / b["value"])
+    return (
+        f"its noise floor is {low['floor'] / low['value']:.2f} × the best trivial baseline "
+        f"({low['best']}), above the learned line {baselines.MSE_FRACTION:g} at any size"
+    )
 
 
 def advantage(table: dict, flavors) -> dict:
@@ -418,6 +438,7 @@ def judge(settings: dict, table: dict, flavor: str, rows: list[dict]) -> list[tu
         extra = " (transformer, extra: the published claim is judged by the reflection protocol)"
         needs["E∆ inversion, transformer"] = ("preln", "edelta")
         needs["DDL inversion, transformer"] = ("preln", "ddl")
+        compared["JPmHC inversion, transformer"] = ("jpmhc", "preln")  # a failure claim
         hyps["inversion"].append(
             v.Hypothesis(
                 id="E∆ inversion, transformer",
@@ -462,7 +483,8 @@ def judge(settings: dict, table: dict, flavor: str, rows: list[dict]) -> list[tu
         for task, claims in hyps.items()
         for h in claims
     ]
-    for _, _, h in out:
+    for task, _, h in out:
+        h.extra = task == "inversion"  # transformers: outside the claim count (module docstring)
         h.id = f"{flavor}: {h.id}"
     return out
 

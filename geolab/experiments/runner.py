@@ -33,12 +33,16 @@ from pathlib import Path
 import torch
 import torch.distributed as dist
 
-from geolab.experiments import convergence, pack, plan
+from geolab.experiments import convergence, judging, pack, plan
 from geolab.experiments.export import save_figures
 from geolab.experiments.provenance import device_name, git_revision, versions
 from geolab.outputs import check_dir
 
 SCALE_NAMES = ("tiny", "small", "paper")
+# Reruns: bit-identical on the host that wrote a result (same torch build, deterministic kernels,
+# one thread); on another host (other SIMD, e.g. AVX-512) the curves drift at ≈ 1e-6 relative
+# within the first steps and the final metrics agree within this relative tolerance
+RERUN_RTOL = 4e-6
 
 
 def pick_seeds(settings: dict, seeds: int | None) -> list[int]:
@@ -175,6 +179,7 @@ def run_protocol(
         },
         "figures": [],
     }
+    result["judging"] = judging.record(result)
     if sw.trained or sw.found:
         result["provenance"]["runs"] = {
             "trained": len(sw.trained),
@@ -213,10 +218,12 @@ def rejudge(result: dict) -> dict:
     training): each protocol's ``conclude`` recomputes the runs' convergence states, the trivial
     baselines on the regenerated validation splits, the learned flags, the summary and the
     hypotheses; the training numbers, config and provenance are kept as they are, and the
-    reductions' text is the scale's current one when the config is the scale's."""
+    reductions' text is the scale's current one when the config is the scale's. ``"judging"``
+    records the rules now and every verdict they changed (``judging.record``)."""
     from geolab.experiments import get_protocol
 
     module = get_protocol(result["protocol"])
+    before = {"judging": result.get("judging"), "hypotheses": list(result["hypotheses"])}
     summary, hyps = module.conclude(result["config"], result["seeds"], result["per_seed"])
     current = {k: v for k, v in module.SCALES.get(result["scale"], {}).items() if k != "reductions"}
     trained = {k: v for k, v in result["config"].items() if k != "jobs"}
@@ -225,6 +232,7 @@ def rejudge(result: dict) -> dict:
     result["summary"] = summary
     result["hypotheses"] = [h.__dict__ for h in hyps]
     result["convergence"] = convergence.record(result["per_seed"])
+    result["judging"] = judging.record(result, before)
     return result
 
 

@@ -1,36 +1,54 @@
 """Verdicts: hypotheses, the outcome of a protocol and the rules that turn numbers into verdicts.
 
 Verdicts are computed from the measured numbers by rules written next to each hypothesis, never
-edited by hand: "reproduced", "not reproduced at this scale" or "inconclusive". A rule's verdict
-stands only when the claim's evidence is sound (``gate``); otherwise the verdict reads
-"inconclusive: REASONS", every reason that applies:
+edited by hand: "reproduced", "not reproduced at this scale", "inconclusive: REASONS" or
+"undecidable on this task: REASON" (no run at any size can pass the claim's gate on this task,
+e.g. echo's noise floor above half its best trivial baseline: the claim needs another task
+setting, not more compute). A rule's verdict stands only when the claim's evidence is sound
+(``gate``); otherwise the verdict reads "inconclusive: REASONS", every reason that applies:
 
 * "fewer than 3 seeds" — a claim read over seeds (a comparison, or a trained model's trend)
   needs the papers' three (``stats.MIN_SEEDS``);
 * "sizes differ" — the compared models' parameter counts differ by more than ``SIZE_TOLERANCE``;
 * "collapsed", "not converged" — a run the claim reads is in that state
   (``geolab.experiments.convergence.judge``);
+* "did not train" — a run the claim reads never moved from its start (checked for every claim:
+  a success or a failure must come from training, not from a stationary start);
 * "not learned" — a run the claim needs did not beat its task's best trivial baseline by the
   stated margin (``geolab.experiments.baselines``).
 
 A fixed-budget comparison (the E∆ table: every model trained for the same number of steps, as
 published) is gated on learning, not on convergence; its runs' convergence states are still shown.
+
+Every gated claim shows its margins (``margins``): the last-quarter gain of its runs against the
+2 % convergence line and their ratio to the best trivial baseline against the learned line, so
+a gate decided by a hair is visible. A hypothesis marked ``extra`` is a labelled extra outside
+the claim count (e.g. the E∆ table's inversion rows, a transformer where the published claims on
+bare operators cannot be tested).
 """
 
 import math
 from dataclasses import dataclass, field
 
-from geolab.experiments import convergence
+from geolab.experiments import baselines, convergence
 from geolab.experiments.stats import MIN_SEEDS, sign_of
 
 REPRODUCED = "reproduced"
 NOT_REPRODUCED = "not reproduced at this scale"
 INCONCLUSIVE = "inconclusive"
+UNDECIDABLE = "undecidable on this task"
 SIZE_TOLERANCE = 0.03
 FEW_SEEDS = f"fewer than {MIN_SEEDS} seeds"
 SIZES_DIFFER = "sizes differ"
 NOT_LEARNED = "not learned"
-REASONS = (FEW_SEEDS, SIZES_DIFFER, convergence.COLLAPSED, convergence.NOT_CONVERGED, NOT_LEARNED)
+REASONS = (
+    FEW_SEEDS,
+    SIZES_DIFFER,
+    convergence.COLLAPSED,
+    convergence.NOT_CONVERGED,
+    convergence.DID_NOT_TRAIN,
+    NOT_LEARNED,
+)
 
 
 @dataclass
@@ -40,8 +58,10 @@ class Hypothesis:
     numbers), ``interval`` (the 95 % interval the rule reads, as text). ``gate`` fills the rest:
     ``reasons`` (why the rule's verdict does not stand), ``rule_verdict`` (what the rule alone
     says), ``convergence`` and ``learned`` (the states of the runs read), ``baseline`` (each
-    model's ratio to its task's best trivial baseline), ``sizes`` (parameter counts compared)
-    and ``gated_on``."""
+    model's ratio to its task's best trivial baseline), ``sizes`` (parameter counts compared),
+    ``margins`` (the runs' gains and ratios against the gates' lines) and ``gated_on``. Set by
+    the protocol: ``undecidable`` (why no run can decide the claim on this task; it then reads
+    "undecidable on this task: …") and ``extra`` (a labelled extra, outside the claim count)."""
 
     id: str
     claim: str
@@ -55,12 +75,59 @@ class Hypothesis:
     learned: str = ""
     baseline: str = ""
     sizes: str = ""
+    margins: str = ""
+    undecidable: str = ""
+    extra: bool = False
     gated_on: list = field(default_factory=list)
 
 
 def inconclusive(reasons: list[str]) -> str:
     """ "inconclusive: r1; r2" — the verdict of a claim whose evidence fails ``reasons``."""
     return f"{INCONCLUSIVE}: " + "; ".join(reasons)
+
+
+def undecided(reason: str) -> str:
+    """ "undecidable on this task: REASON"."""
+    return f"{UNDECIDABLE}: {reason}"
+
+
+def counted(hypotheses: list[dict]) -> list[dict]:
+    """The hypotheses that count as claims (labelled extras left out)."""
+    return [h for h in hypotheses if not h.get("extra")]
+
+
+def kind(verdict: str) -> str:
+    """The verdict's kind: reproduced, not reproduced at this scale, inconclusive or
+    undecidable on this task (the reasons stripped)."""
+    for k in (UNDECIDABLE, INCONCLUSIVE):
+        if verdict.startswith(k):
+            return k
+    return verdict
+
+
+def margins(runs: list[dict]) -> str:
+    """The runs' last-quarter gains against the convergence line and their ratios to the best
+    trivial baseline against the learned line, e.g. "gain 2.02–2.11 % (line 2 %); ratio
+    0.92–0.95 (line 0.9)"; "" without trained runs."""
+    parts = []
+    gains = [r["improvement"] for r in runs if r.get("improvement") is not None]
+    if gains:
+        line = f"{convergence.TOLERANCE:.0%}"
+        parts.append(f"gain {_span([100 * g for g in gains], '%')} (line {line})")
+    ratios = [r for r in runs if "baseline_ratio" in r]
+    if ratios:
+        mse = [r["baseline_ratio"] for r in ratios if "mse" in r.get("val", {})]
+        ppl = [r["baseline_ratio"] for r in ratios if "mse" not in r.get("val", {})]
+        for vals, line in ((mse, baselines.MSE_FRACTION), (ppl, baselines.PPL_FRACTION)):
+            if vals:
+                parts.append(f"ratio {_span(vals)} (line {line:g})")
+    return "; ".join(parts)
+
+
+def _span(values: list[float], unit: str = "") -> str:
+    lo, hi = min(values), max(values)
+    same = f"{lo:.3g}" == f"{hi:.3g}"
+    return f"{lo:.3g}{unit}" if same else f"{lo:.3g}–{hi:.3g}{unit}"
 
 
 def size_spread(counts) -> float:
@@ -99,9 +166,11 @@ def gate(
             reasons.append(SIZES_DIFFER)
     if every:
         h.convergence = convergence.states_text(every)
+    states = {r["state"] for r in every}
     if "converged" in on:
-        states = {r["state"] for r in every}
         reasons += [s for s in (convergence.COLLAPSED, convergence.NOT_CONVERGED) if s in states]
+    if convergence.DID_NOT_TRAIN in states:  # neither a success nor a failure: no training
+        reasons.append(convergence.DID_NOT_TRAIN)
     learners = [r for k in (must_learn or runs) for r in runs[k]]
     if learners and all("learned" in r for r in learners):
         h.learned = f"{sum(r['learned'] for r in learners)}/{len(learners)}"
@@ -110,10 +179,13 @@ def gate(
             reasons.append(NOT_LEARNED)
     ratios = {k: [r["baseline_ratio"] for r in g if "baseline_ratio" in r] for k, g in runs.items()}
     h.baseline = ", ".join(f"{k} {fmt(sum(v) / len(v))}" for k, v in ratios.items() if v)
+    h.margins = margins(every)
     h.gated_on = list(on)
     h.rule_verdict = h.verdict
     h.reasons = reasons
-    if reasons:
+    if h.undecidable:
+        h.verdict = undecided(h.undecidable)
+    elif reasons:
         h.verdict = inconclusive(reasons)
     return h
 

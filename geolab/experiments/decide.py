@@ -1,0 +1,194 @@
+"""What would decide each claim a result leaves undecided, and what that costs.
+
+Read from a result file alone. A claim's reasons (``verdicts.gate``) name what its evidence
+lacks, and each has a remedy priced from what was measured:
+
+* "fewer than 3 seeds": train the missing seeds at the same settings — one seed's runs cost their
+  recorded seconds (one CPU thread), times the seeds missing;
+* "not converged", "collapsed": train the protocol's runs for twice the steps — twice the
+  recorded seconds of all its runs;
+* "did not train": train those runs again from a start that moves — their recorded seconds;
+* "sizes differ": the matched-size variant (widths or MLP widths moved until the compared counts
+  agree within 3 %) — the recorded seconds of the protocol's runs;
+* "not learned", and any reason a protocol names itself (a width, no model learning the task):
+  the papers' sizes, a GPU job — the paper scale's plan (``plan.protocol_plan``: FLOPs over an
+  assumed sustained throughput, ``plan.ASSUMPTION``, or the one measured in the results folder);
+* "undecidable on this task": no compute decides it; the task setting must change;
+* an interval that covers the line (the rule alone inconclusive): three more seeds — the
+  recorded seconds of the protocol's runs.
+
+A claim needing the paper scale is priced by that alone (it trains every seed, at full length and
+the published sizes); otherwise its CPU remedies add up. Planning a paper scale builds every
+model on the meta device (minutes for the protocols that match sizes), so the GPU-hours are kept
+in ``OUT/paper-plan.json`` with a hash of the paper settings they were planned from
+(``paper_gpu_hours``) and planned again only when those settings change.
+"""
+
+import hashlib
+import json
+from pathlib import Path
+
+from geolab.experiments import convergence, get_protocol, plan
+from geolab.experiments import verdicts as v
+from geolab.experiments.convergence import trained_runs
+
+CPU_REMEDY = {
+    v.FEW_SEEDS: "train the missing seeds at the same settings",
+    convergence.NOT_CONVERGED: "train twice as many steps",
+    convergence.COLLAPSED: "train twice as many steps",
+    convergence.DID_NOT_TRAIN: "train those runs again from a start that moves",
+    v.SIZES_DIFFER: "the matched-size variant (widths moved, counts within 3 %)",
+}
+
+
+def cpu_hours(result: dict, reason: str) -> float:
+    """One-thread CPU-hours of ``reason``'s remedy (module docstring), from the result's runs."""
+    runs = trained_runs(result["per_seed"])
+    total = sum(r.get("seconds", 0.0) for r in runs.values()) / 3600
+    if reason == v.FEW_SEEDS:
+        have = len(result["seeds"])
+        return total / have * max(0, 3 - have)
+    if reason in (convergence.NOT_CONVERGED, convergence.COLLAPSED):
+        return 2 * total
+    if reason == convergence.DID_NOT_TRAIN:
+        still = [r for r in runs.values() if r.get("state") == convergence.DID_NOT_TRAIN]
+        return sum(r.get("seconds", 0.0) for r in still) / 3600
+    return total
+
+
+def _remedy_of(reason: str) -> str:
+    """The reason whose remedy covers ``reason`` (a collapse is trained longer, as unconverged)."""
+    return convergence.NOT_CONVERGED if reason == convergence.COLLAPSED else reason
+
+
+PAPER_PLAN = "paper-plan.json"
+
+
+def paper_gpu_hours(name: str, folder: str | Path | None = None) -> float:
+    """GPU-hours of protocol ``name`` at paper scale, three seeds (``plan.protocol_plan`` at
+    ``plan.SUSTAINED_FLOPS``), read from ``folder/paper-plan.json`` when planned there from the
+    same paper settings, else planned and written there."""
+    module = get_protocol(name)
+    settings = module.SCALES["paper"]
+    digest = hashlib.sha256(json.dumps(settings, sort_keys=True, default=str).encode())
+    key = digest.hexdigest()[:16]
+    path = None if folder is None else Path(folder) / PAPER_PLAN
+    kept = json.loads(path.read_text()) if path is not None and path.is_file() else {}
+    if kept.get(name, {}).get("settings") == key:
+        return kept[name]["gpu_hours"]
+    rows = plan.protocol_plan(module, settings, len(settings["seeds"]), plan.SUSTAINED_FLOPS)
+    hours = sum(r["gpu_hours"] for r in rows)
+    if path is not None:
+        kept[name] = {"settings": key, "gpu_hours": hours, "assumption": plan.ASSUMPTION}
+        path.write_text(json.dumps(kept, indent=1, sort_keys=True) + "\n")
+    return hours
+
+
+def remedy(name: str, result: dict, h: dict, folder: str | Path | None = None) -> dict | None:
+    """{"what", "cpu_hours", "gpu_hours"} that would decide claim ``h`` of protocol ``name``;
+    None for a decided claim. ``folder``: where the paper plans are kept (``paper_gpu_hours``)."""
+    kind = v.kind(h["verdict"])
+    if kind == v.UNDECIDABLE:
+        return {
+            "what": "no compute: a task setting where the gate can hold (e.g. an echo gated on "
+            "the excess over its noise floor)",
+            "cpu_hours": 0.0,
+            "gpu_hours": 0.0,
+        }
+    if kind != v.INCONCLUSIVE:
+        return None
+    reasons = h.get("reasons") or []
+    if not reasons:  # the rule alone: its interval covers the line
+        return {
+            "what": "three more seeds (a narrower interval)",
+            "cpu_hours": cpu_hours(result, "three more seeds"),
+            "gpu_hours": None,
+        }
+    if any(r not in CPU_REMEDY for r in reasons):
+        return {
+            "what": f"the paper scale (`geolab reproduce {name} --scale paper`)",
+            "cpu_hours": None,
+            "gpu_hours": paper_gpu_hours(name, folder),
+        }
+    return {
+        "what": "; ".join(dict.fromkeys(CPU_REMEDY[r] for r in reasons)),
+        "cpu_hours": sum(cpu_hours(result, r) for r in dict.fromkeys(map(_remedy_of, reasons))),
+        "gpu_hours": None,
+    }
+
+
+def cost_text(fix: dict) -> str:
+    """ "≈ 3.5 CPU-hours" / "≈ 0.12 GPU-hours" / "none"."""
+    if fix.get("gpu_hours"):
+        return f"≈ {fix['gpu_hours']:.2g} GPU-hours (paper scale, 3 seeds; {plan_source()})"
+    if fix.get("cpu_hours"):
+        return f"≈ {fix['cpu_hours']:.2g} one-thread CPU-hours (from the runs' recorded seconds)"
+    return "none"
+
+
+def plan_source() -> str:
+    return f"{plan.SUSTAINED_FLOPS:.0e} FLOP/s assumed, `--dry-run` states how"
+
+
+# The CPU reruns that settle claims (issue: ≈ 10 one-thread CPU-hours), priced from the committed
+# runs' recorded seconds scaled by the steps: (protocol, what it settles, the runs it retrains
+# (a key filter), steps factor, command). Each packed command resumes when run again (the runs
+# it finished are saved under OUT/NAME-small-runs/); beta_dynamics trains one seed at a time.
+CPU_PLAN = (
+    (
+        "beta_dynamics",
+        "β transition and sharpening on three seeds, and H2 at 100 layers on the same converged "
+        "runs (trained rank profile recorded): seed 42 again, with its profile, and 123, 456",
+        None,
+        3.0,
+        "geolab reproduce beta_dynamics --scale small --seeds 3 --threads 1 "
+        "--out data/results-cpu-plan",
+    ),
+    (
+        "ablation",
+        "𝒮 > 0 on both bases: the mHC-only and MGT runs still gained 2.0–2.1 % at 800 steps",
+        None,
+        2.0,
+        "geolab reproduce ablation --scale small --steps 1600 --jobs 2 --threads 1 "
+        "--out data/results-cpu-plan",
+    ),
+    (
+        "edelta_benchmarks",
+        "E∆ near-π single at 2000 iterations (the published count) in both flavors",
+        "/near_pi/",
+        5.0,
+        "geolab reproduce edelta_benchmarks --scale small --tasks near_pi --steps 2000 --jobs 2 "
+        "--threads 1 --out data/results-cpu-plan",
+    ),
+    (
+        "depth_scaling",
+        "depth scaling at twice the steps (if time remains; 3× costs half as much again)",
+        None,
+        2.0,
+        "geolab reproduce depth_scaling --scale small --steps 1600 --jobs 2 --threads 1 "
+        "--out data/results-cpu-plan",
+    ),
+)
+
+
+def cpu_plan(results: dict) -> list[dict]:
+    """``CPU_PLAN`` priced from ``results``: {"protocol", "settles", "command", "cpu_hours"}
+    (one thread; ``--jobs 2`` halves the wall time on two cores, not the CPU-hours)."""
+    rows = []
+    for name, settles, keys, factor, command in CPU_PLAN:
+        if name not in results:
+            continue
+        runs = trained_runs(results[name]["per_seed"])
+        if name == "beta_dynamics":  # one seed recorded: price three from it
+            factor /= len(runs)
+        chosen = [r for k, r in runs.items() if keys is None or keys in f"/{k}/"]
+        seconds = sum(r.get("seconds", 0.0) for r in chosen)
+        rows.append(
+            {
+                "protocol": name,
+                "settles": settles,
+                "command": command,
+                "cpu_hours": factor * seconds / 3600,
+            }
+        )
+    return rows

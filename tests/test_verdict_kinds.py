@@ -1,0 +1,169 @@
+"""Verdict kinds, margins, the judging record and what decides an undecided claim."""
+
+import json
+
+import pytest
+import torch
+
+from geolab.experiments import convergence, decide, get_protocol, judging, report
+from geolab.experiments import verdicts as v
+
+
+def _run(state="converged", learned=True, ratio=0.3, improvement=0.01, n=1000):
+    return {
+        "state": state,
+        "learned": learned,
+        "baseline_ratio": ratio,
+        "improvement": improvement,
+        "n_params": n,
+        "val": {"mse": 1.0},
+    }
+
+
+def test_a_run_that_never_moves_did_not_train_and_gates_every_claim():
+    still = {"metric": "mse", "steps": [1, 50, 100], "values": [3.96, 3.96, 3.96]}
+    assert convergence.judge(still, 100)["state"] == convergence.DID_NOT_TRAIN
+    moving = {"metric": "mse", "steps": [1, 50, 100], "values": [3.96, 3.9, 3.9]}
+    assert convergence.judge(moving, 100)["state"] == convergence.CONVERGED
+    # gated on learning only (a fixed budget), a stationary run still makes it inconclusive
+    h = v.Hypothesis("c", "claim", "m", v.REPRODUCED, "rule")
+    v.gate(h, {"a": [_run(state=convergence.DID_NOT_TRAIN)] * 3}, ("learned",), seeds=3)
+    assert h.verdict == "inconclusive: did not train" and h.rule_verdict == v.REPRODUCED
+
+
+def test_undecidable_claims_say_why_and_keep_the_rule_verdict():
+    h = v.Hypothesis("c", "claim", "m", v.NOT_REPRODUCED, "rule", undecidable="noise floor")
+    v.gate(h, {"a": [_run(learned=False)] * 3}, ("learned",), seeds=3)
+    assert h.verdict == "undecidable on this task: noise floor"
+    assert v.kind(h.verdict) == v.UNDECIDABLE and h.rule_verdict == v.NOT_REPRODUCED
+    assert v.kind("inconclusive: not learned") == v.INCONCLUSIVE
+    assert v.kind(v.REPRODUCED) == v.REPRODUCED
+
+
+def test_margins_show_the_gain_and_ratio_against_their_lines():
+    runs = [_run(improvement=0.0202, ratio=0.92), _run(improvement=0.0211, ratio=0.95)]
+    assert v.margins(runs) == "gain 2.02–2.11% (line 2%); ratio 0.92–0.95 (line 0.5)"
+    text = [{**r, "val": {"ppl": 10.0}} for r in runs]
+    assert v.margins(text).endswith("ratio 0.92–0.95 (line 0.9)")
+    h = v.Hypothesis("c", "claim", "m", v.REPRODUCED, "rule")
+    v.gate(h, {"a": runs}, seeds=3)
+    assert h.margins == v.margins(runs)
+
+
+def test_failure_claims_compare_sizes():
+    h = v.Hypothesis("fails", "claim", "m", v.REPRODUCED, "rule")
+    runs = {"jpmhc": [_run(n=1240)] * 3, "preln": [_run(n=1000)] * 3}
+    v.gate(h, runs, ("learned",), 3, ("jpmhc", "preln"), ("preln",))
+    assert h.verdict == "inconclusive: sizes differ" and "spread 24.0%" in h.sizes
+
+
+def test_counts_leave_extras_out():
+    hyps = [
+        {"id": "a", "verdict": v.REPRODUCED},
+        {"id": "b", "verdict": v.REPRODUCED, "extra": True},
+        {"id": "c", "verdict": "inconclusive: not learned"},
+        {"id": "d", "verdict": "undecidable on this task: x"},
+    ]
+    counts = report.verdict_counts({"p": {"hypotheses": hyps}})
+    assert counts["claims"] == 3 and counts["extras"] == 1
+    assert counts[v.REPRODUCED] == 1 and counts[v.INCONCLUSIVE] == 1
+    assert counts[v.UNDECIDABLE] == 1 and counts[v.NOT_REPRODUCED] == 0
+
+
+def test_judging_records_the_rules_and_what_newer_rules_changed(monkeypatch):
+    result = {
+        "protocol": "reflection",
+        "provenance": {"git": {"commit": "0" * 40}},
+        "hypotheses": [{"id": "a", "verdict": v.REPRODUCED}, {"id": "b", "verdict": "x"}],
+    }
+    fresh = judging.record(result)
+    assert fresh["rules"] == judging.rules_hash("reflection") and len(fresh["rules"]) == 16
+    assert fresh["at_runs"] == {"a": v.REPRODUCED, "b": "x"} and fresh["changed"] == []
+    assert fresh["rules_at_runs"] is None and fresh["newer_than_runs"] is None  # unknown commit
+    # an older file without a record: the first rejudging compares with what it held
+    before = json.loads(json.dumps(result))
+    result["hypotheses"][0]["verdict"] = "inconclusive: not converged"
+    first = judging.record(result, before)
+    assert first["at_runs"] is None and first["compared_with"] == "first_recorded"
+    assert first["changed"] == [
+        {"id": "a", "before": v.REPRODUCED, "after": "inconclusive: not converged"}
+    ]
+    # a second rejudging keeps the change on record
+    again = judging.record(result, {**json.loads(json.dumps(result)), "judging": first})
+    assert again["changed"] == first["changed"]
+    assert "changed since the verdicts stored before" in judging.summary_line("reflection", again)
+    # the rules of a commit are read from git: HEAD's equal the checkout's unless it is dirty
+    head = judging.rules_hash_at("HEAD", "reflection")
+    assert head is None or len(head) == 16
+
+
+def test_the_rules_hash_follows_the_rule_files(tmp_path, monkeypatch):
+    for path in judging.rule_files("ablation"):
+        (tmp_path / path).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / path).write_text("rules\n")
+    monkeypatch.setattr(judging, "ROOT", tmp_path)
+    first = judging.rules_hash("ablation")
+    (tmp_path / judging.RULE_FILES[1]).write_text("other rules\n")
+    assert judging.rules_hash("ablation") != first
+
+
+def test_what_decides_a_claim_is_priced_from_the_recorded_runs(tmp_path):
+    result = {
+        "seeds": [42],
+        "per_seed": {"42": {"val_curve": {}, "seconds": 3600.0, "state": "converged"}},
+    }
+    few = {"verdict": "inconclusive: fewer than 3 seeds", "reasons": [v.FEW_SEEDS]}
+    fix = decide.remedy("beta_dynamics", result, few)
+    assert fix["cpu_hours"] == pytest.approx(2.0) and "missing seeds" in fix["what"]
+    slow = {"verdict": "inconclusive: not converged", "reasons": [convergence.NOT_CONVERGED]}
+    assert decide.remedy("ablation", result, slow)["cpu_hours"] == pytest.approx(2.0)
+    echo = {"verdict": "undecidable on this task: floor", "reasons": []}
+    assert decide.cost_text(decide.remedy("edelta_benchmarks", result, echo)) == "none"
+    assert decide.remedy("ablation", result, {"verdict": v.REPRODUCED}) is None
+    # the paper scale's GPU-hours are planned once and kept with the settings they came from
+    gpu = {"verdict": "inconclusive: not learned", "reasons": [v.NOT_LEARNED]}
+    hours = decide.remedy("beta_dynamics", result, gpu, tmp_path)["gpu_hours"]
+    kept = json.loads((tmp_path / decide.PAPER_PLAN).read_text())
+    assert kept["beta_dynamics"]["gpu_hours"] == hours > 0
+    kept["beta_dynamics"]["gpu_hours"] = 7.0
+    (tmp_path / decide.PAPER_PLAN).write_text(json.dumps(kept))
+    assert decide.remedy("beta_dynamics", result, gpu, tmp_path)["gpu_hours"] == 7.0
+
+
+@pytest.mark.parametrize("flavor", ["reference", "geolab"])
+def test_bare_jpmhc_has_a_gradient_at_init(flavor):
+    refl = get_protocol("reflection")
+    settings = refl.SCALES["tiny"]
+    torch.manual_seed(0)
+    op = refl.Operator("jpmhc", flavor, 8, 16, settings)
+    x = torch.randn(6, 8)
+    torch.nn.functional.mse_loss(op(x), -x).backward()
+    moving = op.w[2].weight.grad.abs().max()
+    assert moving > 1e-4
+    # the start it replaces: with W = 0, Y = I and ∂L/∂Y = 2 x xᵀ is symmetric, so the skew
+    # generator W = M − Mᵀ gets no gradient (float32 rounding of the symmetric part aside)
+    op.zero_grad()
+    with torch.no_grad():
+        op.w[2].weight.zero_()
+        op.w[2].bias.zero_()
+    torch.nn.functional.mse_loss(op(x), -x).backward()
+    assert op.w[2].weight.grad.abs().max() < 1e-5 * moving
+
+
+def test_beta_runs_record_their_trained_rank_and_judge_h2_as_an_extra():
+    from geolab.experiments.runner import run_protocol
+
+    result, _ = run_protocol(get_protocol("beta_dynamics"), "tiny", log=lambda m: None, png=False)
+    run = next(iter(result["per_seed"].values()))
+    assert len(run["trained_rank"]) == result["config"]["n_layer"] + 1
+    h2 = [h for h in result["hypotheses"] if h["id"].startswith("H2")]
+    assert len(h2) == 1 and h2[0]["extra"] is True
+    assert v.FEW_SEEDS in h2[0]["reasons"]  # tiny trains one seed
+    assert h2[0]["measured"].endswith(f"{run['trained_rank'][-1]:.4g}")
+    # a run recorded before the profile was added carries no H2 row
+    module = get_protocol("beta_dynamics")
+    old = {k: json.loads(json.dumps(r)) for k, r in result["per_seed"].items()}
+    for r in old.values():
+        del r["trained_rank"]
+    _, hyps = module.conclude(result["config"], result["seeds"], old)
+    assert not any(h.id.startswith("H2") for h in hyps)
