@@ -64,6 +64,21 @@ def _remedy_of(reason: str) -> str:
 PAPER_PLAN = "paper-plan.json"
 
 
+def budget_gpu_hours(settings: dict) -> float | None:
+    """GPU-hours of a fixed-budget sweep (``budget`` parameters per run, every run matched to it
+    within 0.5 %): 6 · budget · tokens per run (the L·S·D attention term of ``plan`` left out,
+    ≈ 10–15 % more at 200 layers: a lower bound), over depths × rules × seeds, at
+    ``plan.SUSTAINED_FLOPS``, without building the models (matching 200-layer widths on the meta
+    device took over 20 minutes on two busy cores).
+    None without a budget."""
+    if "budget" not in settings:
+        return None
+    tc = settings["train"]
+    runs = len(settings["depths"]) * len(settings["rules"]) * len(settings["seeds"])
+    tokens = tc["steps"] * tc["batch_size"] * settings["seq_len"]
+    return 6 * settings["budget"] * tokens * runs / plan.SUSTAINED_FLOPS / 3600
+
+
 def paper_gpu_hours(name: str, folder: str | Path | None = None) -> float:
     """GPU-hours of protocol ``name`` at paper scale, three seeds (``plan.protocol_plan`` at
     ``plan.SUSTAINED_FLOPS``), read from ``folder/paper-plan.json`` when planned there from the
@@ -76,8 +91,10 @@ def paper_gpu_hours(name: str, folder: str | Path | None = None) -> float:
     kept = json.loads(path.read_text()) if path is not None and path.is_file() else {}
     if kept.get(name, {}).get("settings") == key:
         return kept[name]["gpu_hours"]
-    rows = plan.protocol_plan(module, settings, len(settings["seeds"]), plan.SUSTAINED_FLOPS)
-    hours = sum(r["gpu_hours"] for r in rows)
+    hours = budget_gpu_hours(settings)
+    if hours is None:
+        rows = plan.protocol_plan(module, settings, len(settings["seeds"]), plan.SUSTAINED_FLOPS)
+        hours = sum(r["gpu_hours"] for r in rows)
     if path is not None:
         kept[name] = {"settings": key, "gpu_hours": hours, "assumption": plan.ASSUMPTION}
         path.write_text(json.dumps(kept, indent=1, sort_keys=True) + "\n")
@@ -105,8 +122,13 @@ def remedy(name: str, result: dict, h: dict, folder: str | Path | None = None) -
             "gpu_hours": None,
         }
     if any(r not in CPU_REMEDY for r in reasons):
+        sizes = (
+            ", with the compared sizes matched within 3 % (a matched-size variant: not built yet)"
+            if v.SIZES_DIFFER in reasons
+            else ""
+        )
         return {
-            "what": f"the paper scale (`geolab reproduce {name} --scale paper`)",
+            "what": f"the paper scale (`geolab reproduce {name} --scale paper`){sizes}",
             "cpu_hours": None,
             "gpu_hours": paper_gpu_hours(name, folder),
         }
