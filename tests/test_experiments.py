@@ -393,7 +393,8 @@ def test_a_verdict_stands_only_on_sound_evidence():
     assert (untrained.verdict, untrained.convergence) == (verdicts.REPRODUCED, "")
     rows = {"p": {"hypotheses": [h.__dict__, untrained.__dict__]}}
     table = report.verdict_markdown(rows)
-    assert "| 3/4 converged, 1 collapsed; 3/4 learned |" in table
+    stalled = "(1 stalled at a trivial baseline: not learned)"
+    assert f"| 3/4 converged {stalled}, 1 collapsed; 3/4 learned |" in table
     assert "| untrained | — | **reproduced** |" in table
     overruled = "**inconclusive: fewer than 3 seeds; sizes differ; collapsed; not learned**"
     assert f"| {overruled} (the rule alone: reproduced) |" in table
