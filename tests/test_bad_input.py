@@ -1710,3 +1710,22 @@ def test_a_damaged_ipynb_is_one_line_before_any_html_page(tmp_path, capsys):
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "03_cayley_householder.ipynb is damaged" in err
     assert not (tmp_path / "html").exists()
+
+
+def test_a_mixer_product_past_float64_stops_its_curve_instead_of_showing_inf():
+    """streams_view(depth=1000, spread=10): JPmHC's product leaves float64 (it was an SVD of
+    inf); its curves stop at the layer before, said in the readout, and no number is inf."""
+    from geolab.explore.streams import OVERFLOW, streams_view
+
+    view = streams_view(5, 10, 1000)
+    over = view.numbers["overflow"]
+    assert over and all(1 <= depth < 1000 for depth in over.values())
+    for family, depth in over.items():
+        f, b = view.numbers["final_gain"][family]
+        assert math.isfinite(f) and math.isfinite(b) and f <= 4 * OVERFLOW
+        (label,) = [k for k, _ in view.readout if k.startswith(f"{family}: Amax gain")]
+        assert f"at depth {depth}" in label and "beyond float64" in label
+    for trace in view.figures["gain"].data:  # a gap after the stop, never an inf drawn
+        assert not np.isinf(np.asarray(trace.y, dtype=float)).any(), trace.name
+    text = json.dumps(view.numbers, default=str)
+    assert "Infinity" not in text and "inf" not in text

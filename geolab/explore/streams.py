@@ -6,6 +6,7 @@ Sinkhorn (docs/design.md §2.5) and the stream mixers of the hyper-connection ru
 from __future__ import annotations
 
 import functools
+import math
 
 import numpy as np
 import torch
@@ -63,6 +64,33 @@ def spectral_gain_curve(mats: torch.Tensor) -> torch.Tensor:
     return torch.stack(out)
 
 
+OVERFLOW = 1e300  # a product's entries past this leave float64 within a few more layers
+
+
+def finite_depth(mats: torch.Tensor) -> int:
+    """How many leading mixers the product H_l ⋯ H_1 takes with its largest entry still below
+    ``OVERFLOW`` (all of them unless it grows past float64: HC at a wide spread over hundreds
+    of layers), at least 1. The product is rescaled as it goes, its scale kept as a log, so the
+    count itself never overflows."""
+    P, log_scale = torch.eye(mats.shape[-1], dtype=F64), 0.0
+    for depth, H in enumerate(mats):
+        P = H.to(F64) @ P
+        top = P.abs().max().item()
+        if top == 0:  # a product that vanished stays finite
+            return len(mats)
+        log_scale += math.log(top)
+        if log_scale > math.log(OVERFLOW):
+            return max(depth, 1)
+        P = P / top
+    return len(mats)
+
+
+def _padded(curve: torch.Tensor, depth: int) -> torch.Tensor:
+    """``curve`` with NaN after its end up to ``depth`` (a gap on the plot, not an inf)."""
+    gap = torch.full((depth - len(curve), *curve.shape[1:]), float("nan"), dtype=curve.dtype)
+    return torch.cat([curve, gap])
+
+
 ERROR_ITERS = (1, 2, 3, 4, 5, 6, 8, 10, 12, 15, 20, 25, 30, 35, 40, 45, 50)
 
 
@@ -86,7 +114,9 @@ def streams_view(iters: int, spread: float, depth: int, seed: int = 0) -> View:
     Numbers: after ``iters`` iterations the row sums are exact and the column sums are off by
     an error that shrinks with iterations and grows with the logit spread (docs/design.md §2.5); the
     spectral norm; the final forward (row) and backward (column) Amax gains for HC, mHC and
-    orthogonal mixers of the same random draws.
+    orthogonal mixers of the same random draws. A family whose product would leave float64
+    (``finite_depth``) stops its curves at the last layer it holds, named in
+    ``numbers["overflow"]`` and the readout, so no inf is drawn or shown.
     """
     iters = check_int("iters", iters, 1, MAX_ITERS)
     spread = check_range("spread", spread, 0.0, 10.0)
@@ -98,19 +128,23 @@ def streams_view(iters: int, spread: float, depth: int, seed: int = 0) -> View:
     start = torch.exp(logits - logits.max())
     gains, finals, norms, lines = {}, {}, {}, {}
     jp_step = None
+    overflow = {}  # family -> the depth its product stays within float64 (where it is less)
     for family in FAMILIES:
         mats = mixers(family, depth, spread, iters, seed)
         if family == "JPmHC":
             jp_step = torch.linalg.matrix_norm(mats, ord=2).mean().item()
-        fwd, bwd = composite_gain_curve(mats)
-        two = spectral_gain_curve(mats)
+        held = finite_depth(mats)
+        if held < depth:
+            overflow[family] = held
+        fwd, bwd = (_padded(c, depth) for c in composite_gain_curve(mats[:held]))
+        two = _padded(spectral_gain_curve(mats[:held]), depth)
         gains[f"{family} Amax forward (rows)"] = fwd
         if family in ("HC", "mHC"):
             gains[f"{family} Amax backward (cols)"] = bwd
         if family != "HC":
             gains[f"{family} 2-norm"] = two
-        finals[family] = (fwd[-1].item(), bwd[-1].item())
-        norms[family] = two[-1].item()
+        finals[family] = (fwd[held - 1].item(), bwd[held - 1].item())
+        norms[family] = two[held - 1].item()
         for kind, dash in GAIN_DASH.items():
             lines[f"{family} {kind}"] = {"color": FAMILY_COLORS[family], "dash": dash}
     numbers = {
@@ -122,6 +156,7 @@ def streams_view(iters: int, spread: float, depth: int, seed: int = 0) -> View:
         "final_gain": finals,
         "final_two_norm": norms,
         "jpmhc_step_norm": jp_step,
+        "overflow": overflow,
     }
     readout = (
         [
@@ -134,7 +169,14 @@ def streams_view(iters: int, spread: float, depth: int, seed: int = 0) -> View:
         ]
         + [
             (
-                f"{family}: Amax gain at depth {depth}, forward / backward; 2-norm",
+                f"{family}: Amax gain at depth {overflow.get(family, depth)}, forward / "
+                "backward; 2-norm"
+                + (
+                    f" (deeper, the product passes {OVERFLOW:.0e}, beyond float64: its curves "
+                    "stop there)"
+                    if family in overflow
+                    else ""
+                ),
                 f"{num(f)} / {num(b)}; {num(norms[family])}",
             )
             for family, (f, b) in finals.items()
