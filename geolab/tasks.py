@@ -34,7 +34,7 @@ import torch
 import torch.nn.functional as F
 
 from geolab import data
-from geolab.config import check_seed
+from geolab.config import check_seed, plain
 from geolab.memory import check_allocation
 from geolab.registry import FLAVORS
 
@@ -474,6 +474,7 @@ def get_task(name: str, seed: int = 0, flavor: str = "geolab", **overrides) -> T
     if name not in TASKS:
         raise ValueError(f"unknown task {name!r}; allowed: {', '.join(TASKS)}")
     seed = check_seed(seed, "seed")
+    overrides = {k: plain(v) for k, v in overrides.items()}  # np.int64(64) is a count too
     fixed = ("seed", "mode") if name == "near_pi_multi" else ("seed",)
     builder = near_pi if name == "near_pi_multi" else TASKS[name]
     allowed = [p for p in inspect.signature(builder).parameters if p not in fixed]

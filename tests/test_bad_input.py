@@ -1729,3 +1729,21 @@ def test_a_mixer_product_past_float64_stops_its_curve_instead_of_showing_inf():
         assert not np.isinf(np.asarray(trace.y, dtype=float)).any(), trace.name
     text = json.dumps(view.numbers, default=str)
     assert "Infinity" not in text and "inf" not in text
+
+
+def test_a_sweep_whose_disk_fills_keeps_the_runs_saved_before(small_disk):
+    from geolab.experiments import pack
+
+    disk = small_disk(4096)  # one page: the first run's file, not the second
+    with pack.sweep(run_dir=disk), pytest.raises(ValueError) as err:
+        pack.run_jobs(square, [(2,), (3,)], {"train": {"steps": 1}}, print)
+    assert f"cannot write {disk / '3.json'} (No space left on device)" in str(err.value)
+    assert json.loads((disk / "2.json").read_text())["result"] == {"square": 4}
+    assert sorted(p.name for p in disk.iterdir()) == ["2.json"]  # no temporary file left
+
+
+def test_a_task_takes_numpy_counts():
+    from geolab.tasks import get_task
+
+    task = get_task("copy", seed=np.int64(1), n_train=np.int64(64), n_val=np.int32(8))
+    assert (task.n_samples("train"), task.n_samples("val")) == (64, 8)

@@ -221,11 +221,19 @@ def _damage(saved) -> str | None:
 
 
 def save_run(path: Path, record: dict) -> None:
-    """Write ``record`` to ``path`` atomically (a temporary file renamed over it)."""
-    path.parent.mkdir(parents=True, exist_ok=True)
+    """Write ``record`` to ``path`` atomically (a temporary file renamed over it); a failed
+    write removes the temporary file and is a one-line ValueError."""
     tmp = path.with_name(f".{path.name}.tmp")
-    tmp.write_text(json.dumps(record, indent=1, allow_nan=False) + "\n")
-    os.replace(tmp, path)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp.write_text(json.dumps(record, indent=1, allow_nan=False) + "\n")
+        os.replace(tmp, path)
+    except OSError as err:  # a full disk: the runs saved before stay whole
+        tmp.unlink(missing_ok=True)
+        raise ValueError(
+            f"cannot write {path} ({err.strerror}); the runs saved before it are whole: free "
+            "space, then rerun the same command to train the rest"
+        ) from None
 
 
 def pending(fn, jobs: list[tuple], settings: dict, sw: Sweep) -> tuple[dict, list[tuple]]:
