@@ -409,8 +409,9 @@ README_RULES = """## How a verdict is reached (the exact rules are in each resul
   published, and is gated on learning, not convergence; its inversion rows (transformers, where
   the published claims on bare operators cannot be tested) are labelled extras outside the
   count. Reflection is judged by the rules written before its runs (commit ec6ffd0, which gated
-  it on convergence too); the convergence gate was dropped for it only in the commit that added
-  its results, so that exemption is not used.
+  it on convergence too; that commit's own code, run on the stored numbers, gives the same six
+  *inconclusive: not converged*); the convergence gate was dropped for it only in the commit
+  that added its results, so that exemption is not used.
 - **Reruns.** With the same seed, torch build and host, a rerun is bit-identical (deterministic
   kernels, one thread). On another host (other SIMD, e.g. AVX-512) the curves drift from the
   committed ones at ≈ 1e-6 relative within the first steps and the final metrics agree within
