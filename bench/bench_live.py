@@ -16,9 +16,14 @@ sides and the spread of the ratios. Training steps (bench_rules' step, 12 layers
 as their ratio to preln's divided by the ratio of their linear maps' multiply-adds (≤ 1.15).
 """
 
+import contextlib
 import itertools
 import math
+import os
 import statistics
+import subprocess
+import sys
+import tempfile
 
 import torch
 import torch.nn.functional as F
@@ -26,7 +31,7 @@ from torch.overrides import TorchFunctionMode
 
 from bench.bench_rules import _step_fn
 from bench.timing import bracketed, interleaved, median_ratio, seconds, spread
-from geolab import explore, stack
+from geolab import compiling, explore, stack
 from geolab.metrics import effective_rank
 
 RULES = ("postln", "preln", "mgt")  # 04's default curves, with the pure-attention reference
@@ -135,8 +140,64 @@ def _profile(cfg, x):
     return effective_rank(stack.stack_states(cfg, 0, x, every_step=True)).mean(dim=-1)
 
 
-def _rank_rows(n_layer: int, d: int, seq: int, targets: dict, rounds: int) -> list[dict]:
-    """Issue 23's targets, each a ratio to a matrix-product floor timed in the same rounds."""
+@contextlib.contextmanager
+def _views_compiled(on: bool):
+    """``GEOLAB_COMPILE`` set to ``on`` inside, restored after (the stack reads it per call)."""
+    old = os.environ.get(compiling.ENV)
+    os.environ[compiling.ENV] = "1" if on else "0"
+    try:
+        yield
+    finally:
+        if old is None:
+            del os.environ[compiling.ENV]
+        else:
+            os.environ[compiling.ENV] = old
+
+
+def _rank_rows(
+    n_layer: int, d: int, seq: int, targets: dict, rounds: int, compiled: bool = False
+) -> list[dict]:
+    """Issue 23's targets, each a ratio to a matrix-product floor timed in the same rounds;
+    ``compiled``: the views' per-layer compiled step (``GEOLAB_COMPILE=1``), its graphs compiled
+    before the rounds (the compile itself is `_compile_rows`'), the floors the same eager
+    replays."""
+    with _views_compiled(False):  # the floors record eager F.linear calls
+        floors = _rank_floors(n_layer, d, seq)
+    with _views_compiled(compiled):
+        if compiled:
+            x = explore.rank_tokens(seq, 0)
+            for r in (*RULES, explore.REFERENCE, *PROFILE_RULES):
+                stack.stack_states(explore.rank_config(r, n_layer, d, seq), 0, x)
+        rows = _rank_timed(n_layer, d, seq, targets, rounds, floors, compiled)
+    if compiled:
+        for row in rows:
+            row["name"] += " [compiled layer step]"
+    return rows
+
+
+def _rank_floors(n_layer: int, d: int, seq: int) -> dict:
+    """The floors `_rank_timed` divides by: per curve, per profile rule, and at the shallow and
+    opening depths."""
+    x = explore.rank_tokens(seq, 0)
+    curves = (*RULES, explore.REFERENCE)
+    cfgs = {r: explore.rank_config(r, n_layer, d, seq) for r in curves}
+    profile_cfgs = {r: explore.rank_config(r, n_layer, d, seq) for r in PROFILE_RULES}
+
+    def floors_at(depth):
+        return [
+            _floor(lambda c=c: stack.stack_states(c.replace(n_layer=depth), 0, x))
+            for c in cfgs.values()
+        ]
+
+    return {
+        "curves": {r: _floor(lambda c=c: stack.stack_states(c, 0, x)) for r, c in cfgs.items()},
+        "profiles": {r: _floor(lambda c=c: _profile(c, x)) for r, c in profile_cfgs.items()},
+        "shallow": floors_at(max(2, n_layer // 4)),
+        "opening": floors_at(min(OPENING_DEPTH, n_layer)),
+    }
+
+
+def _rank_timed(n_layer, d, seq, targets, rounds, floor_fns, compiled) -> list[dict]:
     label = f"{n_layer} layers, D={d}, S={seq}"
     x = explore.rank_tokens(seq, 0)
     curves = (*RULES, explore.REFERENCE)
@@ -150,10 +211,8 @@ def _rank_rows(n_layer: int, d: int, seq: int, targets: dict, rounds: int) -> li
 
     opening_ms = cold(opening)
     first_ms = cold(n_layer)
-    cfgs = {r: explore.rank_config(r, n_layer, d, seq) for r in curves}
-    floors = {r: _floor(lambda c=c: stack.stack_states(c, 0, x)) for r, c in cfgs.items()}
+    floors, profile_floors = floor_fns["curves"], floor_fns["profiles"]
     profile_cfgs = {r: explore.rank_config(r, n_layer, d, seq) for r in PROFILE_RULES}
-    profile_floors = {r: _floor(lambda c=c: _profile(c, x)) for r, c in profile_cfgs.items()}
     beta0 = _sweep([0.5 - 0.001 * i for i in range(1, 400)])
     shallow = max(2, n_layer // 4)
 
@@ -164,13 +223,7 @@ def _rank_rows(n_layer: int, d: int, seq: int, targets: dict, rounds: int) -> li
 
         return run
 
-    def floors_at(depth):
-        return [
-            _floor(lambda c=c: stack.stack_states(c.replace(n_layer=depth), 0, x))
-            for c in cfgs.values()
-        ]
-
-    shallow_floors, opening_floors = floors_at(shallow), floors_at(opening)
+    shallow_floors, opening_floors = floor_fns["shallow"], floor_fns["opening"]
     # The β₀ slider in its own rounds: the depth rows below clear the per-curve cache, which
     # the slider relies on (only mgt reads β₀; the other curves are cached, as in 04).
     explore.rank_view(RULES, n_layer, d_model=d, seq_len=seq)
@@ -243,6 +296,8 @@ def _rank_rows(n_layer: int, d: int, seq: int, targets: dict, rounds: int) -> li
             "one cold call; the deeper layers are drawn when a deeper depth is first asked",
         ),
     ]
+    if compiled:  # each of the 15 rules would compile its own step first
+        return rows
     rows.append(
         _row(
             f"04 rank collapse: compare all {len(explore.rank_rules())} rules (cold) — {label}",
@@ -274,14 +329,20 @@ def _linear_flops(fn) -> int:
     return sum(math.prod(shape[:-1]) * w.shape[0] * w.shape[1] for shape, w, _ in rec.calls)
 
 
-def _train_rows(n_layer: int, d: int, seq: int, batch: int, rounds: int) -> list[dict]:
+def _train_rows(
+    n_layer: int, d: int, seq: int, batch: int, rounds: int, compiled: bool = False
+) -> list[dict]:
     """Training step / preln's (bench_rules' step: forward + backward, 12 layers), each divided
     by the ratio of its linear maps' multiply-adds to preln's (issue 23: ≤ 1.15): how much a rule
-    costs beyond the matrix products it adds."""
+    costs beyond the matrix products it adds. ``compiled``: every model, preln's too, with its
+    layer step compiled (``compile_layers``; compiled in the warm-up round)."""
     base, _ = _step_fn("preln", n_layer, d, seq, batch)
     steps = {r: _step_fn(r, n_layer, d, seq, batch)[0] for r in TRAIN_RULES}
     base_flops = _linear_flops(base)
     flops = {r: _linear_flops(step) / base_flops for r, step in steps.items()}
+    if compiled:
+        base = _step_fn("preln", n_layer, d, seq, batch, compiled=True)[0]
+        steps = {r: _step_fn(r, n_layer, d, seq, batch, compiled=True)[0] for r in TRAIN_RULES}
     ratios = bracketed(base, steps, rounds=rounds)
     rows = []
     for rule in TRAIN_RULES:
@@ -291,7 +352,7 @@ def _train_rows(n_layer: int, d: int, seq: int, batch: int, rounds: int) -> list
             {
                 "group": "live",
                 "name": f"training step {rule} / preln ÷ linear-map FLOP ratio ({n_layer} layers, "
-                f"D={d}, S={seq}, B={batch})",
+                f"D={d}, S={seq}, B={batch})" + (" [compiled layer step]" if compiled else ""),
                 "value": value,
                 "unit": "× FLOP ratio",
                 "target": "≤ 1.15×",
@@ -303,15 +364,73 @@ def _train_rows(n_layer: int, d: int, seq: int, batch: int, rounds: int) -> list
     return rows
 
 
+_COMPILE_TIME = """
+import os, sys, torch
+from geolab import explore, stack
+torch.set_num_threads(1)
+rule, n_layer, d, seq = sys.argv[1], *map(int, sys.argv[2:])
+cfg = explore.rank_config(rule, n_layer, d, seq)
+x = explore.rank_tokens(seq, 0)
+stack.stack_weights(cfg, 0)  # the weights drawn outside the timing
+cpu = lambda t: t.user + t.system + t.children_user + t.children_system  # with the C++ compiler
+start = cpu(os.times())
+stack.stack_states(cfg, 0, x)
+print(cpu(os.times()) - start)
+"""
+
+
+def _compile_rows(n_layer: int, d: int, seq: int, rules) -> list[dict]:
+    """The views' first compiled call per rule in a fresh process (CPU seconds of the process
+    and of the C++ compiler it runs, one thread, the first forward included): with an empty
+    inductor cache folder, then again from the one the first run filled — what a session pays
+    once, and what every later session pays."""
+    rows = []
+    with tempfile.TemporaryDirectory() as cache:
+        env = {**os.environ, compiling.ENV: "1", "TORCHINDUCTOR_CACHE_DIR": cache}
+        env["OMP_NUM_THREADS"] = "1"
+        for rule in rules:
+            args = [sys.executable, "-c", _COMPILE_TIME, rule, str(n_layer), str(d), str(seq)]
+            times = [
+                float(subprocess.run(args, env=env, check=True, capture_output=True, text=True)
+                      .stdout.split()[-1])
+                for _ in range(2)
+            ]  # fmt: skip
+            rows.append(
+                {
+                    "group": "live",
+                    "name": f"views' layer step compile, {rule}: first call in a new process, "
+                    f"cold / from the cache folder — {n_layer} layers, D={d}, S={seq}",
+                    "value": times[0],
+                    "unit": "s CPU",
+                    "target": "≤ 30 s cold, ≤ 5 s cached",
+                    "met": times[0] <= 30 and times[1] <= 5,
+                    "notes": f"from the cache folder {times[1]:.1f} s (the forward included)",
+                }
+            )
+    return rows
+
+
 def run(quick: bool) -> list[dict]:
+    """Eager rows; with ``GEOLAB_COMPILE=1`` also the same rows with the layer step compiled
+    (views and training) and each profile rule's compile time."""
+    both = compiling.views_compile()
     if quick:
-        return (
+        rows = (
             _small_views(rounds=2, min_time=0.0)
             + _rank_rows(4, 32, 8, {}, rounds=2)
             + _train_rows(2, 32, 16, 2, rounds=2)
         )
-    return (
+        if both:
+            rows += _rank_rows(4, 32, 8, {}, rounds=2, compiled=True)
+            rows += _train_rows(2, 32, 16, 2, rounds=2, compiled=True)
+        return rows
+    rows = (
         _small_views(rounds=7, min_time=0.2)
         + _rank_rows(200, 128, 32, TARGETS, rounds=5)
         + _train_rows(12, 128, 64, 16, rounds=3)
     )
+    if both:
+        rows += _compile_rows(200, 128, 32, PROFILE_RULES)
+        rows += _rank_rows(200, 128, 32, TARGETS, rounds=5, compiled=True)
+        rows += _train_rows(12, 128, 64, 16, rounds=3, compiled=True)
+    return rows

@@ -19,12 +19,14 @@ from geolab.rules import RESIDUALS
 TARGETS = {"mgt": 1.35, "ddl": 1.15, "edelta": 1.5, "mhc": 1.6}
 
 
-def _step_fn(rule: str, n_layer: int, d: int, seq: int, batch: int):
+def _step_fn(rule: str, n_layer: int, d: int, seq: int, batch: int, compiled: bool = False):
     torch.manual_seed(0)
     cfg = GeoConfig(
         residual=rule, n_layer=n_layer, d_model=d, n_head=4, seq_len=seq, d_in=d, d_out=d
     )
     model = GeoTransformer(cfg)
+    if compiled:
+        model.compile_layers()
     x = torch.randn(batch, seq, d, generator=torch.Generator().manual_seed(1))
 
     def step():
