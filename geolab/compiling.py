@@ -5,10 +5,13 @@ Training (``TrainConfig.compile``, ``geolab train --compile``) and the views' st
 sublayers, with the weights as inputs — instead of the whole model: with ``dynamic=False`` the
 graph depends only on the rule class, the shapes and the grad mode, so the first layer compiles
 it and every other layer, and every later call, reuses it (bench/README.md, "Seventh pass").
-What dynamo would otherwise specialise on is kept out of the graph: the rules' host reads answer
-bools (``operators._polynomial_everywhere``, ``mixing._branch``), and slider and depth constants
-enter as tensors (the projections' 1/√steps in ``stack``, MGT's λ, ε), so a slider move reuses
-the graph.
+What dynamo would otherwise break or specialise on is kept out of the graph: the operators'
+host reads (E∆'s and Cayley's polynomial regime, Sinkhorn's linear spread) become bool tensors
+the graph defers (``operators.defer``), which ``checked`` reads once after the step — rerunning
+the step eagerly, with the guarded forms, when one is False; and slider and depth constants enter
+as tensors (the projections' 1/√steps in ``stack``, MGT's λ, ε), so a slider move reuses the
+graph. A host read inside the rule would split each layer into two dozen compiled frames: E∆'s
+compiled rank profile then ran at 5.4× its floor instead of 2.3× (bench/README.md).
 
 inductor keeps its compiled kernels and graphs on disk in geolab's cache folder
 (``$GEOLAB_CACHE``, else ``~/.cache/geolab``, under ``inductor/``) unless
@@ -25,6 +28,7 @@ import os
 import torch
 
 from geolab.data import cache_root
+from geolab.operators import take_deferred
 
 ENV = "GEOLAB_COMPILE"
 MODES = (None, "reduce-overhead")  # inductor's default, or CUDA graphs on top (a GPU)
@@ -56,3 +60,16 @@ def compiled(fn, mode: str | None = None, backend: str = "inductor"):
     if backend == "inductor":
         use_cache_folder()
     return torch.compile(fn, dynamic=False, mode=mode, backend=backend)
+
+
+def checked(step, *args, mode: str | None = None, backend: str = "inductor"):
+    """``step(*args)`` through its compiled form, then the conditions the graph deferred
+    instead of reading them on the host (the operators' polynomial regime, Sinkhorn's linear
+    spread; ``operators.defer``): one host read of all of them, and when one is False the
+    step again, eagerly, where the guarded forms run. With none deferred, no read."""
+    take_deferred()  # none left over from an interrupted step
+    out = compiled(step, mode, backend)(*args)
+    flags = take_deferred()
+    if flags and not bool(torch.stack(flags).all()):
+        out = step(*args)
+    return out

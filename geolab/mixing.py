@@ -8,6 +8,8 @@ import math
 
 import torch
 
+from geolab.operators import defer
+
 # Below this logit spread every entry of every iterate stays a normal float32: each iterate is
 # diag(r) M⁰ diag(c) with r and c each spread by at most exp(spread), so after every normalisation
 # each entry is ≥ exp(−2·spread)/n, and exp(−60)/n ≫ 1.2e-38.
@@ -54,7 +56,12 @@ def sinkhorn(logits, iters=20, return_error=False):
         # The spread is read only on a CPU: on an accelerator the read is a host sync, and the
         # log domain serves every spread.
         finite, linear = False, False
-        if stacked.device.type == "cpu" and stacked.numel():
+        if torch.compiler.is_compiling() and stacked.device.type == "cpu" and stacked.numel():
+            # No host read in a graph: take the division form and leave the condition for the
+            # compiled step's caller (geolab.compiling.checked reruns it eagerly if False).
+            defer(_spread(stacked) < LINEAR_SPREAD)
+            finite, linear = True, True
+        elif stacked.device.type == "cpu" and stacked.numel():
             finite, linear = _branch(stacked)
         if not finite:  # a −∞ logit, or NaN, may be there
             stacked = _revive_dead(stacked)
@@ -65,18 +72,22 @@ def sinkhorn(logits, iters=20, return_error=False):
     return M, (M.sum(-2) - 1).abs().amax(-1)
 
 
+def _spread(stacked) -> torch.Tensor:
+    """The largest logit spread (max − min) among the matrices of (n, n, T), 0-d: inf with a
+    −∞ logit, NaN with a NaN."""
+    return (stacked.amax((0, 1)) - stacked.amin((0, 1))).max()
+
+
 @torch.compiler.disable
 def _branch(stacked) -> tuple[bool, bool]:
-    """(finite, linear) from the largest logit spread (max − min) among the matrices of
-    (n, n, T): whether it is finite (no −∞ logit, no NaN), and whether it is below
-    ``LINEAR_SPREAD`` (the division form is safe).
+    """(finite, linear) from `_spread`: whether it is finite (no −∞ logit, no NaN), and whether
+    it is below ``LINEAR_SPREAD`` (the division form is safe).
 
-    A read back to Python, left out of torch.compile: a compiled model breaks its graph here
-    on purpose (and quietly) and traces the branch this answer picks. It answers bools, not
-    the spread, so dynamo guards on at most three cases, not on every float (which would
-    recompile every layer until the limit).
+    A read back to Python, left out of torch.compile (a compiled step defers the condition
+    instead, see `sinkhorn`). It answers bools, not the spread, so a graph broken here would
+    guard on at most three cases, not on every float.
     """
-    spread = (stacked.amax((0, 1)) - stacked.amin((0, 1))).max().item()
+    spread = _spread(stacked).item()
     return math.isfinite(spread), spread < LINEAR_SPREAD
 
 

@@ -13,7 +13,7 @@ import torch
 from torch import nn
 from torch.utils.checkpoint import checkpoint
 
-from geolab.compiling import compiled
+from geolab.compiling import checked, compiled
 from geolab.config import GeoConfig
 from geolab.layers import MLP, CausalSelfAttention, gpt2_proj_std, init_linear, make_norm
 from geolab.rules import rule_class
@@ -117,9 +117,12 @@ class GeoTransformer(nn.Module):
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         h = self.rule_cls.expand(self.embed_input(x), self.cfg)
-        step = run_layer if self.layer_compile is None else compiled(run_layer, *self.layer_compile)
         for layer in self.layers:
-            h = step(layer, h)
+            if self.layer_compile is None:
+                h = run_layer(layer, h)
+            else:
+                mode, backend = self.layer_compile
+                h = checked(run_layer, layer, h, mode=mode, backend=backend)
         return self.head(self.norm(self.rule_cls.merge(h)))
 
     def compile_layers(self, mode: str | None = None, backend: str = "inductor") -> None:

@@ -306,7 +306,24 @@ def _limits(dtype):
     return fin.tiny**0.5, fin.max**0.5, fin.max**0.2
 
 
-@torch.compiler.disable
+# Checks a compiled step could not read on the host: bool tensors its caller reads after it
+# (`take_deferred`; geolab.compiling reruns the step eagerly when one is False).
+_DEFERRED: list[torch.Tensor] = []
+
+
+def take_deferred() -> list[torch.Tensor]:
+    """The deferred checks (0-d bool tensors) left since the last call, and forget them."""
+    flags = list(_DEFERRED)
+    _DEFERRED.clear()
+    return flags
+
+
+def defer(flag: torch.Tensor) -> None:
+    """Leave ``flag`` (0-d bool tensor, True when the branch a compiled graph took was right)
+    for the compiled step's caller."""
+    _DEFERRED.append(flag)
+
+
 def _polynomial_everywhere(c, uu, vv, *squares, finite=None) -> bool:
     """Whether every index takes the polynomial form with no guard needed: ‖u‖², ‖v‖² in
     [lo, hi] of `_limits` or exactly 0, each of ``squares`` (squared norms of vectors that get
@@ -316,11 +333,16 @@ def _polynomial_everywhere(c, uu, vv, *squares, finite=None) -> bool:
     directly (as at init and in training, where every m ≪ 1). NaN anywhere answers False (the
     guarded path handles it).
 
-    One host read per call: on a CPU a few µs, on an accelerator one sync (the guarded path
-    syncs too, on its ``ok.all()``). Left out of torch.compile on purpose: a compiled step
-    breaks its graph here once and traces the branch this bool picks (dynamo guards on a bool,
-    so the all-polynomial graph is compiled once and reused by every layer).
+    Eagerly, one host read per call: on a CPU a few µs, on an accelerator one sync (the guarded
+    path syncs too, on its ``ok.all()``). Under torch.compile there is no host read (it would
+    break the graph inside the rule, splitting each layer into two dozen frames): the graph
+    takes the polynomial form and the same conditions go, as a bool tensor, to `defer`; the
+    compiled step's caller reads them after it and reruns the step eagerly if one failed
+    (``geolab.compiling.checked``).
     """
+    if torch.compiler.is_compiling():
+        defer(_polynomial_mask(c, uu, vv, *squares, finite=finite))
+        return True
     if not all(t.numel() for t in (c, uu, vv)):
         return False
     lo, hi, tame_c = _limits(uu.dtype)
@@ -349,11 +371,25 @@ def _polynomial_everywhere(c, uu, vv, *squares, finite=None) -> bool:
     return all(lo <= torch.where(s == 0, lo, s).amin().item() for s in (uu, vv))
 
 
+def _polynomial_mask(c, uu, vv, *squares, finite=None) -> torch.Tensor:
+    """`_polynomial_everywhere`'s conditions as a 0-d bool tensor, no host read (for a graph)."""
+    lo, hi, tame_c = _limits(uu.dtype)
+    m = c.abs()
+    ok = (m * (uu.sqrt() * vv.sqrt()) <= 1) & (m <= tame_c)
+    for s in (uu, vv):
+        ok = ok & ((s == 0) | ((s >= lo) & (s <= hi)))
+    for s in squares:
+        ok = ok & (s >= lo) & (s <= hi)
+    if finite is not None:
+        ok = ok & finite.isfinite()
+    return ok.all()
+
+
 def _some(mask):
-    """Whether any entry of ``mask`` is set — asked on a CPU in eager mode only: on an
-    accelerator the answer costs a host sync and under torch.compile a graph break, both dearer
-    than computing a form no index takes."""
-    return mask.device.type != "cpu" or torch.compiler.is_compiling() or bool(mask.any())
+    """Whether any entry of ``mask`` is set — asked on a CPU only: on an accelerator the answer
+    costs a host sync, dearer than computing a form no index takes. (A compiled graph never
+    gets here: it takes the polynomial form and defers the check, `_polynomial_everywhere`.)"""
+    return mask.device.type != "cpu" or bool(mask.any())
 
 
 def _patch(y, ok, fn, *args):

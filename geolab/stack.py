@@ -34,7 +34,7 @@ from types import SimpleNamespace
 
 import torch
 
-from geolab.compiling import compiled, views_compile
+from geolab.compiling import checked, views_compile
 from geolab.config import GeoConfig
 from geolab.layers import attention, gpt2_proj_std, mlp
 from geolab.model import GeoTransformer, check_tokens
@@ -267,7 +267,7 @@ def stack_states(
     per_layer = 2 if cfg.mlp else 1
     step = _layer
     if views_compile():  # one compiled step for every layer; the depth's scale as a tensor
-        step, scale = compiled(_layer), torch.tensor(scale)
+        step, scale = partial(checked, _layer), torch.tensor(scale)
     for layer in range(cfg.n_layer):
         mid, h = step(
             rules[per_layer * layer],

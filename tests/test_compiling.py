@@ -37,7 +37,9 @@ def test_views_trace_one_step_for_every_layer_depth_and_slider(monkeypatch, coun
     stack.clear()
     want = stack.stack_states(cfg, 0, TOKENS, every_step=True)
     monkeypatch.setenv(compiling.ENV, "1")
-    monkeypatch.setattr(stack, "compiled", lambda fn: compiling.compiled(fn, backend=counter))
+    monkeypatch.setattr(
+        stack, "checked", lambda step, *a: compiling.checked(step, *a, backend=counter)
+    )
     got = stack.stack_states(cfg, 0, TOKENS, every_step=True)
     torch.testing.assert_close(got, want, rtol=0, atol=0)  # traced, then run as eager ops
     frames = counter.frame_count

@@ -25,6 +25,7 @@ from geolab.operators import (
     cayley_apply,
     delta_update,
     hybrid_apply,
+    take_deferred,
 )
 from geolab.rules import rule_class
 
@@ -192,16 +193,19 @@ def test_sinkhorn_takes_the_division_form_below_the_linear_spread_only(spread):
 
 @pytest.mark.parametrize("beta", [(0.5, 0.5, 1e-9), (1e-3, 1e-3, 1e-3), (50.0, 50.0, 50.0)])
 def test_cayley_computes_every_form_when_it_cannot_ask_which_are_taken(monkeypatch, beta):
-    # Mixed polynomial/plane indices, all polynomial (eager mode then skips the plane form), and
-    # mostly plane. Without the cheap question every form is computed everywhere, and
-    # torch.where must keep the same values and gradients.
+    # Mixed polynomial/plane indices, all polynomial (the CPU then skips the plane form), and
+    # mostly plane. Without the cheap questions (an accelerator) every form is computed
+    # everywhere, and torch.where must keep the same values and gradients.
+    from geolab import operators
+
     g = torch.Generator().manual_seed(5)
     x, u, v = (torch.randn(3, D, generator=g, dtype=torch.float64) for _ in range(3))
     u = (u * torch.tensor([[1e-7], [1.0], [1.0]], dtype=torch.float64)).requires_grad_()
     beta = torch.tensor(beta, dtype=torch.float64)
     eager = cayley_apply(x, u, v, beta)
     (eager_grad,) = torch.autograd.grad(eager.square().sum(), u)
-    monkeypatch.setattr(torch.compiler, "is_compiling", lambda: True)
+    monkeypatch.setattr(operators, "_polynomial_everywhere", lambda *a, **k: False)
+    monkeypatch.setattr(operators, "_some", lambda mask: True)
     every = cayley_apply(x, u, v, beta)
     (every_grad,) = torch.autograd.grad(every.square().sum(), u)
     assert torch.equal(every, eager) and torch.equal(every_grad, eager_grad)
@@ -331,25 +335,33 @@ def test_polynomial_check_answers_for_every_index():
     assert not check(u / D, v / D, k, c, x_nan)
 
 
-def test_hybrid_under_compile_breaks_once_and_traces_only_the_polynomial():
-    # The host check is left out of torch.compile: one graph break, and dynamo guards on its
-    # bool, so new values (a slider move, another layer) reuse the compiled graphs.
+def test_hybrid_under_compile_traces_only_the_polynomial_and_defers_its_check():
+    # No host read in a graph: one graph, the polynomial form, and the regime check left as a
+    # bool tensor; compiling.checked reads it and reruns the call eagerly where it failed.
     import torch._dynamo
     from torch._dynamo.testing import CompileCounter
 
+    from geolab import compiling
+
     torch._dynamo.reset()
+    compiling.compiled.cache_clear()
     counter = CompileCounter()
-    fn = torch.compile(hybrid_apply, backend=counter, dynamic=False)
     g = torch.Generator().manual_seed(2)
-    for scale in (1.0, 0.5, 2.0):
+    for scale in (1.0, 0.5, 2.0, 1e3):  # the last: m > 1, outside the polynomial form
         x, u, v, k = (scale * torch.randn(B, S, D, generator=g) / D for _ in range(4))
         beta, gamma = torch.rand(B, S, generator=g), torch.rand(B, S, generator=g)
-        torch.testing.assert_close(
-            fn(x, u, v, k, beta, gamma), hybrid_apply(x, u, v, k, beta, gamma)
-        )
-    # the graphs before and after the check, each once; the guarded path is never traced
-    assert counter.frame_count == 2
+        args = (x, u, v, k, beta, gamma)
+        want = hybrid_apply(*args)
+        fn = compiling.compiled(hybrid_apply, backend=counter)
+        fn(*args)
+        (flag,) = take_deferred()
+        assert bool(flag) == (scale < 1e3)
+        got = compiling.checked(hybrid_apply, *args, backend=counter)
+        torch.testing.assert_close(got, want)
+        assert not take_deferred()
+    assert counter.frame_count == 1  # one graph, reused by every call
     torch._dynamo.reset()
+    compiling.compiled.cache_clear()
 
 
 def test_edelta_regulariser_without_a_graph_is_the_same_number():
@@ -411,22 +423,23 @@ def test_rms_norm_linear_is_the_norm_then_the_linear(eps, bias):
         torch.testing.assert_close(g1, g2, rtol=1e-10, atol=1e-12)
 
 
-def test_sinkhorn_under_compile_guards_on_its_branch_not_on_the_spread():
-    # The spread is read on the host (a graph break on purpose); answered as a float, dynamo
-    # would guard on its value and recompile for every new matrix. Answered as the branch, new
-    # logits below the linear spread reuse the graphs.
+def test_sinkhorn_under_compile_defers_its_spread_check():
+    # The spread is not read on the host in a graph (a graph break, and dynamo would guard on
+    # its value): the graph takes the division form and defers the check; compiling.checked
+    # reruns eagerly (the log domain) for a spread past the linear one.
     import torch._dynamo
     from torch._dynamo.testing import CompileCounter
 
+    from geolab import compiling
+
     torch._dynamo.reset()
+    compiling.compiled.cache_clear()
     counter = CompileCounter()
-    fn = torch.compile(sinkhorn, backend=counter, dynamic=False)
     g = torch.Generator().manual_seed(6)
-    for scale in (0.5, 1.0, 2.0, 4.0):
+    for scale in (0.5, 1.0, 2.0, 4.0, 100.0):
         logits = scale * torch.randn(7, 4, 4, generator=g)
-        torch.testing.assert_close(fn(logits, 3), sinkhorn(logits, 3))
-    frames = counter.frame_count
-    logits = 100 * torch.randn(7, 4, 4, generator=g)  # the log domain: one more branch
-    torch.testing.assert_close(fn(logits, 3), sinkhorn(logits, 3))
-    assert frames == 2 and counter.frame_count == 3
+        got = compiling.checked(sinkhorn, logits, 3, backend=counter)
+        torch.testing.assert_close(got, sinkhorn(logits, 3))
+    assert counter.frame_count == 1
     torch._dynamo.reset()
+    compiling.compiled.cache_clear()
