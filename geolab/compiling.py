@@ -11,12 +11,13 @@ the graph defers (``operators.defer``), which ``checked`` reads once after the s
 the step eagerly, with the guarded forms, when one is False; and slider and depth constants enter
 as tensors (the projections' 1/√steps in ``stack``, MGT's λ, ε), so a slider move reuses the
 graph. A host read inside the rule would split each layer into two dozen compiled frames: E∆'s
-compiled rank profile then ran at 5.4× its floor instead of 2.3× (bench/README.md).
+compiled rank profile then ran at 5.36× its floor (eager 4.64×); with the reads deferred, 2.12×
+(eager 3.68×; bench/README.md, "Seventh pass").
 
 inductor keeps its compiled kernels and graphs on disk in geolab's cache folder
 (``$GEOLAB_CACHE``, else ``~/.cache/geolab``, under ``inductor/``) unless
-``TORCHINDUCTOR_CACHE_DIR`` is set: the first compile of a rule costs 14–37 s of CPU here, a
-later process finds it there in a few seconds. That is why compilation is off by default: it pays
+``TORCHINDUCTOR_CACHE_DIR`` is set: E∆'s views step took 17.7 s of CPU to compile with an empty
+folder and 2.8 s in a later process that found it there. That is why compilation is off by default: it pays
 for long training runs and for a views session that moves sliders many times, not for one call.
 """
 
