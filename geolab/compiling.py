@@ -17,8 +17,9 @@ compiled rank profile then ran at 5.36× its floor (eager 4.64×); with the read
 inductor keeps its compiled kernels and graphs on disk in geolab's cache folder
 (``$GEOLAB_CACHE``, else ``~/.cache/geolab``, under ``inductor/``) unless
 ``TORCHINDUCTOR_CACHE_DIR`` is set: E∆'s views step took 17.7 s of CPU to compile with an empty
-folder and 2.8 s in a later process that found it there. That is why compilation is off by default: it pays
-for long training runs and for a views session that moves sliders many times, not for one call.
+folder and 2.8 s in a later process that found it there. That is why compilation is off by
+default: it pays for long training runs and for a views session that moves sliders many times,
+not for one call.
 """
 
 from __future__ import annotations
