@@ -30,7 +30,7 @@ import os
 import torch
 
 from geolab.data import cache_root
-from geolab.operators import take_deferred
+from geolab.operators import deferring, take_deferred
 
 ENV = "GEOLAB_COMPILE"
 MODES = (None, "reduce-overhead")  # inductor's default, or CUDA graphs on top (a GPU)
@@ -69,9 +69,9 @@ def checked(step, *args, mode: str | None = None, backend: str = "inductor"):
     instead of reading them on the host (the operators' polynomial regime, Sinkhorn's linear
     spread; ``operators.defer``): one host read of all of them, and when one is False the
     step again, eagerly, where the guarded forms run. With none deferred, no read."""
-    take_deferred()  # none left over from an interrupted step
-    out = compiled(step, mode, backend)(*args)
-    flags = take_deferred()
+    with deferring():
+        out = compiled(step, mode, backend)(*args)
+        flags = take_deferred()
     if flags and not bool(torch.stack(flags).all()):
         out = step(*args)
     return out

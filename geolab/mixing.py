@@ -8,7 +8,7 @@ import math
 
 import torch
 
-from geolab.operators import defer
+from geolab.operators import defer, deferrable
 
 # Below this logit spread every entry of every iterate stays a normal float32: each iterate is
 # diag(r) M⁰ diag(c) with r and c each spread by at most exp(spread), so after every normalisation
@@ -56,7 +56,7 @@ def sinkhorn(logits, iters=20, return_error=False):
         # The spread is read only on a CPU: on an accelerator the read is a host sync, and the
         # log domain serves every spread.
         finite, linear = False, False
-        if torch.compiler.is_compiling() and stacked.device.type == "cpu" and stacked.numel():
+        if deferrable() and stacked.device.type == "cpu" and stacked.numel():
             # No host read in a graph: take the division form and leave the condition for the
             # compiled step's caller (geolab.compiling.checked reruns it eagerly if False).
             defer(_spread(stacked) < LINEAR_SPREAD)

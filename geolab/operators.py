@@ -9,6 +9,7 @@ Sources: Su & You 2026 = "Geometric and Dynamic Scaling in Deep Transformers", a
 (full references: docs/design.md, References). Where a choice is geolab's own it says so.
 """
 
+import contextlib
 import math
 
 import torch
@@ -307,8 +308,28 @@ def _limits(dtype):
 
 
 # Checks a compiled step could not read on the host: bool tensors its caller reads after it
-# (`take_deferred`; geolab.compiling reruns the step eagerly when one is False).
+# (`take_deferred`; geolab.compiling reruns the step eagerly when one is False). Only inside
+# `deferring`: a graph compiled elsewhere (torch.compile of a whole model) reads them on the
+# host, breaking there, as nobody would read a deferred one.
 _DEFERRED: list[torch.Tensor] = []
+_deferring = False
+
+
+@contextlib.contextmanager
+def deferring():
+    """Inside: a graph being traced defers its checks (`defer`) instead of reading them."""
+    global _deferring
+    old, _deferring = _deferring, True
+    take_deferred()  # none left over from an interrupted step
+    try:
+        yield
+    finally:
+        _deferring = old
+
+
+def deferrable() -> bool:
+    """Whether a check may be deferred: a graph being traced inside `deferring`."""
+    return _deferring and torch.compiler.is_compiling()
 
 
 def take_deferred() -> list[torch.Tensor]:
@@ -334,15 +355,21 @@ def _polynomial_everywhere(c, uu, vv, *squares, finite=None) -> bool:
     guarded path handles it).
 
     Eagerly, one host read per call: on a CPU a few µs, on an accelerator one sync (the guarded
-    path syncs too, on its ``ok.all()``). Under torch.compile there is no host read (it would
-    break the graph inside the rule, splitting each layer into two dozen frames): the graph
-    takes the polynomial form and the same conditions go, as a bool tensor, to `defer`; the
-    compiled step's caller reads them after it and reruns the step eagerly if one failed
-    (``geolab.compiling.checked``).
+    path syncs too, on its ``ok.all()``). In a graph traced inside `deferring` there is no host
+    read (it would break the graph inside the rule, splitting each layer into two dozen
+    frames): the graph takes the polynomial form and the same conditions go, as a bool tensor,
+    to `defer`; the compiled step's caller reads them after it and reruns the step eagerly if
+    one failed (``geolab.compiling.checked``). Any other graph breaks at the host read.
     """
-    if torch.compiler.is_compiling():
+    if deferrable():
         defer(_polynomial_mask(c, uu, vv, *squares, finite=finite))
         return True
+    return _polynomial_on_host(c, uu, vv, *squares, finite=finite)
+
+
+@torch.compiler.disable
+def _polynomial_on_host(c, uu, vv, *squares, finite=None) -> bool:
+    """`_polynomial_everywhere` by one host read (left out of a graph: a break there)."""
     if not all(t.numel() for t in (c, uu, vv)):
         return False
     lo, hi, tame_c = _limits(uu.dtype)
@@ -387,8 +414,8 @@ def _polynomial_mask(c, uu, vv, *squares, finite=None) -> torch.Tensor:
 
 def _some(mask):
     """Whether any entry of ``mask`` is set — asked on a CPU only: on an accelerator the answer
-    costs a host sync, dearer than computing a form no index takes. (A compiled graph never
-    gets here: it takes the polynomial form and defers the check, `_polynomial_everywhere`.)"""
+    costs a host sync, dearer than computing a form no index takes. (A step compiled inside
+    `deferring` never gets here: it takes the polynomial form, `_polynomial_everywhere`.)"""
     return mask.device.type != "cpu" or bool(mask.any())
 
 
