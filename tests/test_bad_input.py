@@ -530,6 +530,18 @@ CASES = [
         "--tasks nearpi is not allowed; choose from echo, gyroscope, inversion, near_pi",
     ),
     (
+        "reproduce-match-sizes-reference",
+        ["reproduce", "edelta_benchmarks", "--match-sizes", "--dry-run", "--out", "{tmp}/o"],
+        None,
+        "--match-sizes is not allowed with --flavor both: the reference builds keep the public",
+    ),
+    (
+        "reproduce-match-sizes-other-protocol",
+        ["reproduce", "ablation", "--match-sizes", "--dry-run", "--out", "{tmp}/o"],
+        None,
+        "--match-sizes is not allowed for ablation: only edelta_benchmarks has a matched-size",
+    ),
+    (
         "reproduce-tasks-one-task-protocol",
         ["reproduce", "ablation", "--tasks", "echo", "--dry-run", "--out", "{tmp}/out"],
         None,

@@ -167,3 +167,26 @@ def test_beta_runs_record_their_trained_rank_and_judge_h2_as_an_extra():
         del r["trained_rank"]
     _, hyps = module.conclude(result["config"], result["seeds"], old)
     assert not any(h.id.startswith("H2") for h in hyps)
+
+
+@pytest.mark.parametrize("scale", ["small", "paper"])
+def test_the_matched_size_e_delta_table_compares_counts_within_3_percent(scale):
+    from geolab.experiments.plan import n_params
+
+    eb = get_protocol("edelta_benchmarks")
+    settings = {**eb.SCALES[scale], "flavors": ["geolab"], "tasks": ["gyroscope"]}
+    published = {k: n_params(c) for k, c in eb.planned(settings)}
+    matched = {k: n_params(c) for k, c in eb.planned({**settings, "match_sizes": True})}
+    assert v.size_spread(published.values()) > 0.03  # the published settings differ
+    assert v.size_spread(matched.values()) <= v.SIZE_TOLERANCE
+    gpt = "geolab/gyroscope/preln"
+    assert matched[gpt] == published[gpt]  # GPT is the target, unchanged
+    with pytest.raises(ValueError, match="not allowed for flavor 'reference'"):
+        eb.planned({**settings, "flavors": ["reference"], "match_sizes": True})
+
+
+def test_a_matched_size_run_trains_and_records_its_mlp_width():
+    eb = get_protocol("edelta_benchmarks")
+    settings = {**eb.SCALES["tiny"], "match_sizes": True}
+    out = eb.train_one("geolab", 42, "gyroscope", "ddl", settings, lambda m: None)
+    assert out["d_mlp"] >= 1 and out["val"]["mse"] > 0

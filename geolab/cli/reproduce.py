@@ -21,7 +21,8 @@ rank_evolution, ablation, depth_scaling, language_model and edelta_benchmarks in
 processes (round-robin over the visible GPUs); every finished run is saved under
 OUT/NAME-SCALE-runs/ and skipped when the same command runs again (``--fresh`` retrains).
 ``--steps N`` trains every run N steps instead of the scale's, ``--tasks T …`` only those of
-the E∆ table's tasks (a longer budget where the results README says one decides a claim).
+the E∆ table's tasks (a longer budget where the results README says one decides a claim);
+``--match-sizes --flavor geolab`` trains the E∆ table's matched-size variant.
 ``--time-limit MIN`` starts no run that cannot finish in time and exits with status 3 naming the
 runs left out. Under ``torchrun`` every training run is data-parallel over the GPUs (each batch
 split across them, so the global batch must divide by their count) and rank 0 writes the files.
@@ -57,8 +58,9 @@ MAX_MINUTES = 1e6  # --time-limit's largest value (≈ 2 years): timers and SLUR
 
 
 def budget_options(args: argparse.Namespace, module) -> dict:
-    """The settings ``--steps`` and ``--tasks`` override (a longer budget, or a subset of the E∆
-    table's tasks), checked against the scale; {} when neither is given."""
+    """The settings ``--steps``, ``--tasks`` and ``--match-sizes`` override (a longer budget, a
+    subset of the E∆ table's tasks, its matched-size variant), checked against the scale; {}
+    when none is given."""
     out = {}
     settings = scale_settings(module, args.scale)
     if args.steps is not None:
@@ -75,6 +77,18 @@ def budget_options(args: argparse.Namespace, module) -> dict:
                 f"--tasks {' '.join(args.tasks)} is not allowed; choose from {', '.join(allowed)}"
             )
         out["tasks"] = list(args.tasks)
+    if args.match_sizes:
+        if args.name != "edelta_benchmarks":
+            raise ValueError(
+                f"--match-sizes is not allowed for {args.name}: only edelta_benchmarks has a "
+                "matched-size variant"
+            )
+        if args.flavor != "geolab":
+            raise ValueError(
+                f"--match-sizes is not allowed with --flavor {args.flavor}: the reference builds "
+                "keep the public code's MLP width; pass --flavor geolab"
+            )
+        out["match_sizes"] = True
     return out
 
 
@@ -351,6 +365,12 @@ def add_reproduce_cli(subparsers: argparse._SubParsersAction) -> None:
         type=int,
         default=None,
         help="train every run this many steps instead of the scale's (e.g. twice as long)",
+    )
+    p.add_argument(
+        "--match-sizes",
+        action="store_true",
+        help="edelta_benchmarks, geolab flavor: every model's MLP width moved until its parameter "
+        "count is GPT's (within 3 %%), beside the published settings",
     )
     p.add_argument(
         "--tasks",

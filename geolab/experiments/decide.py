@@ -123,7 +123,8 @@ def remedy(name: str, result: dict, h: dict, folder: str | Path | None = None) -
         }
     if any(r not in CPU_REMEDY for r in reasons):
         sizes = (
-            ", with the compared sizes matched within 3 % (a matched-size variant: not built yet)"
+            ", sizes matched within 3 % (`--match-sizes --flavor geolab`; the reference "
+            "builds keep the public code's MLP width, so their sizes stay apart)"
             if v.SIZES_DIFFER in reasons
             else ""
         )
