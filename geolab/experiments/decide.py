@@ -157,6 +157,8 @@ def plan_source() -> str:
 # runs' recorded seconds scaled by the steps: (protocol, what it settles, the runs it retrains
 # (a key filter), steps factor, command). Each packed command resumes when run again (the runs
 # it finished are saved under OUT/NAME-small-runs/); beta_dynamics trains one seed at a time.
+# Each writes its own --out: one writer holds a folder, so the beta run (one core) can go beside
+# a packed one.
 CPU_PLAN = (
     (
         "beta_dynamics",
@@ -165,7 +167,7 @@ CPU_PLAN = (
         None,
         3.0,
         "geolab reproduce beta_dynamics --scale small --seeds 3 --threads 1 "
-        "--out data/results-cpu-plan",
+        "--out data/results-beta3",
     ),
     (
         "ablation",
@@ -173,7 +175,7 @@ CPU_PLAN = (
         None,
         2.0,
         "geolab reproduce ablation --scale small --steps 1600 --jobs 2 --threads 1 "
-        "--out data/results-cpu-plan",
+        "--out data/results-ablation-2x",
     ),
     (
         "edelta_benchmarks",
@@ -181,7 +183,7 @@ CPU_PLAN = (
         "/near_pi/",
         5.0,
         "geolab reproduce edelta_benchmarks --scale small --tasks near_pi --steps 2000 --jobs 2 "
-        "--threads 1 --out data/results-cpu-plan",
+        "--threads 1 --out data/results-near-pi-2000",
     ),
     (
         "depth_scaling",
@@ -189,7 +191,7 @@ CPU_PLAN = (
         None,
         2.0,
         "geolab reproduce depth_scaling --scale small --steps 1600 --jobs 2 --threads 1 "
-        "--out data/results-cpu-plan",
+        "--out data/results-depth-2x",
     ),
 )
 

@@ -228,9 +228,12 @@ def cpu_plan_markdown(results: dict) -> str:
     rows = decide.cpu_plan(results)
     lines = [
         "Run after the fused rule path lands (it changes training's rounding, so the committed "
-        "numbers should come from the code that stays), from a clean checkout, two at a time on "
-        "two cores; a packed command picks up where it stopped when run again. Costs are the "
-        "committed runs' recorded seconds scaled by the steps (one CPU thread each).",
+        "numbers should come from the code that stays), from a clean checkout: the beta_dynamics "
+        "run (one core) beside one packed command at a time (`--jobs 2`), each into its own "
+        "`--out` (one writer holds a folder); a packed command picks up where it stopped when "
+        "run again, and its NAME-small.json then replaces the committed one (`--force`). Costs "
+        "are the committed runs' recorded seconds scaled by the steps (one CPU thread each; "
+        "seed 42's beta run is retrained so that all three seeds carry the rank profile).",
         "",
         "| protocol | settles | command | one-thread CPU-hours |",
         "| --- | --- | --- | ---: |",
