@@ -565,6 +565,40 @@ def test_png_notice_without_a_browser(monkeypatch, tmp_path):
     assert len(notes) == 1 and "PNG skipped" in notes[0] and "\n" not in notes[0]
 
 
+def test_a_png_that_fails_once_is_written_on_the_next_try(monkeypatch, tmp_path):
+    import plotly.graph_objects as go
+
+    monkeypatch.setattr(export, "chrome_path", lambda: "/usr/bin/chromium")
+    calls = []
+
+    def flaky(self, path, **kw):
+        calls.append(path)
+        if len(calls) == 1:
+            raise RuntimeError("ReferenceError: kaleido_scopes is not defined")
+        Path(path).write_bytes(b"png")
+
+    monkeypatch.setattr(go.Figure, "write_image", flaky)
+    notes = []
+    saved = export.save_figures({"f": go.Figure()}, tmp_path, "x", png=True, log=notes.append)
+    assert saved["files"] == ["x-f.html", "x-f.png"] and len(calls) == 2 and not notes
+
+
+def test_a_png_that_always_fails_leaves_one_note_and_the_html(monkeypatch, tmp_path):
+    import plotly.graph_objects as go
+
+    monkeypatch.setattr(export, "chrome_path", lambda: "/usr/bin/chromium")
+
+    def broken(self, path, **kw):
+        raise RuntimeError("no page")
+
+    monkeypatch.setattr(go.Figure, "write_image", broken)
+    notes = []
+    figs = {"f": go.Figure(), "g": go.Figure()}
+    saved = export.save_figures(figs, tmp_path, "x", png=True, log=notes.append)
+    assert saved["files"] == ["x-f.html", "x-g.html"]
+    assert len(notes) == 1 and "kaleido failed (RuntimeError: no page)" in notes[0]
+
+
 # --- the committed small-scale results -------------------------------------------------------
 
 

@@ -44,11 +44,27 @@ def save_figures(figures: dict, out: Path, stem: str, png: bool, log) -> dict:
         if chrome is not None:
             os.environ.setdefault("BROWSER_PATH", chrome)
             path = out / f"{stem}-{name}.png"
-            try:
-                fig.write_image(path, width=900, height=fig.layout.height or 450, scale=1)
+            err = write_png(fig, path)
+            if err is None:
                 written.append(path.name)
-            except Exception as err:  # noqa: BLE001 (kaleido raises many types; HTML still stands)
+            else:
                 note = f"PNG skipped: kaleido failed ({type(err).__name__}: {err})"[:300]
                 log(note)
                 chrome = None
     return {"files": written, "png_note": note}
+
+
+def write_png(fig, path: Path, tries: int = 3) -> Exception | None:
+    """Write ``fig`` as PNG; None when written, else kaleido's last error.
+
+    A busy machine makes kaleido's browser page answer before its scripts load ("kaleido_scopes
+    is not defined"), so a failed write is tried again before the PNG is given up.
+    """
+    err = None
+    for _ in range(tries):
+        try:
+            fig.write_image(path, width=900, height=fig.layout.height or 450, scale=1)
+            return None
+        except Exception as caught:  # noqa: BLE001 (kaleido raises many types; HTML still stands)
+            err = caught
+    return err
