@@ -33,7 +33,7 @@ from geolab.outputs import check_dir
 from geolab.threads import check_threads
 
 HERE = Path(__file__).resolve().parent
-ORDER = ("operators", "rules", "views", "live", "train", "memory")
+ORDER = ("operators", "rules", "views", "live", "streams", "train", "memory")
 # Run on their own, with a flag the suite cannot supply: bench_reference needs --reference PATH.
 OPTIONAL = ("reference",)
 ROW_KEYS = ("group", "name", "value", "unit", "target", "met", "notes")

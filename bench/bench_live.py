@@ -36,7 +36,7 @@ from geolab.metrics import effective_rank
 
 RULES = ("postln", "preln", "mgt")  # 04's default curves, with the pure-attention reference
 PROFILE_RULES = ("preln", "mgt", "edelta")
-TRAIN_RULES = ("mgt", "ddl", "hc", "mhc", "edelta")
+TRAIN_RULES = ("mgt", "ddl", "hc", "mhc", "mhc_lite", "edelta")
 TARGETS = {"profile": 2.5, "depth": 2.5, "beta0": 2.0, "first": 4.0}  # issue 23
 OPENING_DEPTH = 24  # notebook 04's depth slider opens here
 
@@ -181,7 +181,6 @@ def _rank_floors(n_layer: int, d: int, seq: int) -> dict:
     x = explore.rank_tokens(seq, 0)
     curves = (*RULES, explore.REFERENCE)
     cfgs = {r: explore.rank_config(r, n_layer, d, seq) for r in curves}
-    profile_cfgs = {r: explore.rank_config(r, n_layer, d, seq) for r in PROFILE_RULES}
 
     def floors_at(depth):
         return [
@@ -191,15 +190,46 @@ def _rank_floors(n_layer: int, d: int, seq: int) -> dict:
 
     return {
         "curves": {r: _floor(lambda c=c: stack.stack_states(c, 0, x)) for r, c in cfgs.items()},
-        "profiles": {r: _floor(lambda c=c: _profile(c, x)) for r, c in profile_cfgs.items()},
+        "profiles": _profile_floors(PROFILE_RULES, n_layer, d, seq),
         "shallow": floors_at(max(2, n_layer // 4)),
         "opening": floors_at(min(OPENING_DEPTH, n_layer)),
     }
 
 
+def _profile_floors(rules, n_layer: int, d: int, seq: int) -> dict:
+    """Per rule, the matrix-product floor of its ``rank_profile`` on the stacked model."""
+    x = explore.rank_tokens(seq, 0)
+    cfgs = {r: explore.rank_config(r, n_layer, d, seq) for r in rules}
+    return {r: _floor(lambda c=c: _profile(c, x)) for r, c in cfgs.items()}
+
+
+def _profile_fns(rules, n_layer: int, d: int, seq: int, floors: dict) -> dict:
+    """The contenders of the profile rows: each rule's ``rank_profile`` and its floor."""
+    x = explore.rank_tokens(seq, 0)
+    fns = {}
+    for r in rules:
+        cfg = explore.rank_config(r, n_layer, d, seq)
+        fns[f"profile {r}"] = lambda c=cfg: _profile(c, x)
+        fns[f"profile floor {r}"] = floors[r]
+    return fns
+
+
+def _profile_rows(rules, times: dict, label: str, target) -> list[dict]:
+    """``rank_profile`` / its floor per rule, from the rounds `_profile_fns` ran in."""
+    return [
+        _ratio_row(
+            f"rank_profile {r} on the stacked model / its matrix-product floor — {label}",
+            times[f"profile {r}"],
+            times[f"profile floor {r}"],
+            target,
+            "forward of every residual step, merged, and the effective rank of each state",
+        )
+        for r in rules
+    ]
+
+
 def _rank_timed(n_layer, d, seq, targets, rounds, floor_fns, compiled) -> list[dict]:
     label = f"{n_layer} layers, D={d}, S={seq}"
-    x = explore.rank_tokens(seq, 0)
     curves = (*RULES, explore.REFERENCE)
     opening = min(OPENING_DEPTH, n_layer)
 
@@ -211,8 +241,7 @@ def _rank_timed(n_layer, d, seq, targets, rounds, floor_fns, compiled) -> list[d
 
     opening_ms = cold(opening)
     first_ms = cold(n_layer)
-    floors, profile_floors = floor_fns["curves"], floor_fns["profiles"]
-    profile_cfgs = {r: explore.rank_config(r, n_layer, d, seq) for r in PROFILE_RULES}
+    floors = floor_fns["curves"]
     beta0 = _sweep([0.5 - 0.001 * i for i in range(1, 400)])
     shallow = max(2, n_layer // 4)
 
@@ -243,21 +272,10 @@ def _rank_timed(n_layer, d, seq, targets, rounds, floor_fns, compiled) -> list[d
         "4 shallow floors": lambda: [f() for f in shallow_floors],
         "4 opening floors": lambda: [f() for f in opening_floors],
     }
-    for r, c in profile_cfgs.items():
-        fns[f"profile {r}"] = lambda c=c: _profile(c, x)
-        fns[f"profile floor {r}"] = profile_floors[r]
+    fns.update(_profile_fns(PROFILE_RULES, n_layer, d, seq, floor_fns["profiles"]))
     times = interleaved(fns, rounds=rounds)
     four = times["4 floors"]
-    rows = [
-        _ratio_row(
-            f"rank_profile {r} on the stacked model / its matrix-product floor — {label}",
-            times[f"profile {r}"],
-            times[f"profile floor {r}"],
-            targets.get("profile"),
-            "forward of every residual step, merged, and the effective rank of each state",
-        )
-        for r in PROFILE_RULES
-    ]
+    rows = _profile_rows(PROFILE_RULES, times, label, targets.get("profile"))
     rows += [
         _ratio_row(
             f"04 new depth {n_layer} (weights kept, 4 curves probed + figures) / the 4 curves' "
@@ -296,7 +314,7 @@ def _rank_timed(n_layer, d, seq, targets, rounds, floor_fns, compiled) -> list[d
             "one cold call; the deeper layers are drawn when a deeper depth is first asked",
         ),
     ]
-    if compiled:  # each of the 15 rules would compile its own step first
+    if compiled:  # each of the rank rules would compile its own step first
         return rows
     rows.append(
         _row(
@@ -330,22 +348,28 @@ def _linear_flops(fn) -> int:
 
 
 def _train_rows(
-    n_layer: int, d: int, seq: int, batch: int, rounds: int, compiled: bool = False
+    n_layer: int,
+    d: int,
+    seq: int,
+    batch: int,
+    rounds: int,
+    compiled: bool = False,
+    rules=TRAIN_RULES,
 ) -> list[dict]:
     """Training step / preln's (bench_rules' step: forward + backward, 12 layers), each divided
     by the ratio of its linear maps' multiply-adds to preln's (issue 23: ≤ 1.15): how much a rule
     costs beyond the matrix products it adds. ``compiled``: every model, preln's too, with its
     layer step compiled (``compile_layers``; compiled in the warm-up round)."""
     base, _ = _step_fn("preln", n_layer, d, seq, batch)
-    steps = {r: _step_fn(r, n_layer, d, seq, batch)[0] for r in TRAIN_RULES}
+    steps = {r: _step_fn(r, n_layer, d, seq, batch)[0] for r in rules}
     base_flops = _linear_flops(base)
     flops = {r: _linear_flops(step) / base_flops for r, step in steps.items()}
     if compiled:
         base = _step_fn("preln", n_layer, d, seq, batch, compiled=True)[0]
-        steps = {r: _step_fn(r, n_layer, d, seq, batch, compiled=True)[0] for r in TRAIN_RULES}
+        steps = {r: _step_fn(r, n_layer, d, seq, batch, compiled=True)[0] for r in rules}
     ratios = bracketed(base, steps, rounds=rounds)
     rows = []
-    for rule in TRAIN_RULES:
+    for rule in rules:
         per_flop = [r / flops[rule] for r in ratios[rule]]
         value = statistics.median(per_flop)
         rows.append(

@@ -1,9 +1,12 @@
-"""Sinkhorn–Knopp: the doubly stochastic stream-mixing matrices of mHC (docs/design.md §2.5).
+"""The doubly stochastic stream-mixing matrices of mHC and mHC-lite (docs/design.md §2.5).
 
-A pure, batched, differentiable function beside ``geolab.operators``: the residual operators act
-on one stream, this one mixes n streams (``geolab.rules.streams``).
+Pure, batched, differentiable functions beside ``geolab.operators``: the residual operators act
+on one stream, these mix n streams (``geolab.rules.streams``). ``sinkhorn`` approaches the
+doubly stochastic matrices by iterating (mHC); ``birkhoff`` builds one exactly as a convex
+combination of the n! permutation matrices (mHC-lite).
 """
 
+import itertools
 import math
 
 import torch
@@ -171,3 +174,44 @@ class _SinkhornLog(torch.autograd.Function):
             dim = 0 if i % 2 == 0 else 1
             g = torch.addcmul(g, outs[i].exp(), g.sum(dim, keepdim=True), value=-1)
         return g, None
+
+
+def permutation_matrices(n: int, dtype=torch.float32, device=None) -> torch.Tensor:
+    """The n! permutation matrices of size n, (n!, n, n), in ``itertools.permutations`` order:
+    P_k[i, σ_k(i)] = 1, so P_0 is the identity. Their convex hull is the Birkhoff polytope."""
+    if isinstance(n, bool) or not isinstance(n, int) or n < 1:
+        raise ValueError(f"n: must be an int >= 1, got {n!r}")
+    perms = torch.tensor(list(itertools.permutations(range(n))), device=device)
+    return torch.eye(n, dtype=dtype, device=device)[perms]
+
+
+def birkhoff(logits, perms):
+    """An exactly doubly stochastic matrix per logit vector, without iterations (mHC-lite).
+
+    Source: Yang & Gao 2026, mHC-lite: You Don't Need 20 Sinkhorn-Knopp Iterations,
+    arXiv:2601.05732 (its method, after the Birkhoff–von Neumann theorem: the doubly stochastic
+    matrices are exactly the convex combinations of permutation matrices); docs/design.md §2.5.
+
+        a = softmax(logits) ∈ Δ^{n!−1},   H = Σ_k a_k P_k
+
+    Every row and column of H sums to Σ_k a_k = 1 and every entry is ≥ 0 by construction, to
+    float rounding only (no truncated iteration, unlike ``sinkhorn``). logits: (..., n!);
+    perms: (n!, n, n) from ``permutation_matrices(n)``; returns H (..., n, n). Computed in
+    float32 (float64 stays float64) with autocast disabled. Finite logits of any size give a
+    finite H (softmax subtracts the max); NaN, +∞ or all −∞ logits give NaN.
+    """
+    if not isinstance(logits, torch.Tensor) or logits.ndim < 1:
+        got = type(logits).__name__ if not isinstance(logits, torch.Tensor) else "a 0-d tensor"
+        raise ValueError(f"logits: expected a (..., n!) tensor, got {got}")
+    if not logits.is_floating_point():
+        raise ValueError(f"logits: expected a floating-point tensor, got dtype {logits.dtype}")
+    if perms.ndim != 3 or perms.shape[-1] != perms.shape[-2] or perms.shape[0] != logits.shape[-1]:
+        raise ValueError(
+            f"perms: expected ({logits.shape[-1]}, n, n) permutation matrices for logits of "
+            f"shape {tuple(logits.shape)}, got shape {tuple(perms.shape)}"
+        )
+    dtype = torch.promote_types(logits.dtype, torch.float32)
+    with torch.autocast(device_type=logits.device.type, enabled=False):
+        weights = torch.softmax(logits.to(dtype), dim=-1)
+        mixed = weights @ perms.to(dtype).flatten(1)  # (..., n!) · (n!, n²): one product
+    return mixed.unflatten(-1, perms.shape[1:])

@@ -72,7 +72,7 @@ def test_ratios_positive_and_finite(quick_run):
     assert len(ratios) >= 20  # operators, every rule vs preln, checkpointing
     assert all(r["value"] > 0 and math.isfinite(r["value"]) for r in ratios)
     rules = [r for r in results["rows"] if r["group"] == "rules"]
-    assert len(rules) == 15  # every rule but the preln baseline itself
+    assert len(rules) == 16  # every rule but the preln baseline itself
     throughput = [r for r in results["rows"] if r["unit"] == "tokens/s" and r["value"]]
     assert throughput and all(r["value"] > 0 for r in throughput)
 

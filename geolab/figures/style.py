@@ -16,8 +16,9 @@ DASHES = ["solid", "dash", "dot", "dashdot", "longdash", "longdashdot"]
 
 # One colour per residual rule in every notebook (04's ranks, 05's mixer families, 06's runs,
 # 07's results, 08's gradients), chosen so the rules plotted together by default differ at a
-# glance (postln/preln/mgt; preln/mgt/ddl; hc/mhc/cayley/jpmhc) and an ablation shares its
-# family's hue (the mgt reds, the E∆ blues). Pure attention, the reference, is black.
+# glance (postln/preln/mgt; preln/mgt/ddl; hc/mhc/cayley/jpmhc) and an ablation or variant
+# shares its family's hue (the mgt reds, mhc's purples, the E∆ blues). Pure attention, the
+# reference, is black.
 RULE_COLORS = {
     "postln": "#1f77b4",  # blue
     "preln": "#ff7f0e",  # orange
@@ -31,6 +32,7 @@ RULE_COLORS = {
     "ddl": "#2ca02c",  # green
     "hc": "#7f7f7f",  # grey
     "mhc": "#9467bd",  # purple
+    "mhc_lite": "#c5b0d5",  # light purple: mhc's family
     "jpmhc": "#e6ab02",  # gold
     "cayley": "#393b79",  # navy
     "householder": "#6baed6",  # light blue

@@ -1,11 +1,11 @@
-"""The residual rules (docs/design.md §3): sixteen rules behind one call, ``rule(x, sublayer)``.
+"""The residual rules (docs/design.md §3): seventeen rules behind one call, ``rule(x, sublayer)``.
 
 ``base`` (the ``Rule`` interface) and one module per family, each registering its rules in
 ``geolab.registry`` (``@register``, ``RESIDUALS``; below ``GeoConfig``, which asks it):
-``classic`` (post-LN … no skip), ``delta`` (MGT and DDL), ``streams`` (hyper-connections) and
-``geometric`` (E∆: Cayley, Householder, the hybrid); ``reference`` rebuilds the E∆ table's
-models as the public E∆ code builds them (``flavor="reference"``). Importing this package
-registers them.
+``classic`` (post-LN … no skip), ``delta`` (MGT and DDL), ``streams`` (hyper-connections:
+HC, mHC, mHC-lite, JPmHC) and ``geometric`` (E∆: Cayley, Householder, the hybrid);
+``reference`` rebuilds the E∆ table's models as the public E∆ code builds them
+(``flavor="reference"``). Importing this package registers them.
 """
 
 from geolab.registry import (

@@ -1,0 +1,90 @@
+"""mHC against mHC-lite, side by side in one process (issue 38): the same block, H_res by 20
+Sinkhorn iterations (``mhc``) or as an exact convex combination of the n! permutation matrices
+(``mhc_lite``, ``geolab.mixing.birkhoff``).
+
+Three comparisons, each timed interleaved or bracketed with what it is divided by:
+
+- the mixer alone, forward + backward on the (B·S) per-token logits of a training step (n = 4,
+  16 × 64 tokens): ``birkhoff`` / ``sinkhorn``;
+- ``rank_profile`` on the views' stacked model (200 layers, D = 128, S = 32) / its ``F.linear``
+  floor, as bench_live's profile rows;
+- the training step (12 layers, D = 128, S = 64, B = 16) / preln's ÷ the linear-map FLOP ratio,
+  as bench_live's training rows.
+
+``python -m bench --only streams --threads 1`` runs this group alone.
+"""
+
+import math
+import statistics
+
+import torch
+
+from bench.bench_live import _profile_floors, _profile_fns, _profile_rows, _train_rows
+from bench.timing import interleaved, median_ratio, spread
+from geolab.mixing import birkhoff, permutation_matrices, sinkhorn
+
+RULES = ("mhc", "mhc_lite")
+
+
+def _mixer_rows(tokens: int, rounds: int) -> list[dict]:
+    n = 4
+    g = torch.Generator().manual_seed(0)
+    sk_logits = torch.randn(tokens, n, n, generator=g).requires_grad_()
+    lite_logits = torch.randn(tokens, math.factorial(n), generator=g).requires_grad_()
+    perms = permutation_matrices(n)
+    w = torch.randn(tokens, n, n, generator=g)
+
+    def step(fn, z):
+        def run():
+            z.grad = None
+            (fn(z) * w).sum().backward()
+
+        return run
+
+    times = interleaved(
+        {
+            "sinkhorn": step(lambda z: sinkhorn(z, iters=20), sk_logits),
+            "birkhoff": step(lambda z: birkhoff(z, perms), lite_logits),
+        },
+        rounds=rounds,
+        min_time=0.05,
+    )
+    ratios = [a / b for a, b in zip(times["birkhoff"], times["sinkhorn"], strict=True)]
+    ms = {k: statistics.median(v) * 1e3 for k, v in times.items()}
+    return [
+        {
+            "group": "streams",
+            "name": f"H_res mixer, forward + backward, n={n}, {tokens} tokens: "
+            "birkhoff (mhc_lite) / sinkhorn 20 iterations (mhc)",
+            "value": median_ratio(times["birkhoff"], times["sinkhorn"]),
+            "unit": "× time",
+            "target": None,
+            "met": None,
+            "notes": f"{ms['birkhoff']:.3g} ms vs {ms['sinkhorn']:.3g} ms (medians); "
+            f"{spread(ratios)}",
+        }
+    ]
+
+
+def _profile_only(n_layer: int, d: int, seq: int, rounds: int) -> list[dict]:
+    floors = _profile_floors(RULES, n_layer, d, seq)
+    times = interleaved(_profile_fns(RULES, n_layer, d, seq, floors), rounds=rounds)
+    return _profile_rows(RULES, times, f"{n_layer} layers, D={d}, S={seq}", None)
+
+
+def run(quick: bool) -> list[dict]:
+    if quick:
+        rows = (
+            _mixer_rows(64, rounds=2)
+            + _profile_only(4, 32, 8, rounds=2)
+            + _train_rows(2, 32, 16, 2, rounds=2, rules=RULES)
+        )
+    else:
+        rows = (
+            _mixer_rows(16 * 64, rounds=7)
+            + _profile_only(200, 128, 32, rounds=5)
+            + _train_rows(12, 128, 64, 16, rounds=5, rules=RULES)
+        )
+    for row in rows:
+        row["group"] = "streams"
+    return rows
