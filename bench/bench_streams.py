@@ -11,7 +11,9 @@ Three comparisons, each timed interleaved or bracketed with what it is divided b
 - the training step (12 layers, D = 128, S = 64, B = 16) / preln's ÷ the linear-map FLOP ratio,
   as bench_live's training rows.
 
-``python -m bench --only streams --threads 1`` runs this group alone.
+``python -m bench --only streams --threads 1`` runs this group alone; with ``GEOLAB_COMPILE=1``
+it adds the training rows with every model's layer step compiled (preln's too; the compile
+happens in the warm-up round), as bench_live does.
 """
 
 import math
@@ -21,6 +23,7 @@ import torch
 
 from bench.bench_live import _profile_floors, _profile_fns, _profile_rows, _train_rows
 from bench.timing import interleaved, median_ratio, spread
+from geolab import compiling
 from geolab.mixing import birkhoff, permutation_matrices, sinkhorn
 
 RULES = ("mhc", "mhc_lite")
@@ -85,6 +88,8 @@ def run(quick: bool) -> list[dict]:
             + _profile_only(200, 128, 32, rounds=5)
             + _train_rows(12, 128, 64, 16, rounds=5, rules=RULES)
         )
+        if compiling.views_compile():
+            rows += _train_rows(12, 128, 64, 16, rounds=3, compiled=True, rules=RULES)
     for row in rows:
         row["group"] = "streams"
     return rows
