@@ -19,6 +19,9 @@ from hypothesis import strategies as st
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("HF_DATASETS_OFFLINE", "1")
+# no results kept on disk between tests (tests/test_disk_cache.py turns it on, in tmp_path): a
+# test that clears the views' caches to measure work would otherwise read another run's files
+os.environ.setdefault("GEOLAB_DISK_CACHE", "0")
 torch.set_num_threads(1)
 
 # operator property tests: float32/float64, ≤ 2 leading dims, 50 examples, seeded inputs

@@ -9,13 +9,13 @@ from contextlib import nullcontext
 import numpy as np
 import torch
 
-from geolab import figures
+from geolab import disk_cache, figures
 from geolab.config import GeoConfig
 from geolab.explore.view import View, check_int, check_names, num
 from geolab.metrics import effective_rank, rank_collapse_residual
 from geolab.model import GeoTransformer
 from geolab.probe import record
-from geolab.rules import RESIDUALS
+from geolab.rules import RESIDUALS, rule_class
 from geolab.rules.delta import MAX_INIT_GROWTH
 from geolab.stack import as_module, stack_states
 
@@ -198,10 +198,14 @@ def rule_profile(
     drawn once per (rule, width, sequence length, seed), any depth a prefix of the deepest
     asked so far, slider constants re-applied without a redraw, so a slider move is one forward
     of the curves it changes. ``rule_profile.cache_clear()`` forgets the kept results.
+
+    A result is also kept on disk (``geolab.disk_cache``, keyed by these arguments, the rule's
+    source and geolab's), so a later session's first load reads it instead of drawing the
+    stack: the same arrays, bit for bit. ``GEOLAB_DISK_CACHE=0`` turns that off.
     """
     key = (rule, n_layer, d_model, seq_len, seed, fields)
     if key not in _PROFILES:
-        _PROFILES[key] = _profile(*key)
+        _PROFILES[key] = _stored_profile(*key)
         if len(_PROFILES) > _MAX_PROFILES:
             _PROFILES.popitem(last=False)
     _PROFILES.move_to_end(key)
@@ -209,6 +213,51 @@ def rule_profile(
 
 
 rule_profile.cache_clear = _PROFILES.clear
+
+
+def _disk_key(rule, n_layer, d_model, seq_len, seed, fields) -> str | None:
+    """``rule_profile``'s key on disk: its arguments and the rule class's source."""
+    cfg = rank_config(rule, n_layer, d_model, seq_len, **dict(fields))  # a refusal raises here
+    parts = dict(rule=rule, n_layer=n_layer, d_model=d_model, seq_len=seq_len, seed=seed)
+    return disk_cache.key("rank_profile", (rule_class(cfg),), fields=list(fields), **parts)
+
+
+def _stored_profile(rule, n_layer, d_model, seq_len, seed, fields):
+    """``rule_profile`` read from disk if kept there, else computed and written there."""
+    key_text = _disk_key(rule, n_layer, d_model, seq_len, seed, fields)
+    check = functools.partial(_from_disk, n_layer + 1, seq_len, d_model)
+    kept = disk_cache.load("rank_profile", key_text, check)
+    if kept is not None:
+        return kept
+    ranks, residual, states, lost = _profile(rule, n_layer, d_model, seq_len, seed, fields)
+    arrays = {"ranks": ranks, "residual": residual, "states": states.numpy()}
+    disk_cache.save(
+        "rank_profile", key_text, {**arrays, "lost": np.array(-1 if lost is None else lost)}
+    )
+    return ranks, residual, states, lost
+
+
+def _from_disk(n: int, seq_len: int, d_model: int, arrays: dict):
+    """``_profile``'s result from its stored arrays; ValueError when they are not one: shapes,
+    float dtypes, finite states, and ranks and residuals finite before ``lost`` and NaN from it."""
+    ranks, residual, states, lost = (arrays[k] for k in ("ranks", "residual", "states", "lost"))
+    lost = int(lost) if lost.shape == () and lost.dtype.kind == "i" else -2
+    floats = (np.float32, np.float64)
+    if (
+        ranks.shape != (n,)
+        or residual.shape != (n,)
+        or states.shape != (n, seq_len, d_model)
+        or not {ranks.dtype, residual.dtype, states.dtype} <= set(map(np.dtype, floats))
+        or not -1 <= lost < n
+        or not np.isfinite(states).all()
+    ):
+        raise ValueError("not a stored rank profile")
+    end = n if lost == -1 else lost
+    for curve in (ranks, residual):
+        if not (np.isfinite(curve[:end]).all() and np.isnan(curve[end:]).all()):
+            raise ValueError("not a stored rank profile")
+        curve.setflags(write=False)
+    return ranks, residual, torch.from_numpy(states), None if lost == -1 else lost
 
 
 def _profile(rule, n_layer, d_model, seq_len, seed, fields):
