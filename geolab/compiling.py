@@ -14,6 +14,12 @@ graph. A host read inside the rule would split each layer into two dozen compile
 compiled rank profile then ran at 5.36× its floor (eager 4.64×); with the reads deferred, 2.12×
 (eager 3.68×; bench/README.md, "Seventh pass").
 
+Training's ``compile_mode="reduce-overhead"`` (``--compile-mode reduce-overhead``) compiles the
+same per-layer step with CUDA graphs on top (torch's cudagraph trees): each layer's kernels
+replayed as one graph launch, for small models whose steps are launch-bound on a GPU. On a CPU
+torch skips the graphs (it logs why) and the step is the default one. scripts/gpu_check.sh times
+both against eager on the GPU (its step 4).
+
 inductor keeps its compiled kernels and graphs on disk in geolab's cache folder
 (``$GEOLAB_CACHE``, else ``~/.cache/geolab``, under ``inductor/``) unless
 ``TORCHINDUCTOR_CACHE_DIR`` is set: E∆'s views step took 17.7 s of CPU to compile with an empty
@@ -34,6 +40,15 @@ from geolab.operators import deferring, take_deferred
 
 ENV = "GEOLAB_COMPILE"
 MODES = (None, "reduce-overhead")  # inductor's default, or CUDA graphs on top (a GPU)
+MODE_NAMES = {"default": None, "reduce-overhead": "reduce-overhead"}  # --compile-mode's values
+
+
+def compile_mode(value: str, flag: str = "--compile-mode") -> str | None:
+    """The mode ``--compile-mode VALUE`` names (``MODE_NAMES``): ``default``, inductor's (None),
+    or ``reduce-overhead``, CUDA graphs on top; a one-line ValueError naming ``flag`` otherwise."""
+    if value not in MODE_NAMES:
+        raise ValueError(f"{flag} {value!r} is not allowed; allowed: {', '.join(MODE_NAMES)}")
+    return MODE_NAMES[value]
 
 
 def views_compile() -> bool:

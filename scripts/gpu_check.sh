@@ -4,7 +4,7 @@
 #   bash scripts/gpu_check.sh --dry-run    # the same steps at tiny sizes on a CPU (a test runs it)
 # Needs only python3 with torch (≥ 2.11), numpy, pytest and tqdm: no plotly, marimo or datasets,
 # no network, no install (geolab is imported from this checkout through PYTHONPATH).
-# Writes 6 files under $OUT (default ./gpu_check):
+# Writes 7 files under $OUT (default ./gpu_check):
 #   check.log                      everything below, with the time of each step
 #   pytest-gpu.txt                 (1) pytest -m gpu: the trainer's CUDA path vs the CPU numbers
 #   edelta_benchmarks-paper.json   (2) the E∆ table at its published size, both flavors, seed 42,
@@ -12,6 +12,9 @@
 #   edelta-runs.tar.gz             (2) every finished run of it (OUT/NAME-SCALE-runs/*.json)
 #   throughput.json                (2) runs/min and sustained FLOP/s of the packed runner
 #   step-times.txt                 (3) one line per rule: step time at the paper's sizes
+#   compile-times.txt              (4) the E∆ table's E∆ model: step time eager, its layer step
+#                                      compiled, and compiled with CUDA graphs (reduce-overhead);
+#                                      eager alone in a dry run (compiling is timed on a GPU)
 # The E∆ run gets what is left of the budget as its --time-limit: the packed runner starts no
 # run that the longest run so far says cannot finish in time, and names those it left out.
 # Environment: PYTHON (default .venv/bin/python when it exists, else python3), OUT, BUDGET_S
@@ -91,6 +94,18 @@ code=$?
 say "step times exit $code"
 [ "$code" = 0 ] || fail=1
 cat "$out/step-times.txt" >> "$log"
+
+compile_model="edelta_benchmarks geolab/gyroscope/edelta"
+modes=eager,default,reduce-overhead
+[ "$dry" = 1 ] && modes=eager
+say "(4) $compile_model: step time $modes"
+[ "$dry" = 1 ] && say "compiled modes skipped: a dry run has no GPU (they compile for minutes on a CPU)"
+timeout 150 "$py" scripts/step_times.py --scale "$scale" --steps "$steps" --warmup "$warmup" \
+  --only "$compile_model" --modes "$modes" > "$out/compile-times.txt" 2>&1
+code=$?
+say "compiled step times exit $code"
+[ "$code" = 0 ] || fail=1
+cat "$out/compile-times.txt" >> "$log"
 
 limit=$(( $(left) - margin ))
 hard=$(( limit + margin - 5 ))  # the limit counts from the sweep's start: room for start-up

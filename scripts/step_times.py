@@ -2,6 +2,8 @@
 
     python3 scripts/step_times.py --scale paper --steps 20      # on the GPU, bf16 as the scale
     python3 scripts/step_times.py --scale tiny --steps 4        # the same path on a CPU
+    python3 scripts/step_times.py --only "edelta_benchmarks geolab/gyroscope/edelta" \
+        --modes eager,default,reduce-overhead                   # one model, three ways
 
 Models: the E∆ table's five (both flavors) on gyroscope at ``edelta_benchmarks``' sizes, and the
 MGT protocol's rules at ``ablation``'s (its depth, width, sequence length and batch). The text
@@ -10,6 +12,11 @@ a step's time does not depend on which tokens it reads, and the corpus need not 
 line gives the median time of the steps after the first ``--warmup`` (allocation, kernel
 selection), steps per second and the FLOP/s it sustains (6·(N + L·S·D) per token,
 ``plan.train_flops``).
+
+``--modes`` times each model once per mode, one line each: ``eager``, or its layer step
+compiled (``TrainConfig.compile``; ``geolab.compiling``) with inductor's ``default`` mode or
+``reduce-overhead`` (CUDA graphs on top; on a CPU torch skips them). The compile itself falls in
+the first ``--warmup`` steps, outside the median.
 """
 
 import argparse
@@ -18,6 +25,7 @@ import sys
 
 import torch
 
+from geolab.compiling import MODE_NAMES, compiled
 from geolab.experiments import get_protocol
 from geolab.experiments.edelta_benchmarks import FLAVORS, models_of
 from geolab.experiments.plan import train_flops
@@ -61,7 +69,10 @@ def models(scale: str):
         yield f"ablation {rule}", model_config(ablation, task, rule), task, ablation
 
 
-def step_time(cfg, task, settings: dict, steps: int, warmup: int) -> dict:
+MODES = ("eager", *MODE_NAMES)  # eager, default, reduce-overhead
+
+
+def step_time(cfg, task, settings: dict, steps: int, warmup: int, mode: str = "eager") -> dict:
     train_cfg = settings["train"]
     tc = TrainConfig(
         steps=steps,
@@ -74,6 +85,8 @@ def step_time(cfg, task, settings: dict, steps: int, warmup: int) -> dict:
         bf16=train_cfg.get("bf16", False),
         flavor=cfg.flavor,
         progress=False,
+        compile=mode != "eager",
+        compile_mode=MODE_NAMES.get(mode),
     )
     res = train(cfg, task, tc)
     at = [row["elapsed"] for row in res.history]
@@ -87,13 +100,45 @@ def main(argv=None) -> int:
     p.add_argument("--scale", choices=("tiny", "small", "paper"), default="paper")
     p.add_argument("--steps", type=int, default=20, help="steps per model (default 20)")
     p.add_argument("--warmup", type=int, default=5, help="first steps not timed (default 5)")
+    p.add_argument(
+        "--modes",
+        default=None,
+        help=f"comma-separated, each a line per model: {', '.join(MODES)} (default: eager, "
+        "without a mode in the line)",
+    )
+    p.add_argument("--only", default=None, help="time only the model with this label")
     args = p.parse_args(argv)
     if args.steps < args.warmup + 2:
         p.error(
             f"--steps {args.steps} is not allowed; it must be >= --warmup + 2 = {args.warmup + 2}"
         )
-    for label, cfg, task, settings in models(args.scale):
-        r = step_time(cfg, task, settings, args.steps, args.warmup)
+    modes = ["eager"] if args.modes is None else args.modes.split(",")
+    for mode in modes:
+        if mode not in MODES:
+            p.error(
+                f"--modes {args.modes!r} is not allowed; each must be one of {', '.join(MODES)}"
+            )
+    chosen = list(models(args.scale))
+    if args.only is not None:
+        labels = [label for label, *_ in chosen]
+        if args.only not in labels:
+            p.error(f"--only {args.only!r} is not allowed; allowed: {', '.join(labels)}")
+        chosen = [m for m in chosen if m[0] == args.only]
+    failed = 0
+    for (label, cfg, task, settings), mode in ((m, mode) for m in chosen for mode in modes):
+        if args.modes is not None:
+            label = f"{label} [{mode}]"
+        if mode != "eager":  # each compiled mode from empty in-process caches
+            torch._dynamo.reset()
+            compiled.cache_clear()
+        try:
+            r = step_time(cfg, task, settings, args.steps, args.warmup, mode)
+        except Exception as err:  # one mode failing (CUDA graphs) leaves the others' lines
+            if args.modes is None:
+                raise
+            print(f"{label:<50} failed: {type(err).__name__}: {(str(err).splitlines() or [''])[0]}")
+            failed = 1
+            continue
         batch = settings["train"]["batch_size"]
         print(
             f"{label:<50} L={cfg.n_layer:<3} D={cfg.d_model:<4} S={task.seq_len:<4} B={batch:<3} "
@@ -101,7 +146,7 @@ def main(argv=None) -> int:
             f"{1 / r['step_s']:7.1f} steps/s  {r['flops_per_s']:.3g} FLOP/s",
             flush=True,
         )
-    return 0
+    return failed
 
 
 if __name__ == "__main__":

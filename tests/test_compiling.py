@@ -103,3 +103,62 @@ def test_inductor_views_equal_eager_to_rounding(monkeypatch, tmp_path, rule):
         torch.testing.assert_close(got, want, rtol=1e-5, atol=1e-6)
     torch._dynamo.reset()
     compiling.compiled.cache_clear()
+
+
+def test_a_bad_compile_mode_is_one_line_naming_it(capsys):
+    from geolab.cli import main
+    from geolab.train import TrainConfig
+
+    with pytest.raises(ValueError, match=r"^TrainConfig.compile_mode='fast' is not allowed"):
+        TrainConfig(compile=True, compile_mode="fast")
+    with pytest.raises(
+        ValueError, match=r"compile_mode='reduce-overhead' is not allowed; it needs"
+    ):
+        TrainConfig(compile_mode="reduce-overhead")
+    for argv, named in [
+        (["--compile", "--compile-mode", "fast"], "--compile-mode 'fast' is not allowed; allowed:"),
+        (["--compile-mode", "reduce-overhead"], "--compile-mode reduce-overhead is not allowed"),
+    ]:
+        for command in (["train", "--task", "gyroscope"], ["reproduce", "edelta_benchmarks"]):
+            dry = ["--dry-run"] if command[0] == "reproduce" else []  # checked before anything
+            assert main([*command, *argv, *dry]) == 2
+            err = capsys.readouterr().err
+            assert named in err and err.count("\n") == 1, err
+
+
+def _recorded_modes(monkeypatch) -> list:
+    """torch.compile replaced by a recorder of its mode that returns the function as it is."""
+    modes = []
+
+    def record(fn, dynamic=None, mode=None, backend=None):
+        modes.append(mode)
+        return fn
+
+    monkeypatch.setattr(compiling.torch, "compile", record)
+    return modes
+
+
+@pytest.mark.parametrize("mode", [None, "reduce-overhead"])
+def test_training_s_compile_mode_reaches_torch_compile(monkeypatch, counter, tmp_path, mode):
+    from geolab.cli import main
+
+    modes = _recorded_modes(monkeypatch)
+    flags = [] if mode is None else ["--compile-mode", mode]
+    argv = "train --task gyroscope --residual preln --layers 1 --d-model 16 --heads 2 --steps 2"
+    argv += " --batch-size 4 --n-train 16 --n-val 4 --device cpu --no-progress --compile"
+    assert main([*argv.split(), *flags, "--out", str(tmp_path / "run")]) == 0
+    assert modes == [mode]
+
+
+def test_reproduce_s_compile_mode_reaches_every_run_s_train_config(monkeypatch):
+    from geolab.cli import main, reproduce
+    from geolab.experiments.runs import train_config
+
+    seen = []
+    monkeypatch.setattr(reproduce, "estimate", lambda args, module, s, device: seen.append(s))
+    argv = ["reproduce", "edelta_benchmarks", "--scale", "tiny", "--dry-run", "--compile"]
+    assert main([*argv, "--compile-mode", "reduce-overhead"]) == 0
+    tc = train_config(seen[0], seed=0)
+    assert tc.compile and tc.compile_mode == "reduce-overhead"
+    assert main(argv) == 0
+    assert train_config(seen[1], seed=0).compile_mode is None

@@ -74,3 +74,25 @@ def test_without_python_set_it_uses_the_venv_and_refuses_a_cpu_before_writing(tm
         "(use --dry-run on a CPU machine)\n"
     )
     assert (out / "check.log").read_text() == EARLIER
+
+
+def test_the_compile_step_fits_the_budget_and_runs_eager_alone_without_a_gpu(tmp_path):
+    """Step (4) times the E∆ model eager, compiled and compiled with CUDA graphs; the fixed
+    timeouts of every step before the E∆ table (which gets what is left) fit in the default 8
+    minutes; a dry run (no GPU) runs the eager line alone, and says the others are skipped."""
+    import re
+    import sys
+
+    text = SCRIPT.read_text()
+    assert "modes=eager,default,reduce-overhead" in text and '[ "$dry" = 1 ] && modes=eager' in text
+    assert sum(map(int, re.findall(r"^\s*timeout (\d+) ", text, re.M))) <= 480
+    model = re.search(r'^compile_model="([^"]+)"', text, re.M)[1]
+    cmd = [sys.executable, str(REPO / "scripts" / "step_times.py"), "--scale", "tiny"]
+    cmd += ["--steps", "4", "--warmup", "1", "--only", model, "--modes", "eager"]
+    env = {**os.environ, "PYTHONPATH": str(REPO), "OMP_NUM_THREADS": "1"}
+    done = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+    (line,) = done.stdout.splitlines()
+    assert line.startswith(f"{model} [eager]") and " ms " in line
+    bad = subprocess.run([*cmd[:-1], "eager,fast"], env=env, capture_output=True, text=True)
+    assert bad.returncode == 2 and "--modes 'eager,fast' is not allowed" in bad.stderr

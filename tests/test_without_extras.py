@@ -93,7 +93,10 @@ def test_gpu_check_dry_run_runs_the_device_script_end_to_end(tmp_path):
     assert "skipped" in (out / "pytest-gpu.txt").read_text()  # no CUDA here
     lines = (out / "step-times.txt").read_text().splitlines()
     assert len(lines) == 17 and all(" ms " in line and "FLOP/s" in line for line in lines)
+    (eager,) = (out / "compile-times.txt").read_text().splitlines()  # compiled: on a GPU only
+    assert "edelta [eager]" in eager and " ms " in eager
     log = (out / "check.log").read_text()
+    assert "compiled modes skipped" in log
     assert "E∆ table complete" in log or "left out:" in log
     (device,) = json.loads((out / "throughput.json").read_text()).values()
     assert device["runs"] >= 1 and device["runs_per_min"] > 0

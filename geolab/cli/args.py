@@ -2,6 +2,7 @@
 
 import argparse
 
+from geolab.compiling import MODE_NAMES, compile_mode
 from geolab.config import GeoConfig
 from geolab.registry import FLAVORS
 
@@ -46,3 +47,25 @@ def geo_config(args: argparse.Namespace, **fields) -> GeoConfig:
         flavor=args.flavor,
         **fields,
     )
+
+
+def add_compile_mode_argument(parser: argparse.ArgumentParser) -> None:
+    """``--compile-mode`` (with ``--compile``), shared by ``geolab train`` and ``reproduce``."""
+    parser.add_argument(
+        "--compile-mode",
+        default=None,
+        help=f"with --compile: {' or '.join(MODE_NAMES)} (CUDA graphs on top of the compiled "
+        "layer step, for small models on a GPU; on a CPU the same as default)",
+    )
+
+
+def compile_option(args: argparse.Namespace) -> str | None:
+    """``--compile-mode`` checked: its mode (``compiling.compile_mode``: None for default), None
+    when not given; a one-line ValueError for another value, or for one given without
+    ``--compile``."""
+    if args.compile_mode is None:
+        return None
+    mode = compile_mode(args.compile_mode)
+    if not args.compile:
+        raise ValueError(f"--compile-mode {args.compile_mode} is not allowed without --compile")
+    return mode

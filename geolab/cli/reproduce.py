@@ -38,7 +38,7 @@ import sys
 from contextlib import nullcontext
 from pathlib import Path
 
-from geolab.cli.args import add_threads_argument
+from geolab.cli.args import add_compile_mode_argument, add_threads_argument, compile_option
 from geolab.experiments import NAMES, get_protocol, pack, plan, report
 from geolab.experiments.export import save_figures
 from geolab.experiments.provenance import device_name
@@ -180,9 +180,11 @@ def reproduce(args: argparse.Namespace) -> int:
         )
     check_launch_flags(args, parallel)
     time_limit = None if args.time_limit is None else args.time_limit * 60
+    mode = compile_option(args)
     if args.compile:
         settings = scale_settings(module, args.scale)
-        options["train"] = {**options.get("train", settings["train"]), "compile": True}
+        train = {**options.get("train", settings["train"]), "compile": True}
+        options["train"] = {**train, "compile_mode": mode} if mode else train
     settings = {**scale_settings(module, args.scale), **options}
     device = device_name(settings)
     if args.dry_run:
@@ -360,6 +362,7 @@ def add_reproduce_cli(subparsers: argparse._SubParsersAction) -> None:
         "(per array job with --launcher)",
     )
     p.add_argument("--compile", action="store_true", help="torch.compile every model")
+    add_compile_mode_argument(p)
     p.add_argument(
         "--steps",
         type=int,

@@ -8,7 +8,13 @@ from contextlib import nullcontext
 
 import torch
 
-from geolab.cli.args import add_model_arguments, add_threads_argument, geo_config
+from geolab.cli.args import (
+    add_compile_mode_argument,
+    add_model_arguments,
+    add_threads_argument,
+    compile_option,
+    geo_config,
+)
 from geolab.cli.errors import flag_names, run
 from geolab.data import bundled_dir
 from geolab.lock import hold
@@ -41,6 +47,7 @@ def add_train_arguments(parser: argparse.ArgumentParser) -> None:
         help="compile one layer's step (inductor, reused by every layer; the first compile takes "
         "tens of seconds on a CPU, a later run reads it from the cache folder)",
     )
+    add_compile_mode_argument(parser)
     parser.add_argument("--grad-checkpoint", action="store_true", help="recompute sublayers")
     parser.add_argument("--eval-every", type=int, default=d.eval_every, help="0: only at the end")
     parser.add_argument("--eval-batches", type=int, default=None, help="cap validation batches")
@@ -78,6 +85,7 @@ def run_train_cli(args: argparse.Namespace) -> int:
         seed=args.seed,
         device=args.device,
         compile=args.compile,
+        compile_mode=compile_option(args),
         eval_every=args.eval_every,
         eval_batches=args.eval_batches,
         ckpt_every=args.ckpt_every,

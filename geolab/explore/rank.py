@@ -222,14 +222,15 @@ def _disk_key(rule, n_layer, d_model, seq_len, seed, fields) -> str | None:
     return disk_cache.key("rank_profile", (rule_class(cfg),), fields=list(fields), **parts)
 
 
-def _stored_profile(rule, n_layer, d_model, seq_len, seed, fields):
+def _stored_profile(*key):
     """``rule_profile`` read from disk if kept there, else computed and written there."""
-    key_text = _disk_key(rule, n_layer, d_model, seq_len, seed, fields)
+    n_layer, d_model, seq_len = key[1:4]
+    key_text = _disk_key(*key) if disk_cache.enabled() else None
     check = functools.partial(_from_disk, n_layer + 1, seq_len, d_model)
     kept = disk_cache.load("rank_profile", key_text, check)
     if kept is not None:
         return kept
-    ranks, residual, states, lost = _profile(rule, n_layer, d_model, seq_len, seed, fields)
+    ranks, residual, states, lost = _profile(*key)
     arrays = {"ranks": ranks, "residual": residual, "states": states.numpy()}
     disk_cache.save(
         "rank_profile", key_text, {**arrays, "lost": np.array(-1 if lost is None else lost)}

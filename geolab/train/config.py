@@ -8,6 +8,7 @@ import math
 import re
 from dataclasses import dataclass, fields
 
+from geolab.compiling import MODES
 from geolab.config import check_seed, finite_number, plain
 from geolab.registry import FLAVORS
 from geolab.threads import check_threads
@@ -34,6 +35,9 @@ class TrainConfig:
     progress (default on) shows a tqdm bar of the steps and of each evaluation, which terminals
     and notebooks render; ``progress=False`` trains silently.
 
+    compile: compile each layer's step (``geolab.compiling``); compile_mode None (inductor's
+    default) or ``"reduce-overhead"`` (CUDA graphs on top, on a GPU), only with ``compile``.
+
     threads: torch's CPU threads in this process while it trains (``geolab.threads``); None
     takes ``GEOLAB_THREADS``, else 1, which measured fastest at the README's CPU sizes.
     """
@@ -49,6 +53,7 @@ class TrainConfig:
     seed: int = 42
     device: str = "auto"
     compile: bool = False
+    compile_mode: str | None = None
     bf16: bool = True
     eval_every: int = 200
     eval_batches: int | None = None
@@ -90,6 +95,11 @@ class TrainConfig:
         self.betas = tuple(float(b) for b in self.betas)
         if isinstance(self.out_dir, str) and not self.out_dir.strip():
             _bad("out_dir", self.out_dir, "name a folder (or None to write nothing)")
+        if self.compile_mode not in MODES:
+            allowed = "None (inductor's default) or 'reduce-overhead' (CUDA graphs)"
+            _bad("compile_mode", self.compile_mode, f"allowed: {allowed}")
+        if self.compile_mode is not None and not self.compile:
+            _bad("compile_mode", self.compile_mode, "it needs compile=True (--compile)")
         if not isinstance(self.device, str) or not re.fullmatch(
             r"auto|cpu|mps|cuda(:\d+)?", self.device
         ):

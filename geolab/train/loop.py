@@ -143,6 +143,7 @@ RESUME_MAY_CHANGE = (
     "steps",
     "device",
     "compile",
+    "compile_mode",
     "eval_every",
     "eval_batches",
     "ckpt_every",
@@ -340,7 +341,7 @@ def _run(model_cfg, task, tc, callback, model, plan: Plan) -> TrainResult:
             raw, device_ids=ids, find_unused_parameters=unused
         )
     if tc.compile:
-        raw.compile_layers()
+        raw.compile_layers(tc.compile_mode)
     lead = rank == 0
     log = None
     if lead and out is not None:
