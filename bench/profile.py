@@ -17,10 +17,10 @@ import torch
 from torch.profiler import profile
 from torch.utils._python_dispatch import TorchDispatchMode
 
-from bench.bench_live import RULES, _floor, _profile
+from bench.bench_live import RULES, _disk_cache_in_empty_folder, _env, _floor, _profile
 from bench.bench_rules import _step_fn
 from bench.timing import interleaved, median_ratio, seconds, set_clock
-from geolab import explore, stack
+from geolab import disk_cache, explore, stack
 
 MATMUL = ("aten::mm", "aten::addmm", "aten::bmm", "aten::_scaled_dot_product")
 REPLAY_ROUNDS = 5
@@ -120,8 +120,10 @@ def replay_ratios(rule: str, n_layer: int, rounds=REPLAY_ROUNDS, d_model=128, se
 def first_load(n_layer: int, d_model: int = 128, seq_len: int = 32) -> dict[str, float]:
     """Where notebook 04's cold first load at ``n_layer`` layers goes, in seconds of process CPU
     time: the whole cold call; the same call with the weights kept (forwards, spectra, figures);
-    drawing the sublayer weights and building each curve's rule modules, each timed alone from
-    a cleared cache; and the four curves' matrix-product floor (bench_live's)."""
+    the cold call with 04's disk cache empty (computed, then written) and filled (read: what
+    every later session pays; ``geolab.disk_cache``, off in the other parts); drawing the
+    sublayer weights and building each curve's rule modules, each timed alone from a cleared
+    cache; and the four curves' matrix-product floor (bench_live's)."""
     set_clock("cpu")
     curves = (*RULES, explore.REFERENCE)
     cfgs = [explore.rank_config(r, n_layer, d_model, seq_len) for r in curves]
@@ -134,7 +136,11 @@ def first_load(n_layer: int, d_model: int = 128, seq_len: int = 32) -> dict[str,
         stack.clear()
         warm()
 
-    parts = {"cold first load": seconds(cold), "kept weights (a new depth)": seconds(warm)}
+    with _env(**{disk_cache.ENV: "0"}):
+        parts = {"cold first load": seconds(cold), "kept weights (a new depth)": seconds(warm)}
+    with _disk_cache_in_empty_folder():
+        parts["cold, disk cache empty (computed, written)"] = seconds(cold)
+        parts["cold, disk cache filled (read)"] = seconds(cold)
     # A pure-attention stack reads the same attention weights: the MLP stacks' draw covers it.
     parts["drawing the sublayer weights"] = seconds(
         lambda: stack.draw_sublayers(cfgs[0], 0, n_layer)

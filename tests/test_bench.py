@@ -168,6 +168,8 @@ def test_the_views_profiles_run():
     assert list(parts) == [
         "cold first load",
         "kept weights (a new depth)",
+        "cold, disk cache empty (computed, written)",
+        "cold, disk cache filled (read)",
         "drawing the sublayer weights",
         "building the rule modules: postln",
         "building the rule modules: preln",
