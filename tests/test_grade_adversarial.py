@@ -12,6 +12,7 @@ that stops reading a request larger than the pipe holds, a flood of questions, o
 parameters — each get a session or a grading run of their own below.
 """
 
+import importlib.util
 import inspect
 import os
 import re
@@ -42,6 +43,9 @@ TIMEOUT, TASK_TIMEOUT = 60.0, 8.0
 POINTS = sum(c.points for c in all_failed("A1", ""))
 MODE = '    return {0.0: "identity"'  # the first line of the solution's `mode`
 TAIL = 'if __name__ == "__main__":'
+GRADES = pytest.mark.skipif(
+    not sandbox.bwrap_works() and os.geteuid() == 0, reason="root without bwrap: grading refused"
+)
 
 
 def at_import(base: str, code: str) -> str:
@@ -172,6 +176,39 @@ BASE64 = """
 import base64 as _b64
 exec(_b64.b64decode({code!r}).decode())
 """
+# LAPACK's dsyev called through ctypes on the OpenBLAS numpy has loaded (found in the process's
+# memory map, ILP64 symbols): no Python linear-algebra module is touched
+CTYPES_LAPACK = """
+import ctypes
+import numpy as _np
+
+def _dsyev():
+    with open("/proc/self/maps") as maps:
+        path = next(line.split()[-1] for line in maps if "openblas" in line)
+    lib = ctypes.CDLL(path)
+    return next(getattr(lib, n) for n in ("scipy_dsyev_64_", "dsyev_64_") if hasattr(lib, n))
+
+def spectrum_and_det(d, beta):
+    a = _np.eye(d) - beta * _np.ones((d, d)) / d  # symmetric: row- and column-major alike
+    w, n, info = _np.empty(d), ctypes.c_int64(d), ctypes.c_int64(0)
+    work, lwork = _np.empty(max(1, 3 * d)), ctypes.c_int64(max(1, 3 * d))
+    ptr = ctypes.POINTER(ctypes.c_double)
+    _dsyev()(ctypes.c_char_p(b"N"), ctypes.c_char_p(b"L"), ctypes.byref(n),
+             a.ctypes.data_as(ptr), ctypes.byref(n), w.ctypes.data_as(ptr),
+             work.ctypes.data_as(ptr), ctypes.byref(lwork), ctypes.byref(info),
+             ctypes.c_size_t(1), ctypes.c_size_t(1))
+    return torch.as_tensor(w), float(_np.prod(w))
+"""
+# a general (non-symmetric) dense eigen-solver and an LU determinant, neither of them named
+GENERAL_EIG = """
+def spectrum_and_det(d, beta):
+    k = torch.ones(d, dtype=torch.float64)
+    A = torch.eye(d, dtype=torch.float64) - beta * torch.outer(k, k) / d
+    lu, pivots, _ = torch.linalg.lu_factor_ex(A)  # _ex: β = 1 is singular
+    swaps = int((pivots != torch.arange(1, d + 1)).sum())
+    det = (-1) ** swaps * torch.diagonal(lu).prod()
+    return torch.sort(torch.ops.aten.linalg_eig(A)[0].real).values, det
+"""
 BYPASSES = {
     "aten_ops.py": DENSE.format(eig="torch.ops.aten.linalg_eigvalsh(A)",
                                 det="torch.ops.aten.linalg_det(A)"),
@@ -184,6 +221,12 @@ BYPASSES = {
 BYPASSES["base64_exec.py"] = BASE64.format(
     code=__import__("base64").b64encode(BYPASSES["c_linalg.py"].encode()).decode()
 )
+BYPASSES["ctypes_lapack.py"] = CTYPES_LAPACK
+BYPASSES["general_eig.py"] = GENERAL_EIG
+if importlib.util.find_spec("scipy") is not None:  # not a geolab dependency: only where installed
+    BYPASSES["scipy_linalg.py"] = "import scipy.linalg as _sl\n" + DENSE.format(
+        eig="torch.as_tensor(_sl.eigvalsh(A.numpy()))", det="float(_sl.det(A.numpy()))"
+    )
 MEMORY_BOMB = "_hog = bytearray(12 * 2**30)"
 FORK_BOMB = """
 import os
@@ -315,6 +358,138 @@ def test_adversarial_corpus_without_bwrap(tmp_path):
 @pytest.mark.skipif(os.geteuid() == 0, reason="--sandbox none is refused as root")
 def test_adversarial_corpus_without_bwrap_where_bwrap_exists(tmp_path):
     _grade_corpus(tmp_path, "none")
+
+
+@pytest.mark.parametrize("name", list(BYPASSES))
+def test_each_bypass_passes_every_check_where_no_size_is_measured(name):
+    """In place (a notebook: d = 1,000 for the measured check, names guarded in this process)
+    each bypass above gets every mark of spectrum_and_det: no guard by name sees it, and its
+    maths is right. So its 0 in the corpus comes from the check at d = 50,000 alone."""
+    namespace = {"torch": torch}
+    exec(compile(BYPASSES[name], name, "exec"), namespace)
+    checks = ASSIGNMENTS["A1"].tasks["spectrum_and_det"](namespace["spectrum_and_det"], seed=3)
+    assert [c.message for c in checks if not c.passed] == []
+
+
+A2_RELEASE = (REPO / "notebooks" / "assignments" / "A2_cayley.py").read_text(encoding="utf-8")
+GATE_POINTS = 3.0  # gate_regularizer's marks
+AUTOGRAD_GATE = """
+def gate_regularizer(gamma):
+    return 4 * gamma * (1 - gamma)
+"""
+NUMPY_GATE = """
+import numpy as _np
+
+def gate_regularizer(gamma):  # right values, computed where autograd cannot follow
+    g = _np.asarray(gamma.detach())
+    return torch.as_tensor(4 * g * (1 - g))
+"""
+# each reports, for the numpy gate, what autograd would: differentiable, dr/dγ = 4 − 8γ (the
+# slope the grader measures, so only the seal can stop it)
+FORGED_PROBE = """
+import geolab.assignments.probes as _probes
+
+def _forged(fn, x):
+    return {"out": fn(x), "differentiable": True, "grad": 4 - 8 * x.detach()}
+"""
+PATCHED_PROBES = {
+    "patched_table.py": '_probes.PROBES["value_and_grad"] = _forged',
+    "patched_code.py": "_probes.value_and_grad.__code__ = _forged.__code__",
+    # the wire's decoder (it sees the γ asked) and its encoder of every reply line
+    "patched_wire.py": """
+import geolab.assignments.wire as _wire
+_decode, _dumps, _asked = _wire.decode, _wire.dumps, []
+
+def _remembering(data, depth=0):
+    value = _decode(data, depth)
+    if isinstance(value, torch.Tensor) and value.ndim == 0:
+        _asked.append(value)
+    return value
+
+def _forging(message):
+    body = message.get("value")
+    body = body.get("dict") if isinstance(body, dict) else None
+    if _asked and isinstance(body, dict) and body.get("differentiable") is False:
+        grad = _wire.encode(4 - 8 * _asked[-1])
+        message = {"value": {"dict": {**body, "differentiable": True, "grad": grad}}}
+    return _dumps(message)
+
+_wire.decode, _wire.dumps = _remembering, _forging
+""",
+    # the worker's own pipe reader and writer (the module run as __main__)
+    "patched_worker.py": """
+import json as _json
+import sys as _sys
+import geolab.assignments.wire as _wire
+_w = _sys.modules["__main__"]
+_read, _send, _asked = _w._readline, _w._send, []
+
+def _remembering(fd):
+    line = _read(fd)
+    request = _json.loads(line or b"{}")
+    if request.get("probe") == "value_and_grad":
+        _asked.append(_wire.decode(request["args"])[0])
+    return line
+
+def _forging(fd, message, *rest):
+    body = message.get("value")
+    body = body.get("dict") if isinstance(body, dict) else None
+    if _asked and isinstance(body, dict) and body.get("differentiable") is False:
+        grad = _wire.encode(4 - 8 * _asked[-1])
+        message = {"value": {"dict": {**body, "differentiable": True, "grad": grad}}}
+    return _send(fd, message, *rest)
+
+_w._readline, _w._send = _remembering, _forging
+""",
+}
+A2_EIG = """
+def minus_one_gap(u, v, beta):  # dense Q, and its spectrum through aten, named nowhere
+    A = torch.outer(u, v) - torch.outer(v, u)
+    eye = torch.eye(u.shape[-1], dtype=u.dtype)
+    Q = torch.linalg.solve(eye + beta / 2 * A, eye - beta / 2 * A)
+    return (torch.ops.aten.linalg_eigvals(Q) + 1).abs().min()
+"""
+
+
+@GRADES
+def test_a2_eig_a_numpy_gate_and_patched_probes_earn_what_is_due(tmp_path):
+    """On A2's release, one stub written each. A dense spectrum through aten's eigvals: none of
+    minus_one_gap's marks (the measured check at d = 50,000 gates it). A regulariser computed in
+    numpy: right values, no gradient from autograd, so its gate fails and it earns none of its
+    3 marks — also when the submission rewrites, in its own process, the probe table, a
+    probe's code, the wire functions or the worker's pipe reader and writer to report the
+    gradient autograd would have given (each route alone won the 3 marks before): the worker
+    answers through copies sealed before the submission loads (worker.sealed). The same
+    regulariser in torch gets the 3 marks through the same probes."""
+    cases = {
+        "autograd_gate.py": (at_import(A2_RELEASE, AUTOGRAD_GATE), GATE_POINTS),
+        "numpy_gate.py": (at_import(A2_RELEASE, NUMPY_GATE), 0.0),
+        "aten_eig.py": (at_import(A2_RELEASE, A2_EIG), 0.0),
+    }
+    for name, patch in PATCHED_PROBES.items():
+        cases[name] = (at_import(A2_RELEASE, NUMPY_GATE + FORGED_PROBE + patch), 0.0)
+    folder = tmp_path / "submissions"
+    folder.mkdir()
+    for name, (text, _) in cases.items():
+        (folder / name).write_text(text, encoding="utf-8")
+    rows = {r["submission"]: r for r in grade_dir(folder, "A2", TIMEOUT, 20.0, jobs=2)}
+    got = {name: (row["status"], row["score"]) for name, row in rows.items()}
+    assert got == {name: ("ok", score) for name, (_, score) in cases.items()}, {
+        name: [c["message"][:200] for c in row["checks"] if not c["passed"]][-3:]
+        for name, row in rows.items()}  # fmt: skip
+
+    def failed(name, stub):
+        return {c["name"]: c["message"] for c in rows[name]["checks"]
+                if not c["passed"] and c["name"].startswith(stub + ":")}  # fmt: skip
+
+    gate = "gate_regularizer: zero gradient at γ = ½ only, from autograd"
+    for name in ["numpy_gate.py", *PATCHED_PROBES]:
+        fails = failed(name, "gate_regularizer")
+        assert "must be differentiable" in fails[gate], (name, fails[gate])
+        assert all(m.startswith("holds, but counts only") for n, m in fails.items() if n != gate)
+    measured = "minus_one_gap: from θ alone (d = 50,000 at grading)"
+    fails = failed("aten_eig.py", "minus_one_gap")
+    assert "allocate" in fails[measured] or "MemoryError" in fails[measured], fails[measured]
 
 
 # --- in place: the check maths against answers of one kind each (issue 43) --------------------
@@ -652,9 +827,6 @@ def test_trivial_answers_earn_nothing_from_the_hidden_checks():
 
 # --- resources: a process limit, memory and time of each submission's own -------------------
 
-GRADES = pytest.mark.skipif(
-    not sandbox.bwrap_works() and os.geteuid() == 0, reason="root without bwrap: grading refused"
-)
 SQUATTER = """
 import os, time
 if not os.path.exists("squatted"):  # the worker's first load (its folder outlives each stub)

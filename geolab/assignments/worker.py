@@ -33,6 +33,7 @@ import signal
 import sys
 import time
 import traceback
+import types
 from pathlib import Path
 
 PR_SET_DUMPABLE, PR_SET_CHILD_SUBREAPER = 4, 36
@@ -167,8 +168,10 @@ def _reap() -> None:
             time.sleep(0.01)
 
 
-def _send(fd: int, message: dict) -> None:
-    from geolab.assignments.wire import dumps
+def _send(fd: int, message: dict, dumps=None) -> None:
+    """``message`` as one protocol line on ``fd`` (``dumps``: a stub's sealed encoder)."""
+    if dumps is None:
+        from geolab.assignments.wire import dumps
 
     data = dumps(message)
     while data:
@@ -205,42 +208,78 @@ def _raised(err: BaseException) -> dict:
     return {"raised": type(err).__name__[:100], "kind": kind, "message": str(err)[:2000]}
 
 
+def sealed(namespace: dict, names: list[str]) -> dict:
+    """{name: a copy of the function ``namespace[name]``}, taken now, whose global names are
+    looked up in a copy of ``namespace`` (in which ``names`` are the copies).
+
+    A stub's child seals what answers the grader — the probe table, the wire encoder, its pipe
+    reader and writer — before it loads the submission, whose code then shares the process:
+    a rewrite of ``probes.PROBES``, of a probe's ``__code__`` or of a name in those modules
+    (issue 43's "patched probe dictionary") changes nothing the grader is asked or sent. What
+    the copies call in other libraries (torch, json, os) stays the submission's to rewrite in
+    its own process; that is why no verdict rests on a value the process sends without the
+    grader checking it against one it computes: a reported gradient is compared with the slope
+    measured from the function's outputs (``a2.check_gate_regularizer``, ``a4``), so a rewrite
+    of torch itself can report only the true derivative — what a ``torch.autograd.Function``
+    with a hand-written backward reports honestly.
+    """
+    scope = dict(namespace)
+    copies = {}
+    for name in names:
+        fn = scope[name]
+        copies[name] = types.FunctionType(fn.__code__, scope, name, fn.__defaults__,
+                                          fn.__closure__)  # fmt: skip
+        copies[name].__kwdefaults__ = fn.__kwdefaults__
+    scope.update(copies)
+    return copies
+
+
 def serve_stub(path: Path, stub: str | None, limits: dict, fd_in: int, fd_out: int) -> None:
-    """The child: load the submission, then answer calls on ``stub`` (None: load only). A probe
-    may ask the grader a question mid-call (``probes.ask``: A4's sublayer)."""
-    from geolab.assignments import probes
+    """The child: load the submission, then answer calls on ``stub`` (None: load only) through
+    the probes and the wire functions sealed before it loads (:func:`sealed`). A probe may ask
+    the grader a question mid-call (``probes.ask``: A4's sublayer)."""
+    from geolab.assignments import probes, wire
     from geolab.assignments.checks import forbid
     from geolab.assignments.run_checks import load_submission
-    from geolab.assignments.wire import decode, encode, loads
 
     def ask(payload):
-        _send(fd_out, {"ask": encode(payload)})
-        answer = loads(_readline(fd_in))
+        send(fd_out, {"ask": encode(payload)})
+        answer = loads(readline(fd_in))
         if answer.get("op") != "answer":
             raise RuntimeError("the grader did not answer")
         return decode(answer["value"])
 
     probes.ask = ask
+    table = sealed(vars(probes), list(probes.PROBES))
+    codec = sealed(vars(wire), ["encode", "_array", "_opaque", "decode", "_from_array", "dumps",
+                                "loads"])  # fmt: skip
+    encode, decode, loads = codec["encode"], codec["decode"], codec["loads"]
+    own = sealed(globals(), ["_send", "_readline"])
+    readline = own["_readline"]
+
+    def send(fd, message):
+        own["_send"](fd, message, codec["dumps"])
+
     _prctl(PR_SET_DUMPABLE, 1)  # the supervisor reads its memory map (only its own uid can)
     apply_limits(limits)
     try:
         names = load_submission(path, limits["stubs"])
     except BaseException as err:  # noqa: B036 — SystemExit from a submission is a load failure too
-        _send(fd_out, {"error": f"loading the submission raised {type(err).__name__}: {err}"})
+        send(fd_out, {"error": f"loading the submission raised {type(err).__name__}: {err}"})
         return
-    _send(fd_out, {"loaded": [s for s in limits["stubs"] if s in names]})
+    send(fd_out, {"loaded": [s for s in limits["stubs"] if s in names]})
     obj = names.get(stub)
     while stub is not None:
-        request = loads(_readline(fd_in) or b'{"op": "end"}')
+        request = loads(readline(fd_in) or b'{"op": "end"}')
         if request.get("op") != "call":
             return
         try:
             args = decode(request["args"])
             with forbid([str(p) for p in request.get("banned", [])], obj):
-                reply = {"value": encode(probes.PROBES[request["probe"]](obj, *args))}
+                reply = {"value": encode(table[request["probe"]](obj, *args))}
         except BaseException as err:  # noqa: B036 — whatever the student's code raised
             reply = _raised(err)
-        _send(fd_out, reply)
+        send(fd_out, reply)
 
 
 def _watch(pid: int, limit: int) -> tuple[int, bool]:
