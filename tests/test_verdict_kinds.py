@@ -190,3 +190,28 @@ def test_a_matched_size_run_trains_and_records_its_mlp_width():
     settings = {**eb.SCALES["tiny"], "match_sizes": True}
     out = eb.train_one("geolab", 42, "gyroscope", "ddl", settings, lambda m: None)
     assert out["d_mlp"] >= 1 and out["val"]["mse"] > 0
+
+
+# --- the CPU rerun plan ----------------------------------------------------------------------
+
+
+def _planned(seconds: float, steps: int, seeds: list[int]) -> dict:
+    run = {"val_curve": {"steps": [steps]}, "seconds": seconds}
+    return {
+        "config": {"train": {"steps": steps}},
+        "seeds": seeds,
+        "per_seed": {str(s): {"preln": dict(run), "mgt": dict(run)} for s in seeds},
+    }
+
+
+def test_a_rerun_is_priced_by_steps_and_seeds_and_leaves_the_plan_once_trained():
+    plan = {r["protocol"]: r for r in decide.cpu_plan({"ablation": _planned(90.0, 800, [1, 2, 3])})}
+    # six runs of 90 s at 800 steps, wanted at 1600 steps: 2 × 540 s
+    assert plan["ablation"]["cpu_hours"] == pytest.approx(2 * 540 / 3600)
+    assert "--steps 1600" in plan["ablation"]["command"]
+    assert decide.cpu_plan({"ablation": _planned(180.0, 1600, [1, 2, 3])}) == []
+    beta = decide.cpu_plan({"beta_dynamics": _planned(100.0, 12000, [42])})
+    # one seed of two runs at 100 s, wanted on three seeds
+    assert beta[0]["cpu_hours"] == pytest.approx(3 * 200 / 3600)
+    assert "--seeds 3" in beta[0]["command"]
+    assert decide.cpu_plan({"beta_dynamics": _planned(100.0, 12000, [42, 123, 456])}) == []

@@ -153,44 +153,45 @@ def plan_source() -> str:
     return f"{plan.SUSTAINED_FLOPS:.0e} FLOP/s assumed, `--dry-run` states how"
 
 
-# The CPU reruns that settle claims (issue: ≈ 10 one-thread CPU-hours), priced from the committed
-# runs' recorded seconds scaled by the steps: (protocol, what it settles, the runs it retrains
-# (a key filter), steps factor, command). Each packed command resumes when run again (the runs
-# it finished are saved under OUT/NAME-small-runs/); beta_dynamics trains one seed at a time.
-# Each writes its own --out: one writer holds a folder, so the beta run (one core) can go beside
-# a packed one.
+# The CPU reruns that settle claims (issue: ≈ 10 one-thread CPU-hours): (protocol, what it
+# settles, the runs it retrains (a key filter), the steps and seeds it trains them at, command).
+# Each is priced from the committed runs' recorded seconds scaled by steps and seeds, and drops
+# out of the plan once the committed result was trained at both. Each packed command resumes
+# when run again (the runs it finished are saved under OUT/NAME-small-runs/); beta_dynamics
+# trains one seed at a time. Each writes its own --out: one writer holds a folder, so the beta
+# run (one core) can go beside a packed one.
 CPU_PLAN = (
     (
         "beta_dynamics",
         "β transition and sharpening on three seeds, and H2 at 100 layers on the same converged "
         "runs (trained rank profile recorded): seed 42 again, with its profile, and 123, 456",
         None,
-        3.0,
-        "geolab reproduce beta_dynamics --scale small --seeds 3 --threads 1 "
+        {"steps": 12000, "seeds": 3},
+        "geolab reproduce beta_dynamics --scale small --seeds {seeds} --threads 1 "
         "--out data/results-beta3",
     ),
     (
         "ablation",
         "𝒮 > 0 on both bases: the mHC-only and MGT runs still gained 2.0–2.1 % at 800 steps",
         None,
-        2.0,
-        "geolab reproduce ablation --scale small --steps 1600 --jobs 2 --threads 1 "
+        {"steps": 1600, "seeds": 3},
+        "geolab reproduce ablation --scale small --steps {steps} --jobs 2 --threads 1 "
         "--out data/results-ablation-2x",
     ),
     (
         "edelta_benchmarks",
         "E∆ near-π single at 2000 iterations (the published count) in both flavors",
         "/near_pi/",
-        5.0,
-        "geolab reproduce edelta_benchmarks --scale small --tasks near_pi --steps 2000 --jobs 2 "
-        "--threads 1 --out data/results-near-pi-2000",
+        {"steps": 2000, "seeds": 3},
+        "geolab reproduce edelta_benchmarks --scale small --tasks near_pi --steps {steps} "
+        "--jobs 2 --threads 1 --out data/results-near-pi-2000",
     ),
     (
         "depth_scaling",
         "depth scaling at twice the steps (if time remains; 3× costs half as much again)",
         None,
-        2.0,
-        "geolab reproduce depth_scaling --scale small --steps 1600 --jobs 2 --threads 1 "
+        {"steps": 1600, "seeds": 3},
+        "geolab reproduce depth_scaling --scale small --steps {steps} --jobs 2 --threads 1 "
         "--out data/results-depth-2x",
     ),
 )
@@ -198,21 +199,27 @@ CPU_PLAN = (
 
 def cpu_plan(results: dict) -> list[dict]:
     """``CPU_PLAN`` priced from ``results``: {"protocol", "settles", "command", "cpu_hours"}
-    (one thread; ``--jobs 2`` halves the wall time on two cores, not the CPU-hours)."""
+    (one thread; ``--jobs 2`` halves the wall time on two cores, not the CPU-hours).
+
+    cost = Σ recorded seconds of the runs it retrains × (steps wanted / steps trained) ×
+    (seeds wanted / seeds trained); a row whose result already holds both is left out."""
     rows = []
-    for name, settles, keys, factor, command in CPU_PLAN:
+    for name, settles, keys, target, command in CPU_PLAN:
         if name not in results:
             continue
-        runs = trained_runs(results[name]["per_seed"])
-        if name == "beta_dynamics":  # one seed recorded: price three from it
-            factor /= len(runs)
+        result = results[name]
+        trained = {"steps": result["config"]["train"]["steps"], "seeds": len(result["seeds"])}
+        if all(trained[k] >= target[k] for k in target):
+            continue
+        factor = (target["steps"] / trained["steps"]) * (target["seeds"] / trained["seeds"])
+        runs = trained_runs(result["per_seed"])
         chosen = [r for k, r in runs.items() if keys is None or keys in f"/{k}/"]
         seconds = sum(r.get("seconds", 0.0) for r in chosen)
         rows.append(
             {
                 "protocol": name,
                 "settles": settles,
-                "command": command,
+                "command": command.format(**target),
                 "cpu_hours": factor * seconds / 3600,
             }
         )
