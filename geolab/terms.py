@@ -5,7 +5,8 @@ whose definition shows on hover (marimo's markdown keeps the tag), for the place
 appears; ``terms_markdown(words)`` lists definitions (notebook 00's glossary, notebook 06's
 table columns). The metric definitions follow ``geolab.train.evaluate`` and
 ``geolab.metrics``; "learned", "converged" and the baseline ratio follow the verdict rules of
-``geolab.experiments.report`` (docs/design.md §8).
+``geolab.experiments.report`` (docs/design.md §8); "singular values" and "pure attention" are
+notebook 04's (Dong et al. 2021, arXiv:2103.03404).
 """
 
 from __future__ import annotations
@@ -36,6 +37,9 @@ TERMS = {
     "ratio to the best trivial baseline": "the run's validation error divided by that of the best "
     "predictor that learns nothing (predict zero, copy the input, the task-aware guess; unigram "
     "or bigram for text): below 1 beats it, ≤ 0.5 counts as learned.",
+    "singular values": "the lengths of the axes of the ellipsoid X maps the unit sphere onto: "
+    "one per direction the tokens spread along.",
+    "pure attention": "attention layers only: no skip connection around them and no MLP.",
 }
 
 

@@ -13,16 +13,19 @@ def _():
     import marimo as mo
 
     from geolab import explore, glossary_markdown
+    from geolab.terms import term
     from geolab.threads import use_threads
 
     use_threads()  # one thread unless GEOLAB_THREADS says otherwise (README: "Threads")
 
-    return explore, glossary_markdown, mo
+    return explore, glossary_markdown, mo, term
 
 
 @app.cell(hide_code=True)
-def _(mo):
-    mo.md(r"""
+def _(mo, term):
+    # The hovers' definitions are geolab.terms' (one copy of each)
+    mo.md(
+        r"""
     # 04 · Rank collapse: what depth does to token representations
 
     **What you will see.** Stack 12 to 200 transformer layers, feed one sequence of 32 random
@@ -34,17 +37,20 @@ def _(mo):
     \hat\sigma_i = \frac{\sigma_i}{\sum_j \sigma_j},$$
 
     where $X$ holds the $S = 32$ token vectors of width $D$ as rows, $\sigma_i$ are its
-    <abbr title="the lengths of the axes of the ellipsoid X maps the unit sphere onto: one per
-    direction the tokens spread along">singular values</abbr> and
+    """
+        + term("singular values")
+        + r""" and
     $H(\hat\sigma) = -\sum_i \hat\sigma_i \log \hat\sigma_i$ their entropy: $1$ when all
     directions are used equally, and small when the tokens collapse onto one vector.
     The lower panel shows Dong et al.'s residual $\lVert X - \mathbf 1 \bar x^\top\rVert / \lVert
     X\rVert$ ([arXiv:2103.03404](https://arxiv.org/abs/2103.03404), §2), the distance from
-    "all tokens equal" ($\bar x$ the mean token). <abbr title="attention layers only: no skip
-    connection around them and no MLP">Pure attention</abbr> (Dong et al. 2021) is the
+    "all tokens equal" ($\bar x$ the mean token). """
+        + term("pure attention", "Pure attention")
+        + r""" (Dong et al. 2021) is the
     reference. Everything here is at initialisation, width $D = 128$; layer 0 is the
     input, the embedded tokens before any layer.
-    """)
+    """
+    )
     return
 
 

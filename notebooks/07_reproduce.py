@@ -12,11 +12,12 @@ def _():
 
     from geolab.experiments import NAMES, get_protocol, report
     from geolab.experiments.runner import run_protocol
+    from geolab.terms import term
     from geolab.threads import use_threads
 
     use_threads()  # one thread unless GEOLAB_THREADS says otherwise (README: "Threads")
 
-    return NAMES, get_protocol, mo, report, run_protocol
+    return NAMES, get_protocol, mo, report, run_protocol, term
 
 
 @app.cell(hide_code=True)
@@ -49,12 +50,19 @@ def _(mo, report, results_dir):
 
 
 @app.cell
-def _(mo, report, results, results_dir):
+def _(mo, report, results, results_dir, term):
     mo.vstack(
         [
             mo.md("## Counts"),
             mo.md(report.counts_markdown(results)),
             mo.md("### What would decide each undecided claim, and what it costs"),
+            # the verdicts' words, each defined on hover (geolab.terms) before the table uses it
+            mo.md(
+                f"A claim is judged only on runs that {term('learned')} (a run's "
+                f"{term('ratio to the best trivial baseline')} at or below the learned line) "
+                f"and {term('converged')}; hover a dotted word for its definition. *What a "
+                "verdict means*, below, works one claim through."
+            ),
             mo.md(report.undecided_markdown(results, results_dir)),
         ]
     )

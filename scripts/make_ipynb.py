@@ -22,6 +22,8 @@ from pathlib import Path
 import nbformat
 from nbclient import NotebookClient
 
+from geolab.terms import term
+
 REPO = Path(__file__).resolve().parents[1]
 EXPLORERS = {
     "00_tour": "delta_explorer",
@@ -39,10 +41,29 @@ HEADER = (
 )
 
 
+def prose(node: ast.expr) -> str | None:
+    """The text of ``mo.md``'s argument when it is literal prose: a string, or strings joined
+    with ``+`` to glossary hovers ``term("word"[, "Shown"])`` (``geolab.terms``, the same
+    definitions as the marimo page); None for anything computed (an f-string readout)."""
+    if isinstance(node, ast.Constant) and isinstance(node.value, str):
+        return node.value
+    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add):
+        left, right = prose(node.left), prose(node.right)
+        return None if left is None or right is None else left + right
+    if (
+        isinstance(node, ast.Call)
+        and ast.unparse(node.func) == "term"
+        and not node.keywords
+        and all(isinstance(a, ast.Constant) and isinstance(a.value, str) for a in node.args)
+    ):
+        return term(*(a.value for a in node.args))
+    return None
+
+
 def cells_of(path: Path) -> list[tuple[str, str]]:
     """The marimo notebook's prose ("md", text) and the place of its first slider ("explorer", "")
-    in cell order. Only literal ``mo.md(r\"\"\"…\"\"\")`` prose is taken (f-strings are computed
-    readouts, which the explorer shows)."""
+    in cell order. Only literal ``mo.md(r\"\"\"…\"\"\")`` prose is taken, with its glossary
+    hovers (``prose``; f-strings are computed readouts, which the explorer shows)."""
     out, placed = [], False
     try:
         tree = ast.parse(path.read_text(encoding="utf-8"))
@@ -63,9 +84,9 @@ def cells_of(path: Path) -> list[tuple[str, str]]:
                 and isinstance(call, ast.Call)
                 and ast.unparse(call.func) == "mo.md"
                 and call.args
-                and isinstance(call.args[0], ast.Constant)
+                and (text := prose(call.args[0])) is not None
             ):
-                out.append(("md", textwrap.dedent(call.args[0].value).strip()))
+                out.append(("md", textwrap.dedent(text).strip()))
     return out
 
 

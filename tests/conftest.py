@@ -2,6 +2,7 @@
 torch thread counts, the helpers that run a marimo notebook headless with injected slider values,
 and the seeded tensors and hypothesis settings of the operator property tests."""
 
+import html
 import importlib.util
 import os
 import re
@@ -61,6 +62,23 @@ def ui(value):
 def shown(outputs) -> str:
     """Everything the notebook displayed, as HTML text."""
     return "\n".join(str(getattr(o, "text", "")) for o in outputs if o is not None)
+
+
+ABBR = re.compile(r'<abbr title="([^"]*)">(.*?)</abbr>', re.S)
+
+
+def hovers(text: str) -> list[tuple[str, str]]:
+    """(the word shown, the definition its hover gives) for every ``<abbr>`` in ``text``."""
+    return [(html.unescape(word), html.unescape(title)) for title, word in ABBR.findall(text)]
+
+
+def first_use_is_hovered(text: str, word: str) -> bool:
+    """Whether the first time ``word`` is read in the page ``text`` (tags and hover texts left
+    out, any case, as a whole word) it is a hover's word."""
+    marked = ABBR.sub(lambda m: "\x00" + html.unescape(m[2]) + "\x01", text)
+    read = re.sub(r"<[^>]*>", " ", marked)
+    first = re.search(rf"(?<!\w){re.escape(word)}(?!\w)", read, re.I)
+    return first is not None and read[first.start() - 1] == "\x00"
 
 
 def assert_marimo_check_clean(paths) -> None:

@@ -15,7 +15,15 @@ import numpy as np
 import plotly.graph_objects as go
 import pytest
 import torch
-from conftest import NOTEBOOK_ENV, assert_marimo_check_clean, load_app, shown, ui
+from conftest import (
+    NOTEBOOK_ENV,
+    assert_marimo_check_clean,
+    first_use_is_hovered,
+    hovers,
+    load_app,
+    shown,
+    ui,
+)
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -645,7 +653,14 @@ def test_04_equations_link_their_papers_and_terms_explain_themselves_on_hover():
     text = shown(load_notebook("04_rank_collapse").run()[0])
     for paper in ("https://arxiv.org/abs/2601.01014", "https://arxiv.org/abs/2103.03404"):
         assert f'href="{paper}"' in text
-    assert text.count("<abbr title=") >= 2  # singular values, pure attention
+    # singular values, pure attention: each hover's definition is geolab.terms' own
+    from geolab.terms import TERMS
+
+    found = {word.lower(): definition for word, definition in hovers(text)}
+    assert {"singular values", "pure attention"} <= set(found)
+    assert all(TERMS[word] == definition for word, definition in found.items())
+    assert first_use_is_hovered(text, "singular values")
+    assert first_use_is_hovered(text, "pure attention")
 
 
 def test_04_lambda_moves_no_curve_at_init_beyond_rounding():
@@ -733,6 +748,8 @@ def test_05_one_colour_per_family_and_the_zoom_stays_put_when_jpmhc_explodes():
     fig = view.figures["gain"]
     assert fig.layout.yaxis2.range[1] == pytest.approx(1.3 * 2.0)
     for trace in fig.data:
+        if trace.legendgroup == "line styles":  # the legend's grey dash samples
+            continue
         family = trace.name.split()[0]
         assert trace.line.color == explore.streams.FAMILY_COLORS[family]
 
@@ -747,6 +764,19 @@ def test_05_reveal_draws_what_is_asked_and_the_nine_lines_are_named_by_family():
     assert named == colors
     hc = next(a for a in view.figures["gain"].layout.annotations if a.text == "HC")
     assert hc.y == pytest.approx(math.log10(view.numbers["final_gain"]["HC"][0]), rel=1e-6)
+
+
+def test_05_gain_legend_says_what_each_dash_means():
+    """The nine curves leave the legend to three grey samples, one per kind of gain, each with
+    the dash every curve of that kind has (the families are named on the lines)."""
+    fig = explore.streams_view(20, 2.0, 100).figures["gain"]
+    key = {t.name: t.line.dash for t in fig.data if t.legendgroup == "line styles"}
+    assert key == {"Amax forward (rows)": "solid", "Amax backward (cols)": "dash", "2-norm": "dot"}
+    curves = [t for t in fig.data if t.legendgroup != "line styles"]
+    assert len(curves) == 16 and not any(t.showlegend for t in curves)
+    for trace in curves:
+        assert trace.line.dash == key[trace.name.split(" ", 1)[1]], trace.name
+    assert fig.layout.legend.title.text == "line style:"
 
 
 def test_05_fewer_iterations_leave_a_larger_column_error():

@@ -1,6 +1,8 @@
 """geolab.figures: valid plotly, fixed trace layout, and the plotted numbers are the given ones."""
 
 import math
+import re
+from pathlib import Path
 
 import numpy as np
 import plotly.graph_objects as go
@@ -276,3 +278,76 @@ def test_result_figures_take_the_rules_colours():
     summary = {f"{r}/L{d}": {"init": {"mean": 0.5}} for r in ("ddl", "mhc") for d in (4, 8)}
     ranks = EF.final_rank_vs_depth([4, 8], ["ddl", "mhc"], summary)
     assert [t.line.color for t in ranks.data] == [F.RULE_COLORS["ddl"], F.RULE_COLORS["mhc"]]
+
+
+# The papers' names for the models in 07's bar charts, and the diagnostic variant, each with the
+# residual rule it runs (the E∆ paper's table; docs/design.md §12).
+PAPER_NAMES = {
+    "GPT": "preln",
+    "DDL": "ddl",
+    "mHC": "mhc",
+    "JPmHC": "jpmhc",
+    "E∆": "edelta",
+    "E∆, λ_reg = 0": "edelta",
+    "Householder": "householder",
+    "edelta_noreg": "edelta",
+}
+
+
+def rule_in(name: str, default: str | None = None) -> str | None:
+    """The residual rule a trace's name speaks of: a rule's own name among its words
+    ("mgt L=48", "reference/echo/preln (not converged)") or a paper's name for it ("GPT")."""
+    if name in PAPER_NAMES:
+        return PAPER_NAMES[name]
+    words = [w for w in re.split(r"[\s/(),=]+", name) if w]
+    found = {PAPER_NAMES.get(w, w) for w in words} & set(F.RULE_COLORS)
+    assert len(found) <= 1, (name, found)
+    return found.pop() if found else default
+
+
+def is_tint_of(color: str, base: str) -> bool:
+    """Whether ``color`` lies between white and ``base``: one weight w in [0, 1] gives each
+    channel as w · base + (1 − w) · 255 (to rounding)."""
+    c, b = (np.array([int(x[k : k + 2], 16) for k in (1, 3, 5)], float) for x in (color, base))
+    w = (255 - c) / np.where(b == 255, np.nan, 255 - b)
+    w = w[np.isfinite(w)]
+    return len(w) > 0 and 0 <= w.min() and w.max() <= 1 + 1e-9 and np.ptp(w) < 0.02
+
+
+def test_every_figure_of_07_colours_each_rule_by_the_style_and_names_lines_past_three():
+    """Every figure notebook 07 draws from the committed results: each bar, marker and line
+    that stands for a rule has ``figures.RULE_COLORS[rule]``; every label written on a plot in a
+    rule's name is in that colour; a plot of more than three lines has labels on it. β per
+    layer (beta_dynamics) plots snapshots of MGT, the one rule that protocol trains: tints of its
+    colour, the last snapshot the colour itself."""
+    from geolab.experiments import report
+
+    results = report.load_results(Path(__file__).resolve().parents[1] / "data" / "results")
+    assert len(results) >= 7
+    checked = 0
+    for protocol, result in results.items():
+        for key, fig in report.result_figures(result).items():
+            default = "mgt" if protocol == "beta_dynamics" else None
+            lines = [t for t in fig.data if t.type == "scatter" and "lines" in (t.mode or "")]
+            for trace in fig.data:
+                if trace.type == "heatmap":
+                    continue
+                if trace.type == "bar":
+                    assert trace.marker.color == F.RULE_COLORS[rule_in(trace.name)], trace.name
+                elif trace.mode == "markers":  # one marker per rule, the rules on x
+                    assert list(trace.marker.color) == [F.RULE_COLORS[r] for r in trace.x], key
+                elif rule_in(trace.name) is None and default:  # a snapshot of the one rule
+                    assert is_tint_of(trace.line.color, F.RULE_COLORS[default]), trace.name
+                else:
+                    rule = rule_in(trace.name)
+                    assert trace.line.color == F.RULE_COLORS[rule], (protocol, key, trace.name)
+                checked += 1
+            snapshots = [t for t in lines if rule_in(t.name) is None and default]
+            if snapshots:  # the last moment of training in the rule's own colour
+                assert snapshots[-1].line.color == F.RULE_COLORS[default], (protocol, key)
+            for label in fig.layout.annotations:
+                if (rule := rule_in(label.text)) is not None:
+                    assert label.font.color == F.RULE_COLORS[rule], (protocol, key, label.text)
+            if len(lines) > 3:
+                assert len(fig.layout.annotations) >= 2, (protocol, key)
+    assert checked > 100

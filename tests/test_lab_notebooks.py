@@ -7,7 +7,15 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import NOTEBOOK_ENV, assert_marimo_check_clean, load_app, shown, ui
+from conftest import (
+    NOTEBOOK_ENV,
+    assert_marimo_check_clean,
+    first_use_is_hovered,
+    hovers,
+    load_app,
+    shown,
+    ui,
+)
 
 from geolab.experiments import lab, report
 
@@ -170,3 +178,17 @@ def test_lab_rows_fixed_decimals_per_metric_and_every_column_explained():
         term("nope")
     with pytest.raises(ValueError, match="not allowed"):
         terms_markdown(["ppl", "nope"])
+
+
+def test_reproduce_notebook_defines_its_verdict_words_on_hover_where_they_first_appear():
+    """07's "learned", "converged" and "ratio to the best trivial baseline": the first time the
+    page uses each, it is a hover whose definition is geolab.terms' own."""
+    from geolab.terms import TERMS
+
+    text = shown(load_notebook("07_reproduce").run()[0])
+    words = ("learned", "converged", "ratio to the best trivial baseline")
+    shown_hovers = dict(hovers(text))
+    for word in words:
+        assert shown_hovers[word] == TERMS[word]
+        assert first_use_is_hovered(text, word), word
+    assert all(TERMS[w] == d for w, d in hovers(text))  # any other hover: the same definitions

@@ -317,5 +317,6 @@ def make_figures(settings: dict, per_seed: dict, summary: dict) -> dict:
         "learning-curves": figures.learning_curves(
             {f"mgt L={settings['n_layer']} seed {s}": p for s, p in per_seed.items()},
             "Validation loss during training",
+            group=lambda name: name.split()[0],
         ),
     }

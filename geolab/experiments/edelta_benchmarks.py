@@ -83,6 +83,17 @@ LABELS = {
     "edelta": "E∆",
     "edelta_noreg": "E∆, λ_reg = 0",
 }
+# The residual rule behind each label and run key (a variant is its rule's): its colour in the
+# figures (figures.rule_color).
+RULE_OF_LABEL = {LABELS[m]: m for m in MODELS} | {LABELS[k]: r for k, (r, _) in VARIANTS.items()}
+
+
+def rule_of_key(key: str) -> str:
+    """The rule of a run key FLAVOR/TASK/MODEL (a variant's rule for a variant)."""
+    model = key.split("/")[2]
+    return VARIANTS[model][0] if model in VARIANTS else model
+
+
 FLAVORS = ("reference", "geolab")
 TASKS = ["echo", "gyroscope", "inversion", "near_pi", "near_pi_multi"]
 MARGIN = 1.2
@@ -598,6 +609,7 @@ def make_figures(settings: dict, per_seed: dict, summary: dict) -> dict:
             f"Validation MSE per task and model ({flavor} flavor)",
             "MSE",
             log_y=True,
+            rules=RULE_OF_LABEL,
         )
         if dev_tasks:
             figs[f"{flavor}-norm-deviation"] = figures.bars_with_errors(
@@ -605,15 +617,17 @@ def make_figures(settings: dict, per_seed: dict, summary: dict) -> dict:
                 f"Norm deviation ‖out‖ vs ‖in‖ over the evaluated steps ({flavor} flavor)",
                 "mean relative deviation",
                 log_y=True,
+                rules=RULE_OF_LABEL,
             )
         if "inversion" in mse_tasks:
             figs[f"{flavor}-inversion-cosine"] = figures.bars_with_errors(
                 groups(["inversion"], "cos"),
                 f"Inversion y = −x: cosine alignment ({flavor} flavor)",
                 "cosine",
+                rules=RULE_OF_LABEL,
             )
     first = next(iter(per_seed))
     figs["learning-curves"] = figures.learning_curves(
-        per_seed[first], f"Validation MSE during training, seed {first}"
+        per_seed[first], f"Validation MSE during training, seed {first}", group=rule_of_key
     )
     return figs

@@ -1,19 +1,25 @@
 """Figure builders for the experiment protocols: pure functions from result numbers to plotly.
 
 They take the JSON-ready numbers a protocol writes (so notebook 07 redraws them from the committed
-files) and reuse ``geolab.figures`` where a generic builder fits.
+files) and reuse ``geolab.figures`` where a generic builder fits. Every line, bar or marker that
+stands for a residual rule takes that rule's colour (``figures.rule_color``, one colour per rule in
+every notebook); a plot of more than three lines names its rules on the plot, not only in the
+legend.
 """
 
+import numpy as np
 import plotly.graph_objects as go
 
 from geolab.figures import (
-    PALETTE,
+    DASHES,
     SYMBOLS,
     end_labels,
     integer_ticks,
     rank_figure,
     rule_color,
+    rule_colors,
     sweep_figure,
+    tint,
 )
 
 
@@ -27,21 +33,25 @@ def _legend_right(fig: go.Figure) -> go.Figure:
 
 
 def rank_per_layer(ranks: dict, title: str) -> go.Figure:
-    """Effective rank after each layer, one line per rule (``geolab.figures.rank_figure``)."""
-    return _legend_right(rank_figure(ranks, title=title))
+    """Effective rank after each layer, one line per rule in its colour, named at its end
+    (``geolab.figures.rank_figure``)."""
+    return _legend_right(rank_figure(ranks, title=title, colors=rule_colors(ranks)))
 
 
 def final_rank_vs_depth(depths, rules, summary: dict) -> go.Figure:
     """Final-layer effective rank against depth: one colour per rule, solid at init, dashed
-    after training; the H2 threshold 0.5 dotted.
+    after training; the H2 threshold 0.5 dotted. With more than three lines each rule is named
+    at the end of its init line.
 
     summary: ``{"RULE/LDEPTH": {"init"|"trained": {"mean": …}}}`` as rank_evolution writes it.
     """
-    data = []
+    data, ends = [], {}
     for phase, dash in (("init", "solid"), ("trained", "dash")):
         for i, rule in enumerate(rules):
             points = [(d, summary[f"{rule}/L{d}"].get(phase)) for d in depths]
             points = [(d, r) for d, r in points if r is not None]
+            if points and phase == "init":
+                ends[rule] = points
             if points:
                 data.append(
                     go.Scatter(
@@ -61,14 +71,26 @@ def final_rank_vs_depth(depths, rules, summary: dict) -> go.Figure:
         legend={"orientation": "v", "x": 1.02, "xanchor": "left", "y": 1},
         height=420,
     )
+    if len(data) > 3:
+        fig.update_layout(
+            annotations=end_labels(
+                {rule: [r["mean"] for _, r in pts] for rule, pts in ends.items()},
+                0,
+                rule_colors(rules),
+                xs={rule: [d for d, _ in pts] for rule, pts in ends.items()},
+            )
+        )
     return fig
 
 
-def bars_with_errors(groups: dict, title: str, y_title: str, log_y: bool = False) -> go.Figure:
-    """Grouped bars with ±std error bars.
+def bars_with_errors(
+    groups: dict, title: str, y_title: str, log_y: bool = False, rules: dict | None = None
+) -> go.Figure:
+    """Grouped bars with ±std error bars, each series in its rule's colour.
 
-    groups: ``{series name: {category: {"mean", "std"}}}`` — e.g. series = models, categories =
-    tasks; every series lists the same categories in the same order.
+    groups: ``{series name: {category: {"mean", "std"}}}`` — series = models (rules),
+    categories = tasks or flavors; every series lists the same categories in the same order.
+    ``rules`` maps a series name to its rule where the name is a label ("GPT" -> "preln").
     """
     data = []
     for i, (name, cats) in enumerate(groups.items()):
@@ -78,7 +100,7 @@ def bars_with_errors(groups: dict, title: str, y_title: str, log_y: bool = False
                 y=[c["mean"] for c in cats.values()],
                 error_y={"type": "data", "array": [c["std"] for c in cats.values()]},
                 name=name,
-                marker_color=PALETTE[i % len(PALETTE)],
+                marker_color=rule_color((rules or {}).get(name, name), i),
             )
         )
     fig = go.Figure(data)
@@ -89,7 +111,8 @@ def bars_with_errors(groups: dict, title: str, y_title: str, log_y: bool = False
 
 
 def dots_with_errors(values: dict, title: str, y_title: str) -> go.Figure:
-    """One marker per category with ±std error bars: ``{category: {"mean", "std"}}``.
+    """One marker per rule with ±std error bars, in the rule's colour: ``{rule: {"mean",
+    "std"}}``.
 
     Markers rather than bars, so the y axis can zoom onto small differences honestly.
     """
@@ -99,7 +122,7 @@ def dots_with_errors(values: dict, title: str, y_title: str) -> go.Figure:
             y=[v["mean"] for v in values.values()],
             error_y={"type": "data", "array": [v["std"] for v in values.values()]},
             mode="markers",
-            marker={"size": 12, "color": [PALETTE[i % len(PALETTE)] for i in range(len(values))]},
+            marker={"size": 12, "color": list(rule_colors(values).values())},
             name=y_title,
         )
     )
@@ -137,22 +160,22 @@ def learning_curves(runs: dict, title: str, group=None) -> go.Figure:
     "values"} and a "converged" flag (a dotted line when it did not converge). Runs from result
     files written before curves were recorded are left out (the title says so if none is left).
 
-    ``group(name)`` (e.g. the rule of "mgt L=48") gives one colour per group (the rule's own,
-    ``figures.rule_color``, as in every notebook) and one marker symbol per member within it, so
-    sixteen curves of four rules at four depths read as four colours, not ten palette colours
-    repeating."""
+    ``group(name)`` is the run's rule (default: the name itself; e.g. "mgt" for "mgt L=48"):
+    one colour per rule (the rule's own, ``figures.rule_color``, as in every notebook) and one
+    marker symbol per run within it, so sixteen curves of four rules at four depths read as
+    four colours, not ten palette colours repeating. With more than three curves each rule is
+    also named on the plot, once, at the end of its curve that ends lowest."""
     runs = {name: run for name, run in runs.items() if "val_curve" in run}
+    group = group or (lambda name: name)
+    groups: dict = {}
     styles = {}
-    if group is not None:
-        groups: dict = {}
-        for name in runs:
-            members = groups.setdefault(group(name), [])
-            colour = list(groups).index(group(name))
-            styles[name] = {
-                "line": {"color": rule_color(group(name), colour)},
-                "marker": {"symbol": SYMBOLS[len(members) % len(SYMBOLS)], "size": 7},
-            }
-            members.append(name)
+    for name in runs:
+        members = groups.setdefault(group(name), [])
+        styles[name] = {
+            "line": {"color": rule_color(group(name), list(groups).index(group(name)))},
+            "marker": {"symbol": SYMBOLS[len(members) % len(SYMBOLS)], "size": 7},
+        }
+        members.append(name)
     if not runs:
         title += " (this result file recorded no validation curves)"
     metric = next(iter(runs.values()))["val_curve"]["metric"] if runs else "loss"
@@ -163,11 +186,8 @@ def learning_curves(runs: dict, title: str, group=None) -> go.Figure:
                 y=run["val_curve"]["values"],
                 mode="lines+markers",
                 name=name if run["converged"] else f"{name} (not converged)",
-                line={
-                    **styles.get(name, {}).get("line", {}),
-                    "dash": "solid" if run["converged"] else "dot",
-                },
-                marker=styles.get(name, {}).get("marker"),
+                line={**styles[name]["line"], "dash": "solid" if run["converged"] else "dot"},
+                marker=styles[name]["marker"],
             )
             for name, run in runs.items()
         ]
@@ -177,6 +197,25 @@ def learning_curves(runs: dict, title: str, group=None) -> go.Figure:
     )
     if metric == "mse":
         fig.update_yaxes(type="log", exponentformat="power")
+    if len(runs) > 3:
+
+        def last(name):  # the curve's last drawn value (a diverged run's NaN is not drawn)
+            values = np.asarray(runs[name]["val_curve"]["values"], dtype=float)
+            shown = values[np.isfinite(values)]
+            return shown[-1] if len(shown) else np.inf
+
+        lowest = {rule: min(members, key=last) for rule, members in groups.items()}
+        fig.update_layout(
+            annotations=end_labels(
+                {rule: runs[n]["val_curve"]["values"] for rule, n in lowest.items()},
+                0,
+                {rule: styles[n]["line"]["color"] for rule, n in lowest.items()},
+                log=metric == "mse",
+                span=None,
+                xs={rule: runs[n]["val_curve"]["steps"] for rule, n in lowest.items()},
+            ),
+            margin={"r": 40},
+        )
     return _legend_right(fig)
 
 
@@ -187,7 +226,9 @@ def first_seed_curves(per_seed: dict, rules, where: str) -> dict:
     first = per_seed[seed]
     return {
         "curves": loss_curves(
-            {r: first[r]["curve"] for r in rules}, f"Training loss {where}, seed {seed}"
+            {r: first[r]["curve"] for r in rules},
+            f"Training loss {where}, seed {seed}",
+            styles={r: {"color": color} for r, color in rule_colors(rules).items()},
         ),
         "learning-curves": learning_curves(
             {r: first[r] for r in rules}, f"Validation loss during training {where}, seed {seed}"
@@ -195,20 +236,30 @@ def first_seed_curves(per_seed: dict, rules, where: str) -> dict:
     }
 
 
-def beta_by_layer(layers, snapshots: dict, key: str, title: str, y_title: str) -> go.Figure:
-    """A per-layer β statistic at several points of training: one line per snapshot.
+def beta_by_layer(
+    layers, snapshots: dict, key: str, title: str, y_title: str, rule: str = "mgt"
+) -> go.Figure:
+    """A per-layer β statistic of ``rule`` at several points of training: one line per
+    snapshot in the rule's hue, light early to the rule's own colour last (``figures.tint``),
+    the last solid and the earlier ones dashed, and with more than three lines each named at its
+    end.
 
     snapshots: ``{label: {key: [value per layer]}}`` (e.g. label "50%", key "frac_negative").
     """
-    fig = sweep_figure(
-        layers,
-        {label: stats[key] for label, stats in snapshots.items()},
-        title=title,
-        x_title="layer",
-        y_title=y_title,
-    )
+    curves = {label: stats[key] for label, stats in snapshots.items()}
+    fig = sweep_figure(layers, curves, title=title, x_title="layer", y_title=y_title)
+    n = len(curves)
+    colors = {
+        label: tint(rule_color(rule), 1 - 0.7 * (n - 1 - i) / max(n - 1, 1))
+        for i, label in enumerate(curves)
+    }
+    for i, (trace, label) in enumerate(zip(fig.data, curves, strict=False)):
+        dash = "solid" if i == n - 1 else DASHES[1 + i % (len(DASHES) - 1)]
+        trace.line = {"color": colors[label], "dash": dash}
     fig.add_hline(y=0.0, line_color="black", line_width=1)
     fig.update_xaxes(**integer_ticks(len(layers)))
+    if n > 3:
+        fig.update_layout(annotations=end_labels(curves, layers[0], colors, span=None))
     return _legend_right(fig)
 
 
@@ -230,7 +281,9 @@ def beta_heatmap(hist: list, edges: list, title: str) -> go.Figure:
 
 
 def metric_vs_depth(depths, curves: dict, title: str, y_title: str, log_y=False) -> go.Figure:
-    """Mean ± std of a metric against depth: ``{name: [{"mean","std"} per depth]}``."""
+    """Mean ± std of a metric against depth, one line per rule in its colour (named at its end
+    when there are more than three): ``{rule: [{"mean","std"} per depth]}``."""
+    colors = rule_colors(curves)
     fig = go.Figure(
         [
             go.Scatter(
@@ -239,6 +292,7 @@ def metric_vs_depth(depths, curves: dict, title: str, y_title: str, log_y=False)
                 error_y={"type": "data", "array": [p["std"] for p in pts]},
                 mode="lines+markers",
                 name=name,
+                line={"color": colors[name]},
             )
             for name, pts in curves.items()
         ]
@@ -251,4 +305,11 @@ def metric_vs_depth(depths, curves: dict, title: str, y_title: str, log_y=False)
     )
     if log_y:
         fig.update_yaxes(type="log", exponentformat="power")
+    if len(curves) > 3:
+        means = {name: [p["mean"] for p in pts] for name, pts in curves.items()}
+        fig.update_layout(
+            annotations=end_labels(
+                means, 0, colors, log=log_y, span=None, xs=dict.fromkeys(curves, list(depths))
+            )
+        )
     return fig

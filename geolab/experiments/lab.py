@@ -129,6 +129,7 @@ def lab_figures(runs: list[dict]) -> dict:
                 "mean",
                 f"{run['label'].split()[0]} {rule}: mean β per layer",
                 "E[β]",
+                rule=rule,
             )
     return figs
 

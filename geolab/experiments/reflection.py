@@ -430,14 +430,17 @@ def make_figures(settings: dict, per_seed: dict, summary: dict) -> dict:
     return {
         "cosine": figures.bars_with_errors(
             {
-                flavor: {LABELS[m]: table[f"{flavor}/{m}"]["cos"] for m in MODELS}
-                for flavor in FLAVORS
+                LABELS[m]: {flavor: table[f"{flavor}/{m}"]["cos"] for flavor in FLAVORS}
+                for m in MODELS
             },
-            "Reflection y = −x: cosine of ŷ with −x per bare operator (mean ± std over seeds)",
+            "Reflection y = −x: cosine of ŷ with −x per bare operator and flavor (mean ± std "
+            "over seeds)",
             "cosine",
+            rules={LABELS[m]: m for m in MODELS},
         ),
         "learning-curves": figures.learning_curves(
             {f"{k} ({LABELS[k.split('/')[1]]})": r for k, r in per_seed[first].items()},
             f"Validation MSE during training, seed {first}",
+            group=lambda name: name.split("/")[1].split()[0],
         ),
     }

@@ -33,8 +33,7 @@ def rank_rules() -> tuple[str, ...]:
 def rule_colors() -> dict[str, str]:
     """One colour per 04 curve that stays with it in every figure and every notebook, for any
     choice of rules: ``figures.rule_color`` (pure attention, ``noskip``'s, black)."""
-    colors = {name: figures.rule_color(name, i) for i, name in enumerate(rank_rules())}
-    return {**colors, REFERENCE: figures.rule_color("noskip")}
+    return {**figures.rule_colors(rank_rules()), REFERENCE: figures.rule_color("noskip")}
 
 
 def _residual(rule: str) -> str:

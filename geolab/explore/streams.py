@@ -214,6 +214,7 @@ def streams_view(iters: int, spread: float, depth: int, seed: int = 0) -> View:
             bound=STREAMS**0.5,
             lines=lines,
             named={family: (forward[family], FAMILY_COLORS[family]) for family in FAMILIES},
+            dash_key=GAIN_DASH,  # the legend says what each dash means
         ),
         # what the predict-first question asks: HC's forward gain, mHC's beside it
         "hc_gain": figures.composite_gain_figure(

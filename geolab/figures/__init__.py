@@ -42,6 +42,8 @@ from geolab.figures.style import (
     end_labels,
     integer_ticks,
     rule_color,
+    rule_colors,
+    tint,
 )
 from geolab.figures.trained import rank_bridge_figure
 
@@ -66,8 +68,10 @@ __all__ = [
     "rank_bridge_figure",
     "rank_figure",
     "rule_color",
+    "rule_colors",
     "spectrum_figure",
     "sweep_figure",
+    "tint",
     "token_cloud_figure",
     "unit_image_figure",
     "vectors_figure",

@@ -261,6 +261,7 @@ def composite_gain_figure(
     lines: Mapping[str, dict] | None = None,
     title: str = "Gain of the composite mixing product over depth",
     named: Mapping[str, tuple[object, str]] | None = None,
+    dash_key: Mapping[str, str] | None = None,
 ) -> go.Figure:
     """Gain of the composite mixing product (mHC's Amax gain) over depth, log y, 1 marked.
 
@@ -272,7 +273,10 @@ def composite_gain_figure(
     orthogonal n×n matrix can have) and fixes the zoom to [0, 1.3·bound] whatever the lines do:
     a line that grows past it leaves the zoom instead of un-zooming it. ``named`` maps a label
     to (a curve, its colour): each is written on the log panel at the curve's end (e.g. one
-    label per mixer family when nine lines share the plot).
+    label per mixer family when nine lines share the plot). ``dash_key`` maps a kind of line to
+    its dash (e.g. "Amax backward (cols)": "dash"): the legend then holds one grey sample line
+    per kind, appended after the curves as legend-only traces (legendgroup "line styles"), and
+    the curves, named on the plot by ``named``, leave the legend to it.
     """
     style = {
         name: (lines or {}).get(name, {"color": PALETTE[i % len(PALETTE)]})
@@ -337,6 +341,23 @@ def composite_gain_figure(
                 text=f"√n = {bound:.2f}: the largest Amax gain of an orthogonal matrix",
             )
     fig.layout.shapes = tuple(shapes)
+    if dash_key:
+        for trace in fig.data:
+            trace.showlegend = False
+        for kind, dash in dash_key.items():
+            fig.add_trace(
+                {
+                    "type": "scatter",
+                    "x": [None],
+                    "y": [None],
+                    "mode": "lines",
+                    "name": kind,
+                    "legendgroup": "line styles",
+                    "line": {"color": "gray", "dash": dash, "width": 2},
+                    "hoverinfo": "skip",
+                }
+            )
+        fig.update_layout(legend={"title": {"text": "line style:"}})
     if named:
         ends = end_labels(
             {label: curve for label, (curve, _) in named.items()},

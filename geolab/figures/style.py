@@ -88,6 +88,19 @@ def rule_color(rule: str, i: int = 0) -> str:
     return RULE_COLORS.get(rule, PALETTE[i % len(PALETTE)])
 
 
+def rule_colors(rules) -> dict[str, str]:
+    """``{rule: rule_color(rule, i)}`` for ``rules`` in order: the colours of a figure's rules."""
+    return {rule: rule_color(rule, i) for i, rule in enumerate(rules)}
+
+
+def tint(color: str, weight: float) -> str:
+    """``color`` ("#rrggbb") mixed with white: ``weight`` of the colour, 1 − ``weight`` white
+    (1: the colour itself), per channel, rounded. Several moments of one rule (β at 0 %, 25 %,
+    …, 100 % of training) keep the rule's hue and read light to full."""
+    rgb = [int(color[k : k + 2], 16) for k in (1, 3, 5)]
+    return "#" + "".join(f"{round(weight * c + (1 - weight) * 255):02x}" for c in rgb)
+
+
 def color_of(name: str, i: int, colors=None) -> str:
     """``colors[name]`` when given (a colour that stays with its rule across figures), else the
     palette colour of position ``i``."""
@@ -124,13 +137,15 @@ def end_labels(
     log: bool = False,
     start: bool = False,
     span: float | None = 1.0,
+    xs: Mapping[str, object] | None = None,
 ) -> list[dict]:
     """One annotation per curve: its name just right of its last point (of its first with
     ``start``, where curves that meet at the end still differ), in its colour, moved apart
     vertically (at least ``gap`` × ``span`` in y, bottom up; ``span=None``: the curves' own
     span) where curves end close together, e.g. several rules on one floor. Curves start at
     x = ``first``; ``log``: the y axis is logarithmic (plotly places annotations there in log10
-    units; zeros are left out).
+    units; zeros are left out). ``xs`` maps a name to its curve's x values where they are not
+    ``first``, ``first`` + 1, … (training steps, a few depths).
     For plots with more than three lines: the name sits on the line, not only in the legend."""
     values = [floats(v) for v in curves.values()]
     if log:
@@ -150,7 +165,7 @@ def end_labels(
         low = y_label
         labels.append(
             {
-                "x": first + at,
+                "x": float(floats(xs[name])[at]) if xs is not None else first + at,
                 "y": y_label,
                 "xref": "x",
                 "yref": "y",
