@@ -124,6 +124,13 @@ def _(mo):
     sum, then every row by its sum. The last step makes the rows exact; the columns are off by
     an error that shrinks with the iterations and grows with the spread of the logits. mHC uses
     20 iterations in float32.
+
+    **mHC-lite** (Yang & Gao 2026, [arXiv:2601.05732](https://arxiv.org/abs/2601.05732)) needs no
+    iterations: by the Birkhoff–von Neumann theorem every doubly stochastic matrix is a convex
+    combination of permutation matrices, so it takes a softmax over all $4! = 24$ of them,
+    $H = \sum_\sigma a_\sigma P_\sigma$. Rows and columns then sum to 1 up to float32 rounding at
+    any spread: its flat line in the error plot below. Here each permutation's weight comes from the
+    same logits, $a_\sigma \propto \exp \sum_i \text{logits}_{i\,\sigma(i)}$.
     """)
     return
 

@@ -27,7 +27,7 @@ from conftest import (
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from geolab import explore, stack
+from geolab import explore, figures, stack
 from geolab.probe import rank_profile
 
 REPO = Path(__file__).resolve().parents[1]
@@ -783,6 +783,36 @@ def test_05_fewer_iterations_leave_a_larger_column_error():
     few = explore.streams_view(2, 2.0, 10).numbers["col_error"]
     many = explore.streams_view(50, 2.0, 10).numbers["col_error"]
     assert few > 1e-3 > many
+
+
+@pytest.mark.parametrize("spread", [0.0, 2.0, 10.0])
+def test_05_mhc_lite_is_doubly_stochastic_where_sinkhorn_is_not(spread):
+    view = explore.streams_view(2, spread, 10)
+    lite = view.numbers["lite_col_error"]
+    assert lite < 1e-6  # float32 rounding at any spread, no iterations
+    if spread == 10.0:
+        assert view.numbers["col_error"] > 1e3 * max(lite, 1e-9)
+    fig = view.figures["error"]
+    lines = {t.name: t for t in fig.data if t.name != "current"}
+    assert set(lines) == {"mHC (Sinkhorn)", "mHC-lite (no iterations)"}
+    assert lines["mHC-lite (no iterations)"].line.color == figures.rule_color("mhc_lite")
+    assert lines["mHC (Sinkhorn)"].line.color == figures.rule_color("mhc")
+
+
+def test_05_mhc_lite_weights_each_permutation_by_its_score():
+    """An independent dense computation: loop over the 24 permutations of 4 streams."""
+    import itertools
+
+    logits = explore.streams._stream_logits(2.0, 0).double()
+    weights, mats = [], []
+    for perm in itertools.permutations(range(4)):
+        weights.append(sum(logits[i, j] for i, j in enumerate(perm)))
+        mats.append(torch.eye(4, dtype=torch.float64)[list(perm)])
+    a = torch.softmax(torch.stack(weights), 0)
+    dense = sum(w * m for w, m in zip(a, mats, strict=True))
+    got = explore.streams.lite_mixer(2.0, 0)
+    torch.testing.assert_close(got.double(), dense, atol=1e-6, rtol=0)
+    assert (got.sum(-1) - 1).abs().max() < 1e-6 and got.min() >= 0
 
 
 # --- bad input

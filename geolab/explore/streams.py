@@ -14,7 +14,7 @@ import torch
 from geolab import figures
 from geolab.explore.view import F64, View, check_int, check_range, num
 from geolab.metrics import composite_gain_curve
-from geolab.mixing import sinkhorn
+from geolab.mixing import birkhoff, permutation_matrices, sinkhorn
 from geolab.operators import cayley, fixed_point_cayley
 from geolab.rules.streams import JPmHC
 
@@ -108,12 +108,26 @@ def sinkhorn_errors(spread: float, seed: int) -> tuple[float, ...]:
     return tuple(sinkhorn(logits, iters=i, return_error=True)[1].item() for i in ERROR_ITERS)
 
 
+def lite_mixer(spread: float, seed: int) -> torch.Tensor:
+    """mHC-lite's mixer (``mixing.birkhoff``, Yang & Gao 2026, arXiv:2601.05732) from the same
+    logit matrix L that Sinkhorn normalises, (n, n) float32, no iterations.
+
+    mHC-lite weighs the n! permutation matrices by a softmax of its own n! logits; here the
+    logit of permutation σ is its score Σ_i L[i, σ(i)], so the matrix keeps the larger entries
+    of L: a_σ ∝ exp(Σ_i L[i, σ(i)]), H = Σ_σ a_σ P_σ — exactly doubly stochastic at any spread,
+    to float32 rounding."""
+    logits = _stream_logits(spread, seed)
+    perms = permutation_matrices(STREAMS)
+    return birkhoff(torch.einsum("ij,kij->k", logits, perms), perms)
+
+
 def streams_view(iters: int, spread: float, depth: int, seed: int = 0) -> View:
     """05: Sinkhorn on one 4×4 logit matrix, and Amax gains of composite mixers over depth.
 
     Numbers: after ``iters`` iterations the row sums are exact and the column sums are off by
     an error that shrinks with iterations and grows with the logit spread (docs/design.md §2.5); the
-    spectral norm; the final forward (row) and backward (column) Amax gains for HC, mHC and
+    spectral norm; mHC-lite's column error on the same logits, with no iterations
+    (``lite_mixer``); the final forward (row) and backward (column) Amax gains for HC, mHC and
     orthogonal mixers of the same random draws. A family whose product would leave float64
     (``finite_depth``) stops its curves at the last layer it holds, named in
     ``numbers["overflow"]`` and the readout, so no inf is drawn or shown.
@@ -150,6 +164,7 @@ def streams_view(iters: int, spread: float, depth: int, seed: int = 0) -> View:
     numbers = {
         "row_error": (M.sum(-1) - 1).abs().max().item(),
         "col_error": err.item(),
+        "lite_col_error": (lite_mixer(spread, seed).sum(-2) - 1).abs().max().item(),
         "spectral_norm": torch.linalg.matrix_norm(M, ord=2).item(),
         "min_entry": M.min().item(),
         "errors": errors,
@@ -165,6 +180,10 @@ def streams_view(iters: int, spread: float, depth: int, seed: int = 0) -> View:
                 num(numbers["row_error"]),
             ),
             (r"max $\lvert\text{column sum} - 1\rvert$ (the Sinkhorn residual)", num(err.item())),
+            (
+                r"mHC-lite, no iterations: max $\lvert\text{column sum} - 1\rvert$",
+                num(numbers["lite_col_error"]),
+            ),
             (r"$\lVert M\rVert_2$", num(numbers["spectral_norm"])),
         ]
         + [
@@ -200,12 +219,19 @@ def streams_view(iters: int, spread: float, depth: int, seed: int = 0) -> View:
         "error": figures.sweep_figure(
             ERROR_ITERS,
             # An exactly converged float32 error is 0; floor it so the log axis can show it.
-            {"max |column sum − 1|": np.maximum(errors, 1e-9)},
+            {
+                "mHC (Sinkhorn)": np.maximum(errors, 1e-9),
+                # mHC-lite has no iterations: one level, drawn across the axis for comparison
+                "mHC-lite (no iterations)": np.full(
+                    len(ERROR_ITERS), max(numbers["lite_col_error"], 1e-9)
+                ),
+            },
             current=iters,
+            current_on=("mHC (Sinkhorn)",),
             log_y=True,
-            title="Finite Sinkhorn is only approximately doubly stochastic",
+            title="Finite Sinkhorn is only approximately doubly stochastic; mHC-lite is exact",
             x_title="iterations",
-            y_title="error",
+            y_title="max |column sum − 1|",
         ),
         "gain": figures.composite_gain_figure(
             np.arange(1, depth + 1),
@@ -224,4 +250,6 @@ def streams_view(iters: int, spread: float, depth: int, seed: int = 0) -> View:
             title=f"Gain of the composite mixing product: HC vs mHC, {depth} mixers",
         ),
     }
+    for name, rule in (("mHC (Sinkhorn)", "mhc"), ("mHC-lite (no iterations)", "mhc_lite")):
+        figs["error"].update_traces(line_color=figures.rule_color(rule), selector={"name": name})
     return View(numbers, readout, figs)
