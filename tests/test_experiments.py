@@ -52,12 +52,18 @@ def check_result(result: dict, name: str, scale: str) -> None:
     assert seeds and seeds == settings["seeds"][: len(seeds)]
     subset = len(seeds) < len(settings["seeds"])
     skip = {"jobs"} | ({"seeds"} if subset else set())
-    # --jobs (worker processes) is how a run was executed, not what it computed
+    # --jobs (worker processes) is how a run was executed, not what it computed; --steps trains
+    # every run longer than the scale (its step count only, said in the README's reductions)
+    skip.add("train")
     config = {k: v for k, v in result["config"].items() if k not in skip}
     assert config == json.loads(
         json.dumps({k: v for k, v in settings.items() if k not in skip | {"reductions"}})
     )
-    notes = skip - {"jobs"}
+    train, want = result["config"]["train"], json.loads(json.dumps(settings["train"]))
+    assert {**train, "steps": want["steps"]} == want
+    assert train["steps"] >= want["steps"]
+    assert (train["steps"] > want["steps"]) == bool(report.budget_note(result))
+    notes = skip - {"jobs", "train"}
     assert {k: v for k, v in result["reductions"].items() if k not in notes} == {
         k: v for k, v in settings["reductions"].items() if k not in notes
     }
@@ -837,3 +843,17 @@ def test_rank_claims_read_the_interval_over_seeds():
     assert h1.rule_verdict == h2.rule_verdict == verdicts.REPRODUCED
     assert h1.verdict == h2.verdict == verdicts.inconclusive([verdicts.FEW_SEEDS])
     assert h1.interval == h2.interval == ""
+
+
+def test_a_longer_budget_is_said_in_the_reductions_and_passes_the_result_checks():
+    result = committed("ablation")
+    assert report.budget_note(result) is None
+    longer = json.loads(json.dumps(result))
+    longer["config"]["train"]["steps"] = 2 * result["config"]["train"]["steps"]
+    check_result(longer, "ablation", "small")
+    text = report.reductions_markdown({"ablation": longer})
+    assert "  - budget: every run trained 1600 steps (`--steps 1600`), not the 800" in text
+    shorter = json.loads(json.dumps(result))
+    shorter["config"]["train"]["steps"] = 10
+    with pytest.raises(AssertionError):
+        check_result(shorter, "ablation", "small")

@@ -10,7 +10,7 @@ from pathlib import Path
 from geolab.experiments import NAMES, decide, get_protocol, judging
 from geolab.experiments import verdicts as v
 from geolab.experiments.convergence import trained_runs
-from geolab.experiments.runner import load_result
+from geolab.experiments.runner import load_result, scale_settings
 
 RESULT_KEYS = ("protocol", "config", "per_seed", "summary", "hypotheses")
 
@@ -363,12 +363,27 @@ def wall_times_markdown(results: dict) -> str:
     return "\n".join(lines)
 
 
+def budget_note(result: dict) -> str | None:
+    """The longer (or shorter) budget a result was trained with (``--steps``), against its
+    scale's own step count; None when it trained the scale's."""
+    scale = scale_settings(get_protocol(result["protocol"]), result["scale"])
+    want = scale.get("train", {}).get("steps")
+    got = result["config"].get("train", {}).get("steps")
+    if got == want:
+        return None
+    return f"every run trained {got} steps (`--steps {got}`), not the {want} of this scale"
+
+
 def reductions_markdown(results: dict) -> str:
-    """Every reduction from paper scale, per protocol, as a bullet list."""
+    """Every reduction from paper scale, per protocol, as a bullet list, and the budget a run
+    took instead of its scale's (``budget_note``)."""
     lines = []
     for name, r in results.items():
         lines.append(f"- **{name}**")
         lines += [f"  - {k}: {v}" for k, v in r["reductions"].items()]
+        note = budget_note(r)
+        if note:
+            lines.append(f"  - budget: {note}")
     return "\n".join(lines)
 
 
