@@ -357,9 +357,10 @@ class MyRule(Rule):
 
 @GRADES
 def test_a4_verdicts_are_the_graders(tmp_path):
-    """The model, sublayer, backward and trainer run in the grader: a patched trainer, probe or
-    torch in the worker only changes what the rule answers (here: an identity rule, which
-    earns nothing: it does not read its sublayer); the reference cannot be borrowed or hidden."""
+    """The model, sublayer, backward and trainer run in the grader, and the worker answers
+    through probes sealed before the submission loads (``worker.sealed``): a patched trainer
+    or probe table leaves the release's stub what it is (not implemented: nothing earned);
+    the reference cannot be borrowed or hidden."""
     solution = _text("A4", "solution")
     cases = {
         "forged.py": (at_import(_text("A4", "release"), FORGED_RULE), "ok", 0.0),
@@ -368,7 +369,7 @@ def test_a4_verdicts_are_the_graders(tmp_path):
     }
     rows = _grade(tmp_path, "A4", cases)
     interface = "MyRule: a geolab Rule, (B, S, D) -> (B, S, D), reading its sublayer"
-    assert "two different sublayers" in _failed(rows["forged.py"])[interface]
+    assert "not implemented yet" in _failed(rows["forged.py"])[interface]
     for name in ("borrow.py", "hidden_instance.py"):
         assert all("_MGTBlock" in m for m in _failed(rows[name]).values()), name
 
