@@ -94,7 +94,7 @@ def check_result(result: dict, name: str, scale: str) -> None:
     for path, run in trained.items():
         curve = run["val_curve"]
         assert len(curve["steps"]) == len(curve["values"]) >= 2, path
-        judged = convergence.judge(curve, settings["train"]["steps"])
+        judged = convergence.judge(curve, train["steps"])
         assert {k: run[k] for k in judged} == judged, path
         fraction = baselines.MSE_FRACTION if curve["metric"] == "mse" else baselines.PPL_FRACTION
         assert run["learned"] == (run["baseline_ratio"] <= fraction), path
@@ -845,15 +845,21 @@ def test_rank_claims_read_the_interval_over_seeds():
     assert h1.interval == h2.interval == ""
 
 
-def test_a_longer_budget_is_said_in_the_reductions_and_passes_the_result_checks():
+def test_a_longer_budget_is_said_in_the_reductions_and_a_shorter_one_fails_the_checks():
     result = committed("ablation")
-    assert report.budget_note(result) is None
-    longer = json.loads(json.dumps(result))
-    longer["config"]["train"]["steps"] = 2 * result["config"]["train"]["steps"]
-    check_result(longer, "ablation", "small")
-    text = report.reductions_markdown({"ablation": longer})
-    assert "  - budget: every run trained 1600 steps (`--steps 1600`), not the 800" in text
-    shorter = json.loads(json.dumps(result))
-    shorter["config"]["train"]["steps"] = 10
+    want = get_protocol("ablation").SCALES["small"]["train"]["steps"]
+    assert (report.budget_note(result) is None) == (result["config"]["train"]["steps"] == want)
+
+    def trained_for(steps):
+        copy = json.loads(json.dumps(result))
+        copy["config"]["train"]["steps"] = steps
+        return copy
+
+    assert report.budget_note(trained_for(want)) is None
+    text = report.reductions_markdown({"ablation": trained_for(2 * want)})
+    assert (
+        f"  - budget: every run trained {2 * want} steps (`--steps {2 * want}`), not the {want}"
+        in text
+    )
     with pytest.raises(AssertionError):
-        check_result(shorter, "ablation", "small")
+        check_result(trained_for(want // 2), "ablation", "small")
