@@ -282,6 +282,25 @@ def test_result_figures_take_the_rules_colours():
     assert [t.line.color for t in ranks.data] == [F.RULE_COLORS["ddl"], F.RULE_COLORS["mhc"]]
 
 
+def test_many_learning_curves_keep_a_legend_of_rules_and_name_each_run_on_hover():
+    from geolab.experiments import figures as EF
+
+    curve = {"val_curve": {"metric": "mse", "steps": [1, 2], "values": [1.0, 0.5]}}
+    rules = ("mgt", "preln", "edelta")
+    few = {f"{r}/L{d}": {**curve, "converged": True} for r in rules for d in (4, 8)}
+    fig = EF.learning_curves(few, "t", group=lambda name: name.split("/")[0])
+    assert [t.name for t in fig.data] == list(few)  # few curves: one legend entry per run
+    many = {f"{r}/L{d}": {**curve, "converged": d != 8} for r in rules for d in (4, 8, 16, 32, 64)}
+    assert len(many) > EF.LEGEND_PER_RUN
+    fig = EF.learning_curves(many, "t", group=lambda name: name.split("/")[0])
+    shown = [t.name for t in fig.data if t.showlegend is not False]
+    assert shown == list(rules)
+    for trace, name in zip(fig.data, many, strict=True):
+        assert trace.legendgroup == name.split("/")[0] == trace.name
+        assert trace.hovertemplate.startswith(name)
+        assert ("(not converged)" in trace.hovertemplate) == name.endswith("L8")
+
+
 # The papers' names for the models in 07's bar charts, and the diagnostic variant, each with the
 # residual rule it runs (the E∆ paper's table; docs/design.md §12).
 PAPER_NAMES = {

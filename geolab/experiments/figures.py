@@ -155,6 +155,10 @@ def loss_curves(
     return fig
 
 
+# Past this many curves a learning-curve legend lists rules, not runs (runs named on hover).
+LEGEND_PER_RUN = 12
+
+
 def learning_curves(runs: dict, title: str, group=None) -> go.Figure:
     """Validation curves: ``{name: run}``, each run with a "val_curve" {"metric", "steps",
     "values"} and a "converged" flag (a dotted line when it did not converge). Runs from result
@@ -164,7 +168,9 @@ def learning_curves(runs: dict, title: str, group=None) -> go.Figure:
     one colour per rule (the rule's own, ``figures.rule_color``, as in every notebook) and one
     marker symbol per run within it, so sixteen curves of four rules at four depths read as
     four colours, not ten palette colours repeating. With more than three curves each rule is
-    also named on the plot, once, at the end of its curve that ends lowest."""
+    also named on the plot, once, at the end of its curve that ends lowest. With more than
+    ``LEGEND_PER_RUN`` curves the legend holds one entry per rule (a click shows or hides all
+    its runs) and each run is named on hover, so the legend never scrolls."""
     runs = {name: run for name, run in runs.items() if "val_curve" in run}
     group = group or (lambda name: name)
     groups: dict = {}
@@ -179,15 +185,29 @@ def learning_curves(runs: dict, title: str, group=None) -> go.Figure:
     if not runs:
         title += " (this result file recorded no validation curves)"
     metric = next(iter(runs.values()))["val_curve"]["metric"] if runs else "loss"
+    by_rule = len(runs) > LEGEND_PER_RUN
+
+    def naming(name: str, run: dict) -> dict:
+        label = name if run["converged"] else f"{name} (not converged)"
+        if not by_rule:
+            return {"name": label}
+        rule = group(name)
+        return {
+            "name": rule,
+            "legendgroup": rule,
+            "showlegend": groups[rule][0] == name,
+            "hovertemplate": f"{label}<br>step %{{x}}<br>%{{y}}<extra></extra>",
+        }
+
     fig = go.Figure(
         [
             go.Scatter(
                 x=run["val_curve"]["steps"],
                 y=run["val_curve"]["values"],
                 mode="lines+markers",
-                name=name if run["converged"] else f"{name} (not converged)",
                 line={**styles[name]["line"], "dash": "solid" if run["converged"] else "dot"},
                 marker=styles[name]["marker"],
+                **naming(name, run),
             )
             for name, run in runs.items()
         ]
