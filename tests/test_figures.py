@@ -293,9 +293,11 @@ def test_many_learning_curves_keep_a_legend_of_rules_and_name_each_run_on_hover(
     many = {f"{r}/L{d}": {**curve, "converged": d != 8} for r in rules for d in (4, 8, 16, 32, 64)}
     assert len(many) > EF.LEGEND_PER_RUN
     fig = EF.learning_curves(many, "t", group=lambda name: name.split("/")[0])
-    shown = [t.name for t in fig.data if t.showlegend is not False]
-    assert shown == list(rules)
-    for trace, name in zip(fig.data, many, strict=True):
+    keys = [t for t in fig.data if t.showlegend is not False]
+    assert [t.name for t in keys] == list(rules) and all(t.line.dash is None for t in keys)
+    assert [t.line.color for t in keys] == [F.RULE_COLORS[r] for r in rules]
+    assert fig.layout.legend.title.text == "rule (dotted: not converged)"
+    for trace, name in zip(fig.data[: len(many)], many, strict=True):
         assert trace.legendgroup == name.split("/")[0] == trace.name
         assert trace.hovertemplate.startswith(name)
         assert ("(not converged)" in trace.hovertemplate) == name.endswith("L8")

@@ -169,8 +169,8 @@ def learning_curves(runs: dict, title: str, group=None) -> go.Figure:
     marker symbol per run within it, so sixteen curves of four rules at four depths read as
     four colours, not ten palette colours repeating. With more than three curves each rule is
     also named on the plot, once, at the end of its curve that ends lowest. With more than
-    ``LEGEND_PER_RUN`` curves the legend holds one entry per rule (a click shows or hides all
-    its runs) and each run is named on hover, so the legend never scrolls."""
+    ``LEGEND_PER_RUN`` curves the legend holds one solid entry per rule (a click shows or hides
+    all its runs) and each run is named on hover, so the legend never scrolls."""
     runs = {name: run for name, run in runs.items() if "val_curve" in run}
     group = group or (lambda name: name)
     groups: dict = {}
@@ -191,13 +191,25 @@ def learning_curves(runs: dict, title: str, group=None) -> go.Figure:
         label = name if run["converged"] else f"{name} (not converged)"
         if not by_rule:
             return {"name": label}
-        rule = group(name)
         return {
-            "name": rule,
-            "legendgroup": rule,
-            "showlegend": groups[rule][0] == name,
+            "name": group(name),
+            "legendgroup": group(name),
+            "showlegend": False,
             "hovertemplate": f"{label}<br>step %{{x}}<br>%{{y}}<extra></extra>",
         }
+
+    # by rule: one solid legend sample per rule, drawn by a trace with no points
+    keys = [
+        go.Scatter(
+            x=[None],
+            y=[None],
+            mode="lines",
+            name=rule,
+            legendgroup=rule,
+            line={"color": styles[members[0]]["line"]["color"]},
+        )
+        for rule, members in groups.items()
+    ]
 
     fig = go.Figure(
         [
@@ -211,10 +223,13 @@ def learning_curves(runs: dict, title: str, group=None) -> go.Figure:
             )
             for name, run in runs.items()
         ]
+        + (keys if by_rule else [])
     )
     fig.update_layout(
         title=title, xaxis_title="step", yaxis_title=f"validation {metric}", height=420
     )
+    if by_rule:
+        fig.update_layout(legend_title_text="rule (dotted: not converged)")
     if metric == "mse":
         fig.update_yaxes(type="log", exponentformat="power")
     if len(runs) > 3:
