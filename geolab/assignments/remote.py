@@ -146,8 +146,10 @@ class Session:
         if self.proc is None:
             return
         self.cpu_gone += tree_cpu(self.proc.pid)  # what the killed processes used stays counted
-        if self.mode == "none":  # no PID namespace: hunt down what escaped its process group
-            kill_tree(self.proc.pid, reap=False)
+        # every process below the worker, a PID namespace's too: killed, and gone (reaped by
+        # their parents) before this returns — a namespace's processes killed only through its
+        # init can outlive a grading by the seconds a large address space takes to free
+        kill_tree(self.proc.pid, reap=False)
         try:
             os.killpg(self.proc.pid, signal.SIGKILL)
         except (ProcessLookupError, PermissionError):
