@@ -39,6 +39,8 @@ from urllib.parse import urlparse
 
 import torch
 
+from geolab.outputs import replace_atomically
+
 WIKITEXT2_FILES = {"train": "train.txt", "val": "valid.txt", "test": "test.txt"}
 SHAKESPEARE_FILE = "input.txt"
 SUBDIRS = {"wikitext2": "wikitext-2", "shakespeare": "tinyshakespeare"}
@@ -99,9 +101,8 @@ def _load(corpus: str, data_dir, cache_dir) -> Corpus:
     texts = _read_local(corpus, files, root) if files else _read_hub(corpus, root)
     result = tokenize_words(texts) if corpus == "wikitext2" else tokenize_chars(texts["train"])
     root.mkdir(parents=True, exist_ok=True)
-    tmp = cached.with_suffix(f".tmp{os.getpid()}")
-    torch.save({"version": CACHE_VERSION, "splits": result.splits, "vocab": result.vocab}, tmp)
-    os.replace(tmp, cached)
+    kept = {"version": CACHE_VERSION, "splits": result.splits, "vocab": result.vocab}
+    replace_atomically(cached, lambda tmp: torch.save(kept, tmp))
     return result
 
 

@@ -32,7 +32,6 @@ import hashlib
 import inspect
 import json
 import os
-import tempfile
 import warnings
 import zipfile
 from pathlib import Path
@@ -42,6 +41,7 @@ import torch
 
 from geolab.compiling import views_compile
 from geolab.data import cache_root
+from geolab.outputs import replace_atomically
 
 ENV = "GEOLAB_DISK_CACHE"
 SUBFOLDER = "views"
@@ -146,20 +146,18 @@ def save(kind: str, key_text: str | None, arrays: dict[str, np.ndarray]) -> None
     if key_text is None or not enabled():
         return
     where = folder(kind)
-    tmp = None
+    stored = {**arrays, _KEY: np.frombuffer(key_text.encode(), np.uint8)}
+
+    def write(tmp: Path) -> None:
+        with open(tmp, "wb") as f:  # a file object: np.savez would append ".npz" to a name
+            np.savez(f, **stored)
+
     try:
         where.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=where, suffix=".tmp")
-        with os.fdopen(fd, "wb") as f:
-            np.savez(f, **arrays, **{_KEY: np.frombuffer(key_text.encode(), np.uint8)})
-        os.replace(tmp, _path(kind, key_text))
-        tmp = None
+        replace_atomically(_path(kind, key_text), write)
         prune(where)
     except OSError as err:
         warnings.warn(f"geolab's disk cache could not write to {where}: {err}", stacklevel=2)
-    finally:
-        if tmp is not None:
-            Path(tmp).unlink(missing_ok=True)
 
 
 def prune(where: Path, budget: int = BUDGET_BYTES) -> None:

@@ -73,3 +73,18 @@ def _is_link(path: Path) -> bool:
         return path.is_symlink()
     except OSError:
         return False
+
+
+def replace_atomically(path: Path, write) -> None:
+    """``write(tmp)`` into ``.NAME.tmpPID`` beside ``path``, then rename it over ``path``
+    (``os.replace``, atomic on POSIX and Windows): a reader sees the old file or the new one,
+    never half of one. When ``write`` or the rename fails the temporary file is removed and the
+    error raised as it came; the caller says what it means."""
+    path = Path(path)
+    tmp = path.with_name(f".{path.name}.tmp{os.getpid()}")
+    try:
+        write(tmp)
+        os.replace(tmp, path)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise

@@ -22,6 +22,7 @@ from pathlib import Path
 import nbformat
 from nbclient import NotebookClient
 
+from geolab.outputs import replace_atomically
 from geolab.terms import term
 
 REPO = Path(__file__).resolve().parents[1]
@@ -149,12 +150,9 @@ def write_all(pages: dict[Path, str]) -> None:
     """Write every page (path -> text), each through a temporary file renamed over it; a write
     that fails (a full disk) removes its temporary file and raises ValueError naming it."""
     for path, text in pages.items():
-        tmp = path.with_name(f".{path.name}.tmp{os.getpid()}")
         try:
-            tmp.write_text(text, encoding="utf-8")
-            os.replace(tmp, path)
+            replace_atomically(path, lambda tmp, text=text: tmp.write_text(text, encoding="utf-8"))
         except OSError as err:
-            tmp.unlink(missing_ok=True)
             raise ValueError(f"cannot write {path} ({err.strerror})") from None
         print(f"wrote {path}")
 

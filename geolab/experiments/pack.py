@@ -51,6 +51,7 @@ from pathlib import Path
 import torch
 
 from geolab.experiments.provenance import git_revision
+from geolab.outputs import replace_atomically
 from geolab.threads import use_threads
 
 # Settings keys that say how a sweep runs or which runs it holds, not what one run computes:
@@ -223,13 +224,11 @@ def _damage(saved) -> str | None:
 def save_run(path: Path, record: dict) -> None:
     """Write ``record`` to ``path`` atomically (a temporary file renamed over it); a failed
     write removes the temporary file and is a one-line ValueError."""
-    tmp = path.with_name(f".{path.name}.tmp")
+    text = json.dumps(record, indent=1, allow_nan=False) + "\n"
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        tmp.write_text(json.dumps(record, indent=1, allow_nan=False) + "\n")
-        os.replace(tmp, path)
+        replace_atomically(path, lambda tmp: tmp.write_text(text))
     except OSError as err:  # a full disk: the runs saved before stay whole
-        tmp.unlink(missing_ok=True)
         raise ValueError(
             f"cannot write {path} ({err.strerror}); the runs saved before it are whole: free "
             "space, then rerun the same command to train the rest"

@@ -23,12 +23,12 @@ time over several GPUs. A plan needs only sizes: the text corpora's vocabulary s
 """
 
 import json
-import os
 from pathlib import Path
 
 import torch
 
 from geolab.model import GeoTransformer, count_params
+from geolab.outputs import replace_atomically
 
 THROUGHPUT = "throughput.json"
 
@@ -94,12 +94,10 @@ def record_throughput(folder, throughput: dict, about: dict, note=print) -> Path
         note(f"{damaged} and replaced")
     records.update({device: {**row, **about} for device, row in throughput.items()})
     records = {k: r for k, r in records.items() if _whole(r)}  # a sweep of no time says nothing
-    tmp = path.with_name(f".{path.name}.tmp{os.getpid()}")
+    text = json.dumps(records, indent=1, allow_nan=False) + "\n"
     try:
-        tmp.write_text(json.dumps(records, indent=1, allow_nan=False) + "\n")
-        os.replace(tmp, path)
+        replace_atomically(path, lambda tmp: tmp.write_text(text))
     except OSError as err:
-        tmp.unlink(missing_ok=True)
         note(f"{path} was not written ({err.strerror}); the result does not need it")
         return None
     return path

@@ -13,7 +13,7 @@ from pathlib import Path
 import torch
 import torch.distributed as dist
 
-from geolab.outputs import check_dir
+from geolab.outputs import check_dir, replace_atomically
 
 CKPT = "ckpt.pt"
 METRICS = "metrics.jsonl"
@@ -152,12 +152,9 @@ def atomic_write(path: Path, write) -> None:
     """``write(tmp)`` then rename tmp over ``path``: a reader sees the old file or the new one.
     When the write fails (a full disk, a folder made read-only meanwhile) the temporary file is
     removed, ``path`` is left as it was and a one-line ValueError says so."""
-    tmp = path.with_name(f".{path.name}.tmp{os.getpid()}")
     try:
-        write(tmp)
-        os.replace(tmp, path)
+        replace_atomically(path, write)
     except (OSError, RuntimeError) as err:  # torch.save reports a failed write as RuntimeError
-        tmp.unlink(missing_ok=True)
         raise WriteFailed(path, err) from None
 
 
