@@ -549,9 +549,9 @@ CASES = [
     ),
     (
         "reproduce-jobs-not-parallel",
-        ["reproduce", "beta_dynamics", "--jobs", "2", "--out", "{tmp}/out"],
+        ["reproduce", "reflection", "--jobs", "2", "--out", "{tmp}/out"],
         None,
-        "--jobs 2 is not allowed for beta_dynamics",
+        "--jobs 2 is not allowed for reflection",
     ),
     pytest.param(
         "reproduce-out-sysfs",

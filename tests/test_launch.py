@@ -77,7 +77,7 @@ def test_flags_that_cannot_combine_are_one_line_errors(flags, message, tmp_path,
 
 
 def test_a_protocol_that_trains_one_run_at_a_time_cannot_be_launched(tmp_path, capsys):
-    args = ["reproduce", "beta_dynamics", "--scale", "tiny", "--out", str(tmp_path)]
+    args = ["reproduce", "reflection", "--scale", "tiny", "--out", str(tmp_path)]
     assert main([*args, "--launcher", "local"]) == 2
     assert "trains one run at a time" in capsys.readouterr().err
 
@@ -90,7 +90,7 @@ def without_seconds(x):
     return x
 
 
-@pytest.mark.parametrize("protocol", ["depth_scaling", "rank_evolution"])
+@pytest.mark.parametrize("protocol", ["depth_scaling", "rank_evolution", "beta_dynamics"])
 def test_the_packed_depth_protocols_launch_locally_with_one_process_s_numbers(
     protocol, tmp_path, monkeypatch
 ):

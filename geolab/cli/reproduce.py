@@ -17,7 +17,7 @@ stored numbers (``geolab.experiments.runner.rejudge``: no training) and writes i
 ``--dry-run`` trains nothing: it prints every run of the protocol at that scale with its sizes
 and an estimate of GPU-hours (``geolab.experiments.plan`` states how; a throughput measured in
 OUT is used when there is one); it needs no data or network. ``--jobs N`` packs the runs of
-rank_evolution, ablation, depth_scaling, language_model and edelta_benchmarks into N worker
+every protocol but reflection (one run) into N worker
 processes (round-robin over the visible GPUs); every finished run is saved under
 OUT/NAME-SCALE-runs/ and skipped when the same command runs again (``--fresh`` retrains).
 ``--steps N`` trains every run N steps instead of the scale's, ``--tasks T …`` only those of
@@ -357,9 +357,8 @@ def add_reproduce_cli(subparsers: argparse._SubParsersAction) -> None:
         "--jobs",
         type=int,
         default=None,
-        help="worker processes (default 1) packed with the runs of rank_evolution, ablation, "
-        "depth_scaling, language_model and edelta_benchmarks, round-robin over the visible GPUs "
-        "(per array job with --launcher)",
+        help="worker processes (default 1) packed with the runs of every protocol but "
+        "reflection (one run), round-robin over the visible GPUs (per array job with --launcher)",
     )
     p.add_argument("--compile", action="store_true", help="torch.compile every model")
     add_compile_mode_argument(p)

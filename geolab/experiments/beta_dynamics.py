@@ -32,6 +32,7 @@ from geolab.experiments.runs import (
     fit,
     judge_runs,
     model_config,
+    parallel_map,
     text_shape,
     text_task,
     train_config,
@@ -43,6 +44,7 @@ from geolab.probe import rank_profile
 from geolab.rules import rule_class
 
 NAME = "beta_dynamics"
+PARALLEL = True  # --jobs N spreads its seeds, one per worker process
 TITLE = "MGT 3: β per layer over training in a 100-layer MGT (the sign phase transition)"
 SIZEABLE, CORRELATED = 0.1, 0.5
 
@@ -64,7 +66,8 @@ SCALES = {
             "2.6 % at 4500; a power law through those two puts the 2 % point near 9,000–10,000 "
             "steps)",
             "seeds": "42, 123, 456 (the committed result trained 42 alone, `--seeds 1`): a run is "
-            "≈ 1¾ h of one CPU thread here, three ≈ 5¼ h",
+            "≈ 1¾ h of one CPU thread here, three ≈ 5¼ h (`--jobs 2`: two side by side, each "
+            "finished seed saved and kept when the command runs again)",
         },
     },
     "paper": {
@@ -103,32 +106,36 @@ def planned(settings: dict) -> list:
     return [("mgt", model_config(settings, text_shape(settings), "mgt"))]
 
 
-def run(settings: dict, seeds: list[int], log) -> v.Outcome:
+def beta_run(seed: int, settings: dict, log) -> dict:
+    """One seed's run (a job of :func:`run`): MGT trained with β snapshots at the fractions of
+    ``snapshot_steps``, then its trained rank profile. {"snapshots", "trained_rank", **numbers}."""
     task = text_task(settings)
     probe = text_probe(task, settings["probe_batch"])
-    per_seed = {}
-    for seed in seeds:
-        cfg = model_config(settings, task, "mgt")
-        low, high = rule_class(cfg).beta_range(cfg)
-        torch.manual_seed(seed)
-        model = GeoTransformer(cfg)
-        tc = train_config(settings, seed)
-        at = snapshot_steps(tc.steps)
-        snaps = {"0%": beta_snapshot(model, probe, low, high)}
+    cfg = model_config(settings, task, "mgt")
+    low, high = rule_class(cfg).beta_range(cfg)
+    torch.manual_seed(seed)
+    model = GeoTransformer(cfg)
+    at = snapshot_steps(train_config(settings, seed).steps)
+    snaps = {"0%": beta_snapshot(model, probe, low, high)}
 
-        def on_step(rec, model=model, snaps=snaps, at=at, low=low, high=high, seed=seed):
-            if rec["step"] in at:
-                snaps[at[rec["step"]]] = beta_snapshot(model, probe, low, high)
-                s = snaps[at[rec["step"]]]
-                log(
-                    f"  seed {seed} step {rec['step']}: loss {rec['loss']:.4g}, "
-                    f"mean β {sum(s['mean']) / len(s['mean']):.4g}"
-                )
+    def on_step(rec):
+        if rec["step"] in at:
+            s = snaps[at[rec["step"]]] = beta_snapshot(model, probe, low, high)
+            log(
+                f"  seed {seed} step {rec['step']}: loss {rec['loss']:.4g}, "
+                f"mean β {sum(s['mean']) / len(s['mean']):.4g}"
+            )
 
-        numbers, trained = fit(cfg, task, settings, seed, log, model=model, callback=on_step)
-        device = next(trained.parameters()).device
-        ranks = rank_evolution.layer_ranks(rank_profile(trained.eval(), probe.to(device)))
-        per_seed[str(seed)] = {"snapshots": snaps, "trained_rank": ranks, **numbers}
+    numbers, trained = fit(cfg, task, settings, seed, log, model=model, callback=on_step)
+    device = next(trained.parameters()).device
+    ranks = rank_evolution.layer_ranks(rank_profile(trained.eval(), probe.to(device)))
+    return {"snapshots": snaps, "trained_rank": ranks, **numbers}
+
+
+def run(settings: dict, seeds: list[int], log) -> v.Outcome:
+    jobs = [(s,) for s in seeds]
+    runs = parallel_map(beta_run, jobs, settings, log)
+    per_seed = {str(s): out for s, out in zip(seeds, runs, strict=True)}
     summary, hyps = conclude(settings, seeds, per_seed)
     return v.Outcome(per_seed, summary, hyps)
 

@@ -167,7 +167,7 @@ CPU_PLAN = (
         "runs (trained rank profile recorded): seed 42 again, with its profile, and 123, 456",
         None,
         {"steps": 12000, "seeds": 3},
-        "geolab reproduce beta_dynamics --scale small --seeds {seeds} --threads 1 "
+        "geolab reproduce beta_dynamics --scale small --seeds {seeds} --jobs 2 --threads 1 "
         "--out data/results-beta3",
     ),
     (
