@@ -129,15 +129,16 @@ def glossary(names=None) -> list[tuple[str, str, str]]:
     return rows
 
 
-# A paper cite that ends in one of its equations or algorithms: "arXiv:2601.01014, Eq. 6–7".
-EQUATION_CITE = re.compile(r"arXiv:(\d{4}\.\d{4,5}), ((?:Eq\.|Algorithm) [^,]+)$")
+# A paper cite that ends in one of its equations or algorithms and the section holding it:
+# "arXiv:2601.01014, Eq. 6–7, §3".
+EQUATION_CITE = re.compile(r"arXiv:(\d{4}\.\d{4,5}), ((?:Eq\.|Algorithm) [^,]+, §(\d+))$")
 
 
 def _linked(paper: str) -> str:
-    """A paper cell whose equation cite links the paper's arXiv HTML page, at its top: no
-    stored copy of the paper showed which section holds the equation (tests/test_citations.py
-    lists the cites still to check)."""
-    return EQUATION_CITE.sub(r"[arXiv:\1, \2](https://arxiv.org/html/\1)", paper)
+    """A paper cell whose equation cite links that section of the paper's arXiv HTML page,
+    unversioned: the MGT paper's sections are read off a review of it, not off a version of the
+    paper (tests/test_citations.py lists them with their evidence)."""
+    return EQUATION_CITE.sub(r"[arXiv:\1, \2](https://arxiv.org/html/\1#S\3)", paper)
 
 
 def glossary_markdown(names=None) -> str:

@@ -22,7 +22,7 @@ def _(mo):
     # 02 · The MGT block: gates on every channel
 
     **What you will see.** MGT (Su & You 2026,
-    [arXiv:2601.01014, Algorithm 1](https://arxiv.org/html/2601.01014)) replaces the scalar
+    [arXiv:2601.01014, Algorithm 1, §3](https://arxiv.org/html/2601.01014#S3)) replaces the scalar
     Delta gate by a gate on every channel of every token:
 
     $$X' = X + \beta \odot \big(F(\mathrm{LN}\,X) \odot \sigma(\mathrm{LN}(X W_{gate})) -

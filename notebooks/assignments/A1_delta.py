@@ -115,8 +115,9 @@ def _():
     ## 3. Erase and write
 
     The Delta residual update ([Eq. 2](https://arxiv.org/html/2601.01014) with a scalar value,
-    [Eq. 16](https://arxiv.org/html/2601.01014)) reads the component of the state along the unit
-    direction $\hat k = k/\lVert k\rVert$, and replaces a fraction $\beta$ of it by a new value $v$:
+    [Eq. 16, Appendix A](https://arxiv.org/html/2601.01014#A1)) reads the component of the state
+    along the unit direction $\hat k = k/\lVert k\rVert$, and replaces a fraction $\beta$ of it
+    by a new value $v$:
 
     $$x' = x + \beta\,(v - \hat k^\top x)\,\hat k.$$
 
