@@ -7,8 +7,10 @@ One grading run in the default sandbox (bwrap where it works); the same corpus w
 teacher's files), the fork bomb (which needs an enforced process limit: not for root without
 bwrap) and the squatter (a process limit of its own per worker: root with bwrap) run only where
 they are in force. The corpus also holds the resource attacks: memory spread over processes, a
-stub that waits (not computes) past its CPU limit. The attacks on the grader's pipes — a child
-that stops reading a request larger than the pipe holds, a flood of questions, oversized
+stub that waits (not computes) past its CPU limit; where the grader can give each worker a
+cgroup, the kernel's limits get tests of their own (memory over processes, a process squatter,
+no group left behind), skipped elsewhere with the reason. The attacks on the grader's pipes — a
+child that stops reading a request larger than the pipe holds, a flood of questions, oversized
 parameters — each get a session or a grading run of their own below.
 """
 
@@ -16,6 +18,8 @@ import importlib.util
 import inspect
 import os
 import re
+import subprocess
+import sys
 import textwrap
 import threading
 import time
@@ -25,7 +29,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from geolab.assignments import a4, pasted, sandbox
+from geolab.assignments import a4, cgroup, pasted, sandbox
 from geolab.assignments.catalog import ASSIGNMENTS, all_failed, hidden_tasks
 from geolab.assignments.checks import TimeLimit
 from geolab.assignments.grade import grade_dir, grading_setup, session_for
@@ -855,10 +859,10 @@ delta_update, mode = _in_threads(delta_update), _in_threads(mode)
 """
 SPREAD = """
 import os, time
-if not os.path.exists("spread"):  # once: 3 processes of {each} bytes, each under the rlimit
+if not os.path.exists("spread"):  # once: {n} processes of {each} bytes, each under the rlimit
     open("spread", "w").close()
     kids = []
-    for _ in range(3):
+    for _ in range({n}):
         if (pid := os.fork()) == 0:
             _hog = b"x" * {each}
             time.sleep(5)
@@ -876,13 +880,15 @@ if not os.path.exists("waited"):  # once: waits past the stub's CPU limit, compu
 
 
 @GRADES
-def test_a_submission_cannot_take_its_peers_processes_memory_or_time(tmp_path):
-    """One run, all four at once: a squatter that takes every process its limit allows, beside
-    an honest file that needs a thread in every stub (as root with bwrap: one uid per worker);
-    a stub whose processes hold 1.35 times the memory limit together, each under it; a stub
-    that waits longer than its CPU limit, computing nothing."""
+def test_a_submission_cannot_take_its_peers_processes_memory_or_time(tmp_path, monkeypatch):
+    """Without cgroups (the rlimits and polling every grader falls back to), one run, all four
+    at once: a squatter that takes every process its limit allows, beside an honest file that
+    needs a thread in every stub (as root with bwrap: one uid per worker); a stub whose
+    processes hold 1.35 times the memory limit together, each under it (the supervisor's
+    polling kills them); a stub that waits longer than its CPU limit, computing nothing."""
+    monkeypatch.setattr(cgroup, "probe", lambda mode: (None, "limits: polled (this test)"))
     task_timeout, memory_gb = 6.0, 2.0
-    spread = SPREAD.format(each=int(0.45 * memory_gb * 2**30))
+    spread = SPREAD.format(n=3, each=int(0.45 * memory_gb * 2**30))
     cases = {
         "1_threads.py": (at_import(SOLUTION, THREADS), "ok", POINTS),
         "spread_memory.py": (in_mode(spread), "ok", POINTS - MODE_CHECKS),
@@ -902,7 +908,152 @@ def test_a_submission_cannot_take_its_peers_processes_memory_or_time(tmp_path):
     assert got == want, {n: r["error"] or [c["message"] for c in r["checks"] if not c["passed"]]
                          for n, r in by_name.items() if got[n] != want[n]}  # fmt: skip
     failed = [c["message"] for c in by_name["spread_memory.py"]["checks"] if not c["passed"]]
-    assert all(f"{memory_gb:g} GiB of memory together" in m for m in failed), failed
+    assert all(f"held more than {memory_gb:g} GiB of memory together" in m for m in failed), failed
+
+
+# --- the kernel's limits: a cgroup per submission ---------------------------------------------
+
+CGROUPS, CGROUP_LINE = cgroup.probe("bwrap" if sandbox.bwrap_works() else "none")
+KERNEL = pytest.mark.skipif(CGROUPS is None, reason=f"no cgroup per submission here: {CGROUP_LINE}")
+KERNEL_GB, KERNEL_SEED = 1.0, 7  # a small limit: four processes of 0.3 GiB are over it together
+HONEST = at_import(SOLUTION, THREADS)  # needs a thread in every stub: 8 tasks of its limit
+
+
+def _kernel_grading(tmp_path: Path, cases: dict[str, str]) -> dict[str, dict]:
+    """{file: row} of one grading run of ``cases`` ({file: text}), side by side, in cgroups."""
+    folder = tmp_path / "submissions"
+    folder.mkdir()
+    for name, text in cases.items():
+        (folder / name).write_text(text, encoding="utf-8")
+    limits = sandbox.Limits(memory_gb=KERNEL_GB)
+    rows = grade_dir(folder, "A1", TIMEOUT, TASK_TIMEOUT, jobs=len(cases), seed=KERNEL_SEED,
+                     limits=limits)  # fmt: skip
+    return {r["submission"]: r for r in rows}
+
+
+def _marks(row: dict) -> tuple:
+    """What a row says of the submission's work: status, score, every check's verdict."""
+    checks = [(c["name"], c["passed"], c["points"], c["message"]) for c in row["checks"]]
+    return row["status"], row["score"], checks
+
+
+def _my_groups() -> list[Path]:
+    me = f"{cgroup.PREFIX}{os.getpid()}-"
+    return [g for g in cgroup.groups(CGROUPS) if g.name.startswith(me)]
+
+
+@pytest.fixture(scope="module")
+def honest_alone(tmp_path_factory) -> tuple:
+    """The honest file's marks when it is graded alone, in the kernel's limits."""
+    return _marks(
+        _kernel_grading(tmp_path_factory.mktemp("alone"), {"honest.py": HONEST})["honest.py"]
+    )
+
+
+@KERNEL
+def test_memory_over_the_cgroup_limit_across_processes_is_stopped(tmp_path, honest_alone):
+    """Four processes of 0.3 GiB each, each under its 1 GiB address-space rlimit (nothing polls
+    them here): the kernel stops them at the submission's 1 GiB, and the student reads why in
+    one line; the honest file graded beside it gets exactly its marks alone."""
+    hog = SPREAD.format(n=4, each=int(0.3 * 2**30))
+    rows = _kernel_grading(tmp_path, {"honest.py": HONEST, "hog.py": in_mode(hog)})
+    assert _marks(rows["honest.py"]) == honest_alone
+    hog_row = rows["hog.py"]
+    failed = {c["name"]: c["message"] for c in hog_row["checks"] if not c["passed"]}
+    assert (hog_row["status"], hog_row["score"]) == ("ok", POINTS - MODE_CHECKS), failed
+    assert len(failed) == MODE_CHECKS and all(n.startswith("mode") for n in failed), failed
+    for message in failed.values():
+        assert message.startswith("memory limit exceeded:") and "\n" not in message, message
+        assert f"{KERNEL_GB:g} GiB of memory together (the kernel's limit" in message, message
+    assert _my_groups() == []
+
+
+@KERNEL
+def test_a_process_squatter_leaves_its_peer_its_processes(tmp_path, honest_alone):
+    """A submission that takes every process its cgroup allows and holds them (15 s), graded
+    beside an honest file that needs a thread in every stub: the honest file's marks are its
+    marks alone. (Its uid's rlimit on processes is not set: the cgroup's pids.max is the one
+    limit here.)"""
+    squatter = at_import(SOLUTION, SQUATTER.format(hold=15))
+    rows = _kernel_grading(tmp_path, {"honest.py": HONEST, "squatter.py": squatter})
+    assert _marks(rows["honest.py"]) == honest_alone
+    assert (rows["squatter.py"]["status"], rows["squatter.py"]["score"]) == ("ok", POINTS)
+    assert _my_groups() == []
+
+
+KILLS_ITS_WORKER = """
+import os, signal, time
+if os.fork() == 0:  # an escaped sleeper, in a session of its own
+    os.setsid()
+    time.sleep(300)
+os.kill(os.getppid(), signal.SIGKILL)  # the supervisor
+"""
+SLEEPS_AT_LOAD = "import time\ntime.sleep(300)"
+GRADER = """
+import sys
+from pathlib import Path
+from geolab.assignments.grade import grade_dir
+grade_dir(Path(sys.argv[1]), "A1", 600.0, 600.0)
+"""
+
+
+@KERNEL
+def test_no_cgroup_is_left_behind_by_a_killed_worker_or_grader(tmp_path):
+    """A stub that kills its own worker (and leaves a sleeper in a session of its own): once
+    graded, no group of this grader is left, nor a process. A grader killed mid-grading (SIGKILL:
+    no cleanup of its own runs) leaves its group; the next grading removes it first."""
+    rows = _kernel_grading(tmp_path, {"killer.py": in_mode(KILLS_ITS_WORKER)})
+    assert (rows["killer.py"]["status"], rows["killer.py"]["score"]) == ("ok", POINTS - MODE_CHECKS)
+    assert _my_groups() == [] and _leftovers() == []
+
+    folder = tmp_path / "sleeper"
+    folder.mkdir()
+    (folder / "sleeper.py").write_text(at_import(RELEASE, SLEEPS_AT_LOAD), encoding="utf-8")
+    grader = subprocess.Popen([sys.executable, "-c", GRADER, str(folder)])
+    mark = f"{cgroup.PREFIX}{grader.pid}-"
+    deadline = time.monotonic() + 120
+    while not [g for g in cgroup.groups(CGROUPS) if g.name.startswith(mark)]:
+        assert time.monotonic() < deadline and grader.poll() is None, "no group appeared"
+        time.sleep(0.2)
+    grader.kill()
+    grader.wait()
+    assert [g for g in cgroup.groups(CGROUPS) if g.name.startswith(mark)], "removed by whom?"
+    with grading_setup("A1", TIMEOUT, TASK_TIMEOUT):
+        assert [g for g in cgroup.groups(CGROUPS) if g.name.startswith(mark)] == []
+    assert not any(f'"grader": {grader.pid}'.encode() in _cmdline(p) for p in os.listdir("/proc"))
+
+
+def _cmdline(pid: str) -> bytes:
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_bytes() if pid.isdigit() else b""
+    except OSError:
+        return b""
+
+
+def test_cgroup_hierarchies_are_found_in_v2_and_v1(tmp_path):
+    """Where the groups go, from /proc/self/{cgroup,mountinfo}: the grader's own v2 cgroup when
+    it offers memory and pids to sub-groups, else its v1 memory and pids cgroups; and a v2
+    group's files (a folder stands in for the cgroup file system)."""
+    proc, v2 = tmp_path / "proc", tmp_path / "unified"
+    (v2 / "grader").mkdir(parents=True)
+    proc.mkdir()
+    (proc / "cgroup").write_text("5:memory:/a/b\n8:pids:/\n0::/grader\n")
+    (proc / "mountinfo").write_text(
+        f"41 31 0:38 / {v2} rw,relatime shared:9 - cgroup2 cgroup2 rw\n"
+        f"35 31 0:32 /a /m\\040x rw,relatime - cgroup cgroup rw,memory\n"
+        f"39 31 0:36 / /p rw,relatime - cgroup cgroup rw,pids\n"
+    )
+    assert cgroup.find(proc) == cgroup.Hierarchy(
+        1, Path("/m x/b"), Path("/p"), (Path("/m x"), Path("/p"))
+    )
+    (v2 / "grader" / "cgroup.subtree_control").write_text("cpu memory pids\n")
+    where = cgroup.find(proc)
+    assert where == cgroup.Hierarchy(2, v2 / "grader", v2 / "grader", (v2,))
+    group = cgroup.Group(where, 123)
+    assert (group.memory / "memory.max").read_text() == "123" and group.memory == group.pids
+    assert group.command(["true"])[4:] == ["1", str(group.memory / "cgroup.procs"), "true"]
+    (group.memory / "memory.events").write_text("low 0\nhigh 0\nmax 9\noom 2\noom_kill 2\n")
+    assert group.ooms() == 2
 
 
 STOPS_READING = """

@@ -17,6 +17,10 @@ seed per grading run (``--seed`` to replay one), written into the gradebook. Sta
     error    the submission raised while loading (syntax error, bad import, ...)
     timeout  the submission ran past --timeout and was killed
     crash    the process died while loading (segfault, os._exit, a resource limit, ...)
+
+Memory and processes are bounded per submission by the kernel where the grader can create
+cgroups (``cgroup``: as root with bwrap, usually), else by rlimits and polling (``worker``);
+one line on stderr says which, and why.
 """
 
 import math
@@ -29,7 +33,7 @@ from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from pathlib import Path
 
-from geolab.assignments import sandbox
+from geolab.assignments import cgroup, sandbox
 from geolab.assignments.catalog import all_failed, check_all, get, hidden_tasks
 from geolab.assignments.checks import TaskStopped
 from geolab.assignments.gradebook import (
@@ -115,7 +119,8 @@ def session_for(text: str, setup: dict):
             (box / sub).chmod(0o777 if sub != "in" else 0o755)  # the worker runs as another uid
         (box / "in" / "submission.py").write_text(text, encoding="utf-8")
         session = Session(setup["mode"], setup["view"], box, "submission.py",
-                          setup["settings"], setup["timeout"], out.fileno())  # fmt: skip
+                          setup["settings"], setup["timeout"], out.fileno(),
+                          setup["cgroups"])  # fmt: skip
         try:
             yield session
         finally:
@@ -189,12 +194,18 @@ def grading_setup(
     hidden: Path | None = None,
 ):
     """What every submission of one grading run shares (the arguments of :func:`grade_dir`):
-    the sandbox mode, the package view (removed on exit), the limits, the seed, hidden checks."""
+    the sandbox mode, the package view (removed on exit), the limits and where the kernel
+    enforces them (``cgroup.probe``; the cgroups graders that died left are removed first),
+    the seed, hidden checks."""
     spec = get(assignment)
     limits = limits or sandbox.Limits()
     mode = sandbox.choose(mode)
     if mode == "none":
         sandbox.adopt_orphans()
+    cgroups, _ = cgroup.probe(mode)
+    if cgroups is not None:
+        cgroup.sweep(cgroups)
+    settings = {**limits.for_worker(), "stubs": list(spec.tasks), "kernel_limits": bool(cgroups)}
     with tempfile.TemporaryDirectory(prefix="geolab-view-") as tmp:
         Path(tmp).chmod(0o755)
         yield {
@@ -204,8 +215,9 @@ def grading_setup(
             "task_timeout": task_timeout,
             "seed": secrets.randbelow(2**31) if seed is None else int(seed),
             "hidden": hidden_tasks(hidden, assignment) if hidden is not None else {},
+            "cgroups": cgroups,
             # the grader's pid marks its workers in the process table (tests look for leftovers)
-            "settings": {**limits.for_worker(), "stubs": list(spec.tasks), "grader": os.getpid()},
+            "settings": {**settings, "grader": os.getpid()},
         }
 
 
@@ -216,7 +228,7 @@ def _cmd_grade(args) -> int:
     texts, skipped = find_submissions(Path(args.submissions))
     check_student_ids(texts)
     mode = sandbox.choose(args.sandbox)
-    for line in [sandbox.warning(mode), *skipped]:
+    for line in [sandbox.warning(mode), cgroup.probe(mode)[1], *skipped]:
         if line:
             print(line, file=sys.stderr)
     rows = grade_dir(

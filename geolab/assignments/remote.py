@@ -31,7 +31,7 @@ import time
 from contextlib import contextmanager
 from pathlib import Path
 
-from geolab.assignments import sandbox
+from geolab.assignments import cgroup, sandbox
 from geolab.assignments.checks import ForbiddenCall, TaskStopped, TimeLimit
 from geolab.assignments.wire import decode, dumps, encode, loads
 from geolab.assignments.worker import kill_tree, tree_cpu
@@ -108,10 +108,12 @@ class Session:
     (:func:`backstop`); ``stub_limit`` (start time, CPU then, CPU seconds) bounds the current
     stub the same way, ``close_by`` (monotonic seconds) the end of its processes. ``output``:
     the file (a descriptor the grader holds) the student's prints go to; :meth:`output_tail`
-    reads its end."""
+    reads its end. ``cgroups`` (``cgroup.probe``): each worker starts in a cgroup of its own
+    there, which bounds the memory and processes of all of its processes; None: the worker
+    polls the memory of a stub's processes and applies rlimits."""
 
     def __init__(self, mode: str, view: Path, box: Path, submission: str, settings: dict,
-                 timeout: float, output: int):  # fmt: skip
+                 timeout: float, output: int, cgroups: cgroup.Hierarchy | None = None):  # fmt: skip
         self.mode, self.view, self.box, self.submission = mode, view, box, submission
         self.text = (box / "in" / submission).read_text(encoding="utf-8")
         self.settings, self.output = settings, output
@@ -120,6 +122,8 @@ class Session:
         self.cpu_gone, self.cpu_thread = 0.0, time.thread_time()
         self.measured = -math.inf  # when the CPU time was last measured (monotonic seconds)
         self.proc = self.control = None
+        self.cgroups, self.group = cgroups, None
+        self.ooms_gone = self.ooms_seen = 0  # OOM kills in removed groups; all, at stub start
         self.buffers, self.scanned = {}, {}
         self.stub = None
 
@@ -129,8 +133,10 @@ class Session:
         read, write = os.pipe()
         try:
             settings = {**self.settings, "control": write}
+            if self.cgroups is not None:  # removed by kill(), whatever happens from here
+                self.group = cgroup.Group(self.cgroups, self.settings["memory_bytes"])
             self.proc = sandbox.start(self.mode, self.view, self.box, self.submission, settings,
-                                      self.output)  # fmt: skip
+                                      self.output, self.group)  # fmt: skip
         finally:
             os.close(write)
         self.control = read
@@ -140,12 +146,23 @@ class Session:
         if self._control() != {"ready": True}:
             self.kill()
             raise BadReply("the grading process did not start")
+        if self.group is not None:  # the student may add processes beyond the supervisor's own
+            self.group.cap_processes(1 + self.settings["processes"])
 
     def kill(self) -> None:
-        """SIGKILL the worker's whole process group (with bwrap: its PID namespace)."""
-        if self.proc is None:
-            return
+        """SIGKILL the worker's whole process group (with bwrap: its PID namespace) and every
+        process in its cgroup, and remove that."""
+        if self.proc is not None:
+            self._kill_worker()
+        if self.group is not None:
+            self.ooms_gone += self.group.ooms()
+            self.group.remove()
+            self.group = None
+
+    def _kill_worker(self) -> None:
         self.cpu_gone += tree_cpu(self.proc.pid)  # what the killed processes used stays counted
+        if self.group is not None:  # escaped or not, every process the worker started
+            self.group.kill()
         # every process below the worker, a PID namespace's too: killed, and gone (reaped by
         # their parents) before this returns — a namespace's processes killed only through its
         # init can outlive a grading by the seconds a large address space takes to free
@@ -268,8 +285,35 @@ class Session:
             if fd == self.control:
                 return self._parse(line)
 
+    def _ooms(self) -> int:
+        """Processes of this session's workers the kernel killed for their memory limit."""
+        return self.ooms_gone + (self.group.ooms() if self.group is not None else 0)
+
     def _reply(self) -> dict:
-        """The child's next reply; ProcessLost when the supervisor reports it gone first."""
+        """The child's next reply; ProcessLost when the supervisor reports it gone first, or
+        when the kernel killed one of the stub's processes for the memory limit (the worker is
+        killed then: nothing it sent after counts)."""
+        try:
+            message = self._next_reply()
+        except ProcessLost:
+            if self._ooms() > self.ooms_seen:
+                raise self._memory_exceeded() from None
+            raise
+        if self._ooms() > self.ooms_seen:
+            raise self._memory_exceeded()
+        return message
+
+    def _memory_exceeded(self) -> ProcessLost:
+        """Kill the worker (nothing it sent after the kernel's OOM kill counts); the stub's
+        failure."""
+        self.kill()
+        self.stub, self.ooms_seen = None, self._ooms()
+        gib = self.settings["memory_bytes"] / 2**30
+        return ProcessLost(f"memory limit exceeded: the processes running your code needed more "
+                           f"than {gib:g} GiB of memory together (the kernel's limit for all of "
+                           "them)")  # fmt: skip
+
+    def _next_reply(self) -> dict:
         # The reply pipe is read first: a child that answers and then exits (os._exit after the
         # reply) wrote its answer before the supervisor could report it gone, so whenever the
         # "closed" line is there, the answer is too; on a loaded machine both land in one read.
@@ -317,6 +361,7 @@ class Session:
         """A fresh child for ``stub`` (None: load only); the child's load report: ``{"loaded":
         [stubs found]}`` or ``{"error": message}``. ProcessLost if it died loading."""
         self.close()
+        self.ooms_seen = self._ooms()  # what an earlier stub's processes did is not this one's
         if self.mode == "none":  # no read-only mount: a stub may have rewritten its own copy
             _rewrite(self.box / "in" / self.submission, self.text)
         if self.proc is None:

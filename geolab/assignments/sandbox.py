@@ -11,7 +11,8 @@ assignments whose notebook does not build models, only the assignment helpers; f
 the whole package with the reference functions' code removed (:func:`hide`) — the reference
 cannot be imported, borrowed, read or exec'd. Run as root, it switches first to a uid of its own
 (:func:`claim_uid`), since the process limit does not bind root and counts every process of a
-uid: with one uid for all, one submission could use up every other's process limit.
+uid: with one uid for all, one submission could use up every other's process limit (that
+rlimit is the process limit where no cgroup bounds each worker: ``cgroup``).
 
 Without bwrap the worker is an ordinary process in its own session with the same rlimits,
 importing the same filtered copy; it can read what your user can read (:func:`warning` says so).
@@ -267,19 +268,22 @@ def command(mode: str, view: Path, box: Path, submission: str, settings: dict) -
     return [*args, *python, f"/submission/{submission}", json.dumps(settings)]
 
 
-def start(mode: str, view: Path, box: Path, submission: str, settings: dict, output: int):
+def start(mode: str, view: Path, box: Path, submission: str, settings: dict, output: int,
+          group=None):  # fmt: skip
     """Start one worker in its own session (the grader kills the whole process group): its
     stdin carries requests, its stdout the child's replies, ``settings["control"]`` (a pipe's
     write end, passed through) the supervisor's messages, and ``output`` (a file the grader
     opened) everything the student's code prints. Run as root (only with bwrap), the worker
-    gets a uid of its own in ``settings["uid"]``, free again when :func:`forget` is called."""
+    gets a uid of its own in ``settings["uid"]``, free again when :func:`forget` is called.
+    ``group`` (a :class:`~geolab.assignments.cgroup.Group`): the worker starts inside it."""
     tmp = str(box / "tmp")
     env = {**ENV, "PATH": os.environ.get("PATH", ENV["PATH"]), "HOME": tmp, "MPLCONFIGDIR": tmp}
     env["PYTHONPATH"] = str(view.parent)  # without bwrap too, the worker imports the view
     with _LOCK:  # registered before a sweep can see it
         uid = _claim_uid() if mode == "bwrap" and os.geteuid() == 0 else None
+        args = command(mode, view, box, submission, {**settings, "uid": uid})
         proc = subprocess.Popen(
-            command(mode, view, box, submission, {**settings, "uid": uid}),
+            group.command(args) if group is not None else args,
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=output,

@@ -18,11 +18,13 @@ Everything the student code prints goes to stderr: a file the grader opened and 
 not reachable by name from the sandbox), capped by the file-size limit. Nothing here decides a
 score.
 
-While a child runs, the supervisor sums the memory of every process of the stub (their
-proportional shares of anonymous and shared memory, so the pages a child shares with the
-supervisor count once; all of a process's pages when it hides its memory map) and kills them all
-when the sum passes ``limits["memory_bytes"]``: the rlimit on address space binds one process
-only, and six processes under it could still hold six times the limit together.
+Where the kernel bounds the worker's memory and processes (``limits["kernel_limits"]``: it runs
+in a cgroup of its own, ``cgroup``), that is all. Elsewhere, while a child runs, the supervisor
+sums the memory of every process of the stub (their proportional shares of anonymous and shared
+memory, so the pages a child shares with the supervisor count once; all of a process's pages
+when it hides its memory map) and kills them all when the sum passes ``limits["memory_bytes"]``:
+the rlimit on address space binds one process only, and six processes under it could still hold
+six times the limit together; and the rlimit on processes is the student's process limit.
 """
 
 import ctypes
@@ -59,15 +61,19 @@ def _tasks_of(uid: int) -> int:
 
 def apply_limits(limits: dict) -> None:
     """Hard rlimits for the student's process (it cannot raise them again): address space,
-    CPU seconds, processes (threads) beyond those already running, file size, no core dumps."""
-    nproc = _tasks_of(os.getuid()) + limits["processes"]
-    for name, value in (
+    CPU seconds, file size, no core dumps, and — unless its cgroup bounds them — processes
+    (threads) beyond those already running. Its processes are the first the kernel's OOM killer
+    takes (in its cgroup and on the machine), before the supervisor or anything else."""
+    Path("/proc/self/oom_score_adj").write_text("1000")  # raising it needs no privilege
+    rlimits = [
         ("RLIMIT_AS", limits["memory_bytes"]),
         ("RLIMIT_CPU", limits["cpu_seconds"]),
-        ("RLIMIT_NPROC", nproc),
         ("RLIMIT_FSIZE", limits["file_bytes"]),
         ("RLIMIT_CORE", 0),
-    ):
+    ]
+    if not limits.get("kernel_limits"):
+        rlimits.append(("RLIMIT_NPROC", _tasks_of(os.getuid()) + limits["processes"]))
+    for name, value in rlimits:
         resource.setrlimit(getattr(resource, name), (value, value))
 
 
@@ -282,9 +288,11 @@ def serve_stub(path: Path, stub: str | None, limits: dict, fd_in: int, fd_out: i
         send(fd_out, reply)
 
 
-def _watch(pid: int, limit: int) -> tuple[int, bool]:
+def _watch(pid: int, limit: int | None) -> tuple[int, bool]:
     """Wait for the stub's child ``pid``: (its wait status, whether it was killed because the
-    stub's processes together held more than ``limit`` bytes)."""
+    stub's processes together held more than ``limit`` bytes; None: the kernel bounds them)."""
+    if limit is None:
+        return os.waitpid(pid, 0)[1], False
     while True:
         done, status = os.waitpid(pid, os.WNOHANG)
         if done:
@@ -340,7 +348,8 @@ def main(argv: list[str]) -> None:
                 traceback.print_exc()
                 code = 1
             os._exit(code)
-        status, over = _watch(pid, limits["memory_bytes"])
+        kernel = limits.get("kernel_limits")
+        status, over = _watch(pid, None if kernel else limits["memory_bytes"])
         kill_tree(os.getpid())
         closed = {"closed": os.waitstatus_to_exitcode(status)}
         _send(control, {**closed, "over": "memory"} if over else closed)
