@@ -14,6 +14,8 @@ This module imports nothing from geolab, and sits below both ``GeoConfig`` and t
 the rules (``geolab.rules``, which read configs) fill it, so no import runs upwards.
 """
 
+import re
+
 from torch import nn
 
 FLAVORS = ("geolab", "reference")
@@ -127,10 +129,22 @@ def glossary(names=None) -> list[tuple[str, str, str]]:
     return rows
 
 
+# A paper cite that ends in one of its equations or algorithms and the section holding it:
+# "arXiv:2601.01014, Eq. 6–7, §3".
+EQUATION_CITE = re.compile(r"arXiv:(\d{4}\.\d{4,5}), ((?:Eq\.|Algorithm) [^,]+, §(\d+))$")
+
+
+def _linked(paper: str) -> str:
+    """A paper cell whose equation cite links that section of the paper's arXiv HTML page,
+    unversioned: the MGT paper's sections are read off a review of it, not off a version of the
+    paper (tests/test_citations.py lists them with their evidence)."""
+    return EQUATION_CITE.sub(r"[arXiv:\1, \2](https://arxiv.org/html/\1#S\3)", paper)
+
+
 def glossary_markdown(names=None) -> str:
     """``glossary(names)`` as a markdown table (README, notebooks 00 and 04)."""
     lines = ["| rule | update | paper |", "|:--|:--|:--|"]
     for name, update, paper in glossary(names):
-        cells = (f"`{name}`", update.replace("|", "\\|"), paper.replace("|", "\\|"))
+        cells = (f"`{name}`", update.replace("|", "\\|"), _linked(paper).replace("|", "\\|"))
         lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines)

@@ -30,7 +30,7 @@ def _(mo):
 
     The Delta operator is the heart of *Deep Delta Learning* (Zhang et al. 2026,
     [arXiv:2601.00417](https://arxiv.org/abs/2601.00417)), in the form of Su & You 2026
-    ([arXiv:2601.01014](https://arxiv.org/abs/2601.01014), Eq. 1): a residual connection that
+    ([arXiv:2601.01014, Eq. 1](https://arxiv.org/html/2601.01014)): a residual connection that
     can **erase** along one direction $k$ before it **writes** something new.
     """)
     return
@@ -185,7 +185,7 @@ def _(mo):
     ## Erase and write
 
     The residual update of Deep Delta Learning (Su & You 2026,
-    [arXiv:2601.01014](https://arxiv.org/abs/2601.01014), Eq. 2) is
+    [arXiv:2601.01014, Eq. 2](https://arxiv.org/html/2601.01014)) is
     $x' = x + \beta\,(v - k^\top x)\,k$ for a unit $k$, which equals $A(k,\beta)\,x + \beta v k$.
     Along $k$ the new state holds $k^\top x' = (1-\beta)\,k^\top x + \beta v$: at $\beta = 1$
     the old value is erased and exactly $v$ is written. Slide $v$ and watch $x'$ (once you

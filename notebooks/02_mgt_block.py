@@ -22,7 +22,7 @@ def _(mo):
     # 02 · The MGT block: gates on every channel
 
     **What you will see.** MGT (Su & You 2026,
-    [arXiv:2601.01014](https://arxiv.org/abs/2601.01014), Algorithm 1) replaces the scalar
+    [arXiv:2601.01014, Algorithm 1, §3](https://arxiv.org/html/2601.01014#S3)) replaces the scalar
     Delta gate by a gate on every channel of every token:
 
     $$X' = X + \beta \odot \big(F(\mathrm{LN}\,X) \odot \sigma(\mathrm{LN}(X W_{gate})) -
@@ -31,7 +31,7 @@ def _(mo):
     Slide $\lambda, \epsilon, \alpha, \beta_0$ and watch the range of $\beta$, its distribution
     over 64 tokens × 16 channels, the fraction that turns negative, and what the tangent gate
     does to one token's update. The last part tests a claim of the paper's theory (its
-    Proposition 3.5, [§3](https://arxiv.org/html/2601.01014#S3)): what does this elementwise
+    [Proposition 3.5, §3](https://arxiv.org/html/2601.01014#S3)): what does this elementwise
     update do to the spectrum of the rank-1 Delta operator it is named after? Commit to a
     guess first: the question comes next.
     """)

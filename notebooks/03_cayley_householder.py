@@ -29,7 +29,7 @@ def _(mo):
     rotation $Q$ of the plane they span: $\det Q = +1$ and $Q^\top Q = I$ for every $\beta$,
     and the angle $\theta$ it turns by grows with $\beta$. Can such a rotation map a vector $x$
     to $-x$? That would need $\theta = \pi$ (the *inversion problem*, Shahmansoori 2026,
-    [arXiv:2605.06729, Theorem 4.6 in §4](https://arxiv.org/html/2605.06729#S4)). A
+    [arXiv:2605.06729, Theorem 4.6 in §4](https://arxiv.org/html/2605.06729v1#S4)). A
     Householder mirror has $\det = -1$. E∆-MHC-Geo mixes the two with a gate $\gamma$; the
     mixture is orthogonal only at the ends, and its regulariser cannot push a gate that sits at
     $\gamma = \tfrac12$.
@@ -195,7 +195,7 @@ def _(mo):
     The gate regulariser $L_{gate}(\gamma) = 4\gamma(1-\gamma)$ pushes $\gamma$ to $0$ or $1$,
     but its gradient $4 - 8\gamma$ vanishes at $\gamma = \tfrac12$, exactly where the gate is
     initialised. Any symmetric $r(\gamma) = r(1-\gamma)$ has $r'(\tfrac12) = 0$
-    ([E∆ Theorem 7.3, §7](https://arxiv.org/html/2605.06729#S7)): set $\gamma = 0.5$ and read
+    ([E∆ Theorem 7.3, §7](https://arxiv.org/html/2605.06729v1#S7)): set $\gamma = 0.5$ and read
     the gradient in the table.
     """)
     return

@@ -30,8 +30,8 @@ def _(mo, term):
 
     **What you will see.** Stack 12 to 200 transformer layers, feed one sequence of 32 random
     tokens, and measure after every layer how many directions the 32 token vectors still span:
-    the *effective rank* (Su & You 2026, [arXiv:2601.01014](https://arxiv.org/abs/2601.01014),
-    Eq. 8)
+    the *effective rank* (Su & You 2026,
+    [arXiv:2601.01014, Eq. 8, §4](https://arxiv.org/html/2601.01014#S4))
 
     $$\mathrm{erank}(X) = \frac{\exp\big(H(\hat\sigma)\big)}{\min(S, D)}, \qquad
     \hat\sigma_i = \frac{\sigma_i}{\sum_j \sigma_j},$$
@@ -43,7 +43,7 @@ def _(mo, term):
     $H(\hat\sigma) = -\sum_i \hat\sigma_i \log \hat\sigma_i$ their entropy: $1$ when all
     directions are used equally, and small when the tokens collapse onto one vector.
     The lower panel shows Dong et al.'s residual $\lVert X - \mathbf 1 \bar x^\top\rVert / \lVert
-    X\rVert$ ([arXiv:2103.03404](https://arxiv.org/abs/2103.03404), §2), the distance from
+    X\rVert$ ([arXiv:2103.03404, §2](https://arxiv.org/abs/2103.03404)), the distance from
     "all tokens equal" ($\bar x$ the mean token). """
         + term("pure attention", "Pure attention")
         + r""" (Dong et al. 2021) is the
@@ -285,7 +285,7 @@ def _(mo):
     ## Why MGT falls at 200 layers
 
     MGT's update is $x' = x + \beta \odot (V - \alpha x)$
-    ([arXiv:2601.01014](https://arxiv.org/abs/2601.01014), Eq. 7, $V$ the gated sublayer
+    ([arXiv:2601.01014, Eq. 7, §3](https://arxiv.org/html/2601.01014#S3), $V$ the gated sublayer
     output); at init $\beta = \beta_0$ and $\alpha = \alpha_0$, so it is
     $x' = (1 - \alpha_0\beta_0)\,x + \beta_0\,V$ on every channel: the
     decay term keeps only a fraction $1 - \alpha_0\beta_0$ of the old state at each of the

@@ -31,10 +31,10 @@ def _(mo, term):
     trains. Every finished run stays on the page, side by side with the earlier ones, until you
     press **clear**: change one setting, train again, and compare. For the rules with a Delta
     gate you also get the gate $\beta$ per layer at $0, \tfrac14, \tfrac12, 1$ of training (MGT:
-    Su & You 2026, [arXiv:2601.01014](https://arxiv.org/abs/2601.01014); DDL: Zhang et al. 2026,
-    [arXiv:2601.00417](https://arxiv.org/abs/2601.00417)):
+    Su & You 2026, [arXiv:2601.01014, Eq. 6, §3](https://arxiv.org/html/2601.01014#S3); DDL: Zhang
+    et al. 2026, [arXiv:2601.00417](https://arxiv.org/abs/2601.00417)):
 
-    $$\beta = \lambda \tanh(X W_\beta + b_\beta) + \varepsilon \ \ (\text{{MGT, Eq. 6}}), \qquad
+    $$\beta = \lambda \tanh(X W_\beta + b_\beta) + \varepsilon \ \ (\text{{MGT}}), \qquad
     \beta = 2\,\sigma(w_\beta^\top \mathrm{{RMSNorm}}(x) + b_\beta) \ \ (\text{{DDL}}).$$
 
     Both start at $\beta_0$ in every layer ($W_\beta = 0$ at init), so any structure over depth

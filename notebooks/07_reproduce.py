@@ -27,7 +27,8 @@ def _(mo):
 
     **What you will see.** The MGT paper states its hypotheses before any experiment (H1: a
     standard transformer's effective rank collapses towards 0 by 100 layers; H2: MGT keeps it
-    above 0.5; a positive synergy $\mathcal S$ of its two gates, Eq. 9; a sign "phase transition"
+    above 0.5; a positive synergy $\mathcal S$ of its two gates,
+    [Eq. 9, §4](https://arxiv.org/html/2601.01014#S4); a sign "phase transition"
     of $\beta$ with depth); the E∆ paper publishes a small benchmark table. geolab ran every
     protocol at *small* scale on a CPU and committed the numbers under `data/results/`. First the
     counts, and what each undecided claim would need; then what a verdict means, with one claim

@@ -24,7 +24,7 @@ def _(mo):
     # 09 · Rank after training: does training keep what initialisation gave?
 
     **What you will see.** Notebook 04 measured the *effective rank* of the token states after
-    every layer (Su & You 2026, [arXiv:2601.01014](https://arxiv.org/abs/2601.01014), Eq. 8:
+    every layer (Su & You 2026, [arXiv:2601.01014, Eq. 8, §4](https://arxiv.org/html/2601.01014#S4):
     $1$ when every direction is used equally, $1/S$ when the $S$ tokens are one vector) — at
     initialisation only. Here the same measure is read off models that were then trained. The
     committed `rank_evolution` run (`data/results/`, notebook 07) measured four rules' rank per

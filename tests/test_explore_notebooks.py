@@ -651,7 +651,7 @@ def test_04_prose_numbers_are_computed_from_the_defaults():
 
 def test_04_equations_link_their_papers_and_terms_explain_themselves_on_hover():
     text = shown(load_notebook("04_rank_collapse").run()[0])
-    for paper in ("https://arxiv.org/abs/2601.01014", "https://arxiv.org/abs/2103.03404"):
+    for paper in ("https://arxiv.org/html/2601.01014#S4", "https://arxiv.org/abs/2103.03404"):
         assert f'href="{paper}"' in text
     # singular values, pure attention: each hover's definition is geolab.terms' own
     from geolab.terms import TERMS

@@ -24,7 +24,8 @@ def _():
     depth: every token ends up with the same vector. Residual connections are what keeps a deep
     transformer expressive. In this assignment you measure that collapse yourself.
 
-    The measure is the normalised **effective rank** of Su & You 2026, arXiv:2601.01014, Eq. 8. For
+    The measure is the normalised **effective rank** of Su & You 2026,
+    [arXiv:2601.01014, Eq. 8, §4](https://arxiv.org/html/2601.01014#S4). For
     a matrix $X \in \mathbb{R}^{S\times D}$ (tokens × width) with singular values $\sigma_i$:
 
     $$\operatorname{Rank}_{\text{eff}}(X) = \frac{\exp H(\hat\sigma)}{\min(S, D)}, \qquad

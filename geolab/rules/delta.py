@@ -136,7 +136,7 @@ def check_growth(cfg: GeoConfig) -> None:
 @register("mgt_mhc")
 class MGTmHC(_MGTBlock):
     """MGT ablation "+mHC only": ``X' = X + F(LN X) ⊙ σ(LN(X W_gate))`` — Su & You 2026, Geometric
-    and Dynamic Scaling in Deep Transformers, arXiv:2601.01014, Eq. 5."""
+    and Dynamic Scaling in Deep Transformers, arXiv:2601.01014, Eq. 5, §3."""
 
     tangent, delta = True, False
 
@@ -144,7 +144,7 @@ class MGTmHC(_MGTBlock):
 @register("mgt_ddl")
 class MGTDDL(_MGTBlock):
     """MGT ablation "+DDL only": ``X' = X + β ⊙ (F(LN X) − α X)`` — Su & You 2026, Geometric and
-    Dynamic Scaling in Deep Transformers, arXiv:2601.01014, Eq. 6–7."""
+    Dynamic Scaling in Deep Transformers, arXiv:2601.01014, Eq. 6–7, §3."""
 
     tangent, delta = False, True
     init_fields = ("beta0", "lam", "eps", "alpha0")
@@ -153,7 +153,7 @@ class MGTDDL(_MGTBlock):
 @register("mgt")
 class MGT(_MGTBlock):
     """MGT full: ``X' = X + β ⊙ (F(LN X) ⊙ σ(LN(X W_gate)) − α X)`` — Su & You 2026, Geometric
-    and Dynamic Scaling in Deep Transformers, arXiv:2601.01014, Algorithm 1."""
+    and Dynamic Scaling in Deep Transformers, arXiv:2601.01014, Algorithm 1, §3."""
 
     tangent, delta = True, True
     init_fields = ("beta0", "lam", "eps", "alpha0")

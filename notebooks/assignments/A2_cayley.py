@@ -35,7 +35,8 @@ def _():
     \qquad Ax = u\,(v\cdot x) - v\,(u\cdot x).$$
 
     You will implement it, prove numerically that it is a rotation, find its angle, see why it
-    can never reach $-1$ (the *inversion problem*, E∆ Theorem 4.6), then add the Householder
+    can never reach $-1$ (the *inversion problem*,
+    [E∆ Theorem 4.6, §4](https://arxiv.org/html/2605.06729v1#S4)), then add the Householder
     reflection and the hybrid gate that E∆ uses to get around it.
 
     Replace each `raise NotImplementedError` with your code and press **Ctrl+Enter** (⌘+Enter on
@@ -229,8 +230,8 @@ def _():
     A check shows that $G_{1/2}$ is **not** orthogonal — a convex blend of two rotations
     shrinks some directions — which is why the model is pushed toward $\gamma \in \{0, 1\}$ by
     the regulariser $r(\gamma) = 4\gamma(1-\gamma)$. Write `gate_regularizer(gamma)` too; its
-    last check is E∆ Theorem 7.3: any symmetric $r(\gamma) = r(1-\gamma)$ has zero slope at
-    $\gamma = \tfrac12$, exactly where the gate starts.
+    last check is [E∆ Theorem 7.3, §7](https://arxiv.org/html/2605.06729v1#S7): any symmetric
+    $r(\gamma) = r(1-\gamma)$ has zero slope at $\gamma = \tfrac12$, exactly where the gate starts.
     """)
     return
 

@@ -38,9 +38,9 @@ def _():
     `self.cfg`. The decorator `@register("my_rule")` puts your class into geolab's rule registry,
     so `GeoConfig(residual="my_rule")` builds a transformer on it.
 
-    Your rule is the MGT paper's "+DDL only" ablation, `mgt_ddl` (Su & You 2026, arXiv:2601.01014,
-    Eq. 6–7): a data-dependent Delta controller scales a write of the sublayer output against an
-    erase of the state,
+    Your rule is the MGT paper's "+DDL only" ablation, `mgt_ddl` (Su & You 2026,
+    [arXiv:2601.01014, Eq. 6–7, §3](https://arxiv.org/html/2601.01014#S3)): a data-dependent Delta
+    controller scales a write of the sublayer output against an erase of the state,
 
     $$X' = X + \beta \odot \big(F(\mathrm{LN}\,X) - \alpha X\big), \qquad
     \beta = \lambda \tanh(X W_\beta + b_\beta) + \varepsilon,$$
