@@ -10,14 +10,14 @@ app = marimo.App(
 def _():
     import marimo as mo
 
-    from geolab.experiments import NAMES, get_protocol, report
+    from geolab.experiments import NAMES, decide, get_protocol, report
     from geolab.experiments.runner import run_protocol
     from geolab.terms import term
     from geolab.threads import use_threads
 
     use_threads()  # one thread unless GEOLAB_THREADS says otherwise (README: "Threads")
 
-    return NAMES, get_protocol, mo, report, run_protocol, term
+    return NAMES, decide, get_protocol, mo, report, run_protocol, term
 
 
 @app.cell(hide_code=True)
@@ -130,12 +130,39 @@ def _(mo, report, results):
 
 
 @app.cell
-def _(mo, report, results):
+def _(decide, mo, report, results):
     mo.stop("edelta_benchmarks" not in results)
+    matched = results.get("edelta_benchmarks-matched")
+    if matched is None:  # how to produce it, and its cost, from the CPU plan
+        todo = decide.matched_plan(results)
+        matched_view = mo.md(
+            f"*No matched-size result (`edelta_benchmarks-small-matched.json`) yet: "
+            f"`{todo['command']}` trains it (≈ {todo['cpu_hours']:.2g} one-thread CPU-hours).*"
+        )
+    else:
+        matched_view = mo.vstack(
+            [
+                mo.md(report.edelta_markdown(matched)),
+                mo.md("Parameters (MLP hidden width) per model, and their spread:"),
+                mo.md(report.matched_sizes_markdown(matched)),
+            ]
+        )
+    published_view = mo.vstack(
+        [
+            mo.md("### Published settings"),
+            mo.md(report.edelta_markdown(results["edelta_benchmarks"])),
+        ]
+    )
+    matched_title = mo.md("### Matched sizes: every geolab model at GPT's parameter count")
     mo.vstack(
         [
             mo.md("## The E∆ table: validation MSE, geolab (small scale) vs the paper"),
-            mo.md(report.edelta_markdown(results["edelta_benchmarks"])),
+            mo.hstack(
+                [published_view, mo.vstack([matched_title, matched_view])],
+                widths="equal",
+                wrap=True,
+                align="start",
+            ),
         ]
     )
     return
@@ -184,8 +211,13 @@ def _(mo, report, results):
 
 
 @app.cell
-def _(mo, results):
-    protocol = mo.ui.dropdown(options=list(results), value=next(iter(results)), label="protocol")
+def _(mo, report, results):
+    # each result by its label; a matched-size variant is one of its own
+    protocol = mo.ui.dropdown(
+        options={report.label(r): key for key, r in results.items()},
+        value=report.label(next(iter(results.values()))),
+        label="protocol",
+    )
     mo.hstack([protocol], justify="start")
     return (protocol,)
 
@@ -229,13 +261,18 @@ def _(mo):
 
 
 @app.cell
-def _(get_protocol, mo, protocol, report, rerun, results, run_protocol):
+def _(decide, get_protocol, mo, protocol, report, rerun, results, run_protocol):
     mo.stop(not rerun.value, mo.md("*Press the button to rerun the chosen protocol.*"))
     messages = []
+    picked = results[protocol.value]
     try:
         with mo.status.spinner(title=f"running {protocol.value} at tiny scale"):
             fresh, fresh_figs = run_protocol(
-                get_protocol(protocol.value), "tiny", out=None, log=messages.append
+                get_protocol(picked["protocol"]),
+                "tiny",
+                out=None,
+                log=messages.append,
+                options=decide.MATCHED_OPTIONS if report.is_matched(picked) else None,
             )
     except Exception as err:  # noqa: BLE001 (any failure is shown on the page, not only logged)
         last = f"\n\nLast log line: `{messages[-1]}`" if messages else ""

@@ -633,13 +633,31 @@ def test_committed_small_result_is_complete(name):
 def test_readme_table_matches_the_committed_results():
     readme = (RESULTS / "README.md").read_text()
     results = report.load_results(RESULTS)
-    assert list(results) == list(NAMES)
+    assert list(report.published(results)) == list(NAMES)  # and a matched-size variant, if any
     assert report.verdict_markdown(results) in readme
     assert report.edelta_markdown(results["edelta_benchmarks"]) in readme
     # it opens with the counts and what would decide each undecided claim
     assert readme.index(report.counts_markdown(results)) < readme.index("## Verdicts")
     assert report.undecided_markdown(results, RESULTS) in readme
     assert report.echo_markdown(results["edelta_benchmarks"]) in readme
+
+
+def test_a_committed_matched_result_passes_the_size_check_and_its_rules(data_env):
+    """data/results/edelta_benchmarks-small-matched.json, once committed: the geolab flavor at
+    matched sizes, every compared pair within 3 %, its figures under its own stem, and judged
+    again from its numbers it is unchanged."""
+    path = RESULTS / "edelta_benchmarks-small-matched.json"
+    if not path.is_file():
+        pytest.skip("no matched-size result committed yet (the results README's CPU plan)")
+    result = json.loads(path.read_text())
+    assert result["config"]["match_sizes"] is True and result["config"]["flavors"] == ["geolab"]
+    assert result["provenance"]["git"]["dirty"] is False
+    for h in result["hypotheses"]:
+        assert verdicts.SIZES_DIFFER not in (h.get("reasons") or []), h["id"]
+    for fig in result["figures"]:
+        assert fig.startswith("edelta_benchmarks-small-matched-") and (RESULTS / fig).is_file()
+    fresh = runner.rejudge(json.loads(json.dumps(result)))
+    assert fresh["hypotheses"] == result["hypotheses"]
 
 
 def test_rerun_reproduces_committed_numbers(data_env):

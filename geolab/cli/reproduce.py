@@ -11,7 +11,8 @@
     geolab reproduce edelta_benchmarks --scale paper --jobs 8 --launcher slurm --partition gpu
 
 Each run writes OUT/NAME-SCALE.json (config, seeds, per-seed and mean ± std numbers, hypotheses
-with verdicts, reductions, provenance) and OUT/NAME-SCALE-FIG.html (+ .png with a Chrome).
+with verdicts, reductions, provenance) and OUT/NAME-SCALE-FIG.html (+ .png with a Chrome); the
+matched-size variant's files are NAME-SCALE-matched…, beside the published settings' ones.
 ``--rejudge`` (with ``--readme``) judges every result file again by the current rules from its
 stored numbers (``geolab.experiments.runner.rejudge``: no training) and writes it back.
 ``--dry-run`` trains nothing: it prints every run of the protocol at that scale with its sizes
@@ -19,10 +20,13 @@ and an estimate of GPU-hours (``geolab.experiments.plan`` states how; a throughp
 OUT is used when there is one); it needs no data or network. ``--jobs N`` packs the runs of
 every protocol but reflection (one run) into N worker
 processes (round-robin over the visible GPUs); every finished run is saved under
-OUT/NAME-SCALE-runs/ and skipped when the same command runs again (``--fresh`` retrains).
+OUT/NAME-SCALE-runs/ (NAME-SCALE-matched-runs/) and skipped when the same command runs again
+(``--fresh`` retrains).
 ``--steps N`` trains every run N steps instead of the scale's, ``--tasks T …`` only those of
 the E∆ table's tasks (a longer budget where the results README says one decides a claim);
-``--match-sizes --flavor geolab`` trains the E∆ table's matched-size variant.
+``--match-sizes --flavor geolab`` trains the E∆ table's matched-size variant
+(OUT/edelta_benchmarks-SCALE-matched.json; ``--readme`` shows its verdicts beside the published
+settings' ones).
 ``--time-limit MIN`` starts no run that cannot finish in time and exits with status 3 naming the
 runs left out. Under ``torchrun`` every training run is data-parallel over the GPUs (each batch
 split across them, so the global batch must divide by their count) and rank 0 writes the files.
@@ -46,6 +50,7 @@ from geolab.experiments.runner import (
     SCALE_NAMES,
     pick_seeds,
     rejudge,
+    result_stem,
     run_protocol,
     scale_settings,
 )
@@ -119,9 +124,10 @@ def note(text: str) -> None:
 
 def write_readme(args: argparse.Namespace, results: dict) -> int:
     """``--readme``: judge again (``--rejudge``), redraw every figure, write OUT/README.md."""
+    stems = {key: result_stem(r["protocol"], "small", r["config"]) for key, r in results.items()}
     if args.rejudge:  # every file judged again before any figure is drawn from it
-        for name, result in results.items():
-            path = Path(args.out) / f"{name}-small.json"
+        for key, result in results.items():
+            path = Path(args.out) / f"{stems[key]}.json"
             path.write_text(json.dumps(rejudge(result), indent=1, allow_nan=False) + "\n")
             done = result["judging"]
             newer = {True: "rules newer than the runs", False: "the runs' own rules"}
@@ -131,21 +137,21 @@ def write_readme(args: argparse.Namespace, results: dict) -> int:
             for c in done["changed"]:
                 print(f"  {c['id']}: {c['before']} -> {c['after']} (changed since {since})")
     figures = {}
-    for name, result in results.items():  # all drawn before any file is written
+    for key, result in results.items():  # all drawn before any file is written
         try:
-            figures[name] = report.result_figures(result)
+            figures[key] = report.result_figures(result)
         except (KeyError, TypeError, IndexError, ValueError) as err:
             raise ValueError(
-                f"{str(Path(args.out) / f'{name}-small.json')!r}: its numbers do not fit "
-                f"protocol {name} ({type(err).__name__}: {err}); rerun it"
+                f"{str(Path(args.out) / f'{stems[key]}.json')!r}: its numbers do not fit "
+                f"protocol {result['protocol']} ({type(err).__name__}: {err}); rerun it"
             ) from None
-    for i, (name, figs) in enumerate(figures.items(), 1):
+    for i, (key, figs) in enumerate(figures.items(), 1):
         kind = "HTML" if args.no_png else "HTML and PNG"
-        print(f"[{i}/{len(results)}] {name}: {len(figs)} figures ({kind})", flush=True)
-        save_figures(figs, Path(args.out), f"{name}-small", not args.no_png, print)
+        print(f"[{i}/{len(results)}] {stems[key]}: {len(figs)} figures ({kind})", flush=True)
+        save_figures(figs, Path(args.out), stems[key], not args.no_png, print)
     path = Path(args.out) / "README.md"
     path.write_text(report.readme_text(results, args.out))
-    print(f"wrote {path} and redrew the figures of {len(results)} protocols")
+    print(f"wrote {path} and redrew the figures of {len(results)} results")
     return 0
 
 
@@ -210,12 +216,13 @@ def reproduce(args: argparse.Namespace) -> int:
 
 def run_locked(args: argparse.Namespace, module, options: dict, time_limit) -> int:
     """Train the protocol into --out (held by this process) and print its verdicts."""
-    previous = Path(args.out) / f"{args.name}-{args.scale}.json"
+    previous = Path(args.out) / f"{result_stem(args.name, args.scale, options)}.json"
     if not args.force and previous.exists():
+        variant = " (matched sizes)" if options.get("match_sizes") else ""
         raise ValueError(
-            f"--out {args.out!r} already holds {previous.name}, an earlier {args.name} result at "
-            f"scale {args.scale}; pass --force to replace it (and its figures), or choose "
-            "another --out"
+            f"--out {args.out!r} already holds {previous.name}, an earlier {args.name} result"
+            f"{variant} at scale {args.scale}; pass --force to replace it (and its figures), or "
+            "choose another --out"
         )
     try:
         if args.launcher is not None:
@@ -341,7 +348,8 @@ def add_reproduce_cli(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument(
         "--force",
         action="store_true",
-        help="replace an earlier result of the same protocol and scale in --out",
+        help="replace an earlier result of the same protocol, scale and variant (published or "
+        "--match-sizes) in --out",
     )
     p.add_argument(
         "--yes",

@@ -18,10 +18,12 @@ lacks, and each has a remedy priced from what was measured:
   recorded seconds of the protocol's runs.
 
 A claim needing the paper scale is priced by that alone (it trains every seed, at full length and
-the published sizes); otherwise its CPU remedies add up. Planning a paper scale builds every
-model on the meta device (minutes for the protocols that match sizes), so the GPU-hours are kept
-in ``OUT/paper-plan.json`` with a hash of the paper settings they were planned from
-(``paper_gpu_hours``) and planned again only when those settings change.
+the published sizes; a claim of the E∆ table's matched-size variant, ``NAME-SCALE-matched.json``,
+by that variant's paper scale: ``--match-sizes --flavor geolab``); otherwise its CPU remedies
+add up. Planning a paper scale builds every model on the meta device (minutes for the protocols
+that match sizes), so the GPU-hours are kept in ``OUT/paper-plan.json`` with a hash of the paper
+settings they were planned from (``paper_gpu_hours``; the matched-size variant's under
+NAME-matched) and planned again only when those settings change.
 """
 
 import hashlib
@@ -31,6 +33,7 @@ from pathlib import Path
 from geolab.experiments import convergence, get_protocol, plan
 from geolab.experiments import verdicts as v
 from geolab.experiments.convergence import trained_runs
+from geolab.experiments.runner import MATCHED
 
 CPU_REMEDY = {
     v.FEW_SEEDS: "train the missing seeds at the same settings",
@@ -62,6 +65,10 @@ def _remedy_of(reason: str) -> str:
 
 
 PAPER_PLAN = "paper-plan.json"
+# The settings `--match-sizes --flavor geolab` adds (geolab.cli.reproduce): the E∆ table's
+# matched-size variant
+MATCHED_OPTIONS = {"flavors": ["geolab"], "match_sizes": True}
+MATCHED_FLAGS = "--match-sizes --flavor geolab"
 
 
 def budget_gpu_hours(settings: dict) -> float | None:
@@ -79,14 +86,21 @@ def budget_gpu_hours(settings: dict) -> float | None:
     return 6 * settings["budget"] * tokens * runs / plan.SUSTAINED_FLOPS / 3600
 
 
-def paper_gpu_hours(name: str, folder: str | Path | None = None) -> float:
-    """GPU-hours of protocol ``name`` at paper scale, three seeds (``plan.protocol_plan`` at
-    ``plan.SUSTAINED_FLOPS``), read from ``folder/paper-plan.json`` when planned there from the
-    same paper settings, else planned and written there."""
-    module = get_protocol(name)
-    settings = module.SCALES["paper"]
+def paper_settings(name: str, matched: bool = False) -> tuple[str, dict, str]:
+    """(its key in paper-plan.json, settings, their hash) of protocol ``name`` at paper scale,
+    or of its matched-size variant (``MATCHED_OPTIONS``; key NAME-matched)."""
+    settings = get_protocol(name).SCALES["paper"] | (MATCHED_OPTIONS if matched else {})
     digest = hashlib.sha256(json.dumps(settings, sort_keys=True, default=str).encode())
-    key = digest.hexdigest()[:16]
+    return f"{name}-{MATCHED}" if matched else name, settings, digest.hexdigest()[:16]
+
+
+def paper_gpu_hours(name: str, folder: str | Path | None = None, matched: bool = False) -> float:
+    """GPU-hours of protocol ``name`` (``matched``: its matched-size variant) at paper scale,
+    three seeds (``plan.protocol_plan`` at ``plan.SUSTAINED_FLOPS``), read from
+    ``folder/paper-plan.json`` when planned there from the same paper settings, else planned
+    and written there."""
+    module = get_protocol(name)
+    name, settings, key = paper_settings(name, matched)
     path = None if folder is None else Path(folder) / PAPER_PLAN
     kept = json.loads(path.read_text()) if path is not None and path.is_file() else {}
     if kept.get(name, {}).get("settings") == key:
@@ -103,7 +117,8 @@ def paper_gpu_hours(name: str, folder: str | Path | None = None) -> float:
 
 def remedy(name: str, result: dict, h: dict, folder: str | Path | None = None) -> dict | None:
     """{"what", "cpu_hours", "gpu_hours"} that would decide claim ``h`` of protocol ``name``;
-    None for a decided claim. ``folder``: where the paper plans are kept (``paper_gpu_hours``)."""
+    None for a decided claim. ``folder``: where the paper plans are kept (``paper_gpu_hours``); a
+    matched-size result's paper scale is its variant's."""
     kind = v.kind(h["verdict"])
     if kind == v.UNDECIDABLE:
         return {
@@ -122,16 +137,18 @@ def remedy(name: str, result: dict, h: dict, folder: str | Path | None = None) -
             "gpu_hours": None,
         }
     if any(r not in CPU_REMEDY for r in reasons):
+        matched = bool(result["config"].get("match_sizes"))
         sizes = (
-            ", sizes matched within 3 % (`--match-sizes --flavor geolab`; the reference "
+            f", sizes matched within 3 % (`{MATCHED_FLAGS}`; the reference "
             "builds keep the public code's MLP width, so their sizes stay apart)"
-            if v.SIZES_DIFFER in reasons
+            if v.SIZES_DIFFER in reasons and not matched
             else ""
         )
+        flags = f" {MATCHED_FLAGS}" if matched else ""
         return {
-            "what": f"the paper scale (`geolab reproduce {name} --scale paper`){sizes}",
+            "what": f"the paper scale (`geolab reproduce {name} --scale paper{flags}`){sizes}",
             "cpu_hours": None,
-            "gpu_hours": paper_gpu_hours(name, folder),
+            "gpu_hours": paper_gpu_hours(name, folder, matched),
         }
     return {
         "what": "; ".join(dict.fromkeys(CPU_REMEDY[r] for r in reasons)),
@@ -156,10 +173,14 @@ def plan_source() -> str:
 # The CPU reruns that settle claims (issue: ≈ 10 one-thread CPU-hours): (protocol, what it
 # settles, the runs it retrains (a key filter), the steps and seeds it trains them at, command).
 # Each is priced from the committed runs' recorded seconds scaled by steps and seeds, and drops
-# out of the plan once the committed result was trained at both. Each packed command resumes
-# when run again (the runs it finished are saved under OUT/NAME-small-runs/); beta_dynamics
-# trains one seed at a time. Each writes its own --out: one writer holds a folder, so the beta
-# run (one core) can go beside a packed one.
+# out of the plan once the committed result was trained at both. The matched-size variant (steps
+# and seeds None: the scale's) is a result of its own, NAME-small-matched.json: priced from the
+# committed geolab-flavor runs it trains again at GPT's size (≈ 117k parameters each, the
+# smaller models grown, the larger shrunk), and dropped once that file is among the results.
+# Each packed command resumes when run again (the runs it finished are saved under
+# OUT/NAME-small-runs/, the matched-size variant's under OUT/NAME-small-matched-runs/);
+# beta_dynamics trains one seed at a time. Each writes its own --out: one writer holds a folder,
+# so the beta run (one core) can go beside a packed one.
 CPU_PLAN = (
     (
         "beta_dynamics",
@@ -187,6 +208,15 @@ CPU_PLAN = (
         "--jobs 2 --threads 1 --out data/results-near-pi-2000",
     ),
     (
+        "edelta_benchmarks",
+        "E∆ orderings at matched sizes, beside the published settings' rows: every geolab model's "
+        "MLP width moved until its count is GPT's, so the 3 % size check can pass",
+        "/geolab/",
+        None,
+        "geolab reproduce edelta_benchmarks --scale small " + MATCHED_FLAGS + " --jobs 2 "
+        "--threads 1 --out data/results-matched",
+    ),
+    (
         "depth_scaling",
         "depth scaling at twice the steps (if time remains; 3× costs half as much again)",
         None,
@@ -198,20 +228,28 @@ CPU_PLAN = (
 
 
 def cpu_plan(results: dict) -> list[dict]:
-    """``CPU_PLAN`` priced from ``results``: {"protocol", "settles", "command", "cpu_hours"}
-    (one thread; ``--jobs 2`` halves the wall time on two cores, not the CPU-hours).
+    """``CPU_PLAN`` priced from ``results``: {"protocol", "settles", "command", "cpu_hours",
+    "matched"} (one thread; ``--jobs 2`` halves the wall time on two cores, not the CPU-hours).
 
     cost = Σ recorded seconds of the runs it retrains × (steps wanted / steps trained) ×
-    (seeds wanted / seeds trained); a row whose result already holds both is left out."""
+    (seeds wanted / seeds trained); a row whose result already holds both is left out. The
+    matched-size variant's row: the recorded seconds of the runs it trains again, left out once
+    ``results`` holds the variant (key NAME-matched)."""
     rows = []
     for name, settles, keys, target, command in CPU_PLAN:
         if name not in results:
             continue
         result = results[name]
         trained = {"steps": result["config"]["train"]["steps"], "seeds": len(result["seeds"])}
-        if all(trained[k] >= target[k] for k in target):
+        matched = target is None  # the matched-size variant, at the published settings' budget
+        if matched:
+            if f"{name}-{MATCHED}" in results:
+                continue
+            factor, target = 1.0, trained
+        elif all(trained[k] >= target[k] for k in target):
             continue
-        factor = (target["steps"] / trained["steps"]) * (target["seeds"] / trained["seeds"])
+        else:
+            factor = (target["steps"] / trained["steps"]) * (target["seeds"] / trained["seeds"])
         runs = trained_runs(result["per_seed"])
         chosen = [r for k, r in runs.items() if keys is None or keys in f"/{k}/"]
         seconds = sum(r.get("seconds", 0.0) for r in chosen)
@@ -221,6 +259,13 @@ def cpu_plan(results: dict) -> list[dict]:
                 "settles": settles,
                 "command": command.format(**target),
                 "cpu_hours": factor * seconds / 3600,
+                "matched": matched,
             }
         )
     return rows
+
+
+def matched_plan(results: dict) -> dict | None:
+    """The row of ``cpu_plan`` that trains the matched-size variant; None once ``results`` holds
+    it (or without the published result that prices it)."""
+    return next((row for row in cpu_plan(results) if row["matched"]), None)

@@ -4,19 +4,20 @@
 local executor: the same path on one machine, what the tests run):
 
 1. collect: the protocol runs in a collecting sweep (``pack``), which stops at its runs and
-   keeps those without a saved file under ``OUT/NAME-SCALE-runs/``;
+   keeps those without a saved file under ``OUT/STEM-runs/`` (STEM: NAME-SCALE, or
+   NAME-SCALE-matched for a matched-size variant, ``runner.result_stem``);
 2. submit: those runs, ``runs_per_job`` per array job, as one submitit job array (SLURM: the
    partition, ``gpus_per_job`` GPUs and one CPU per worker each, at most ``array_parallelism``
    jobs at once, the time limit); each job runs the packed runner (``pack.run_jobs``, ``jobs``
    workers round-robin over the GPUs the scheduler gave it) and saves every finished run into
    the shared run folder as it lands;
 3. wait for the array, then merge: ``run_protocol`` finds every run saved and writes
-   ``OUT/NAME-SCALE.json`` as a local run would. A run that no job finished (a failed job, a
+   ``OUT/STEM.json`` as a local run would. A run that no job finished (a failed job, a
    time limit) is named and nothing is merged (:class:`pack.Incomplete`, exit 3, when only the
    time limit left runs out); rerunning the same command submits only the runs still missing,
    so an interrupted sweep resumes.
 
-submitit's logs and pickles go to ``OUT/NAME-SCALE-submitit/``.
+submitit's logs and pickles go to ``OUT/STEM-submitit/``.
 """
 
 import math
@@ -24,7 +25,14 @@ import time
 from pathlib import Path
 
 from geolab.experiments import pack, plan
-from geolab.experiments.runner import deterministic, pick_seeds, run_protocol, scale_settings
+from geolab.experiments.runner import (
+    deterministic,
+    pick_seeds,
+    result_stem,
+    run_protocol,
+    runs_folder,
+    scale_settings,
+)
 from geolab.outputs import check_dir
 from geolab.threads import use_threads
 
@@ -82,8 +90,8 @@ def launch(
     settings = {**scale_settings(module, scale), **(options or {})}
     chosen = pick_seeds(settings, seeds)
     out = check_dir(out, "--out")
-    stem = f"{module.NAME}-{scale}"
-    run_dir = out / f"{stem}-runs"
+    stem = result_stem(module.NAME, scale, settings)
+    run_dir = runs_folder(out, stem, settings)
     fn, todo, passed = collect(module, settings, chosen, run_dir)
     workers = settings.get("jobs", 1)
     per_job = runs_per_job or 4 * workers

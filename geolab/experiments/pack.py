@@ -177,9 +177,13 @@ def load_run(path: Path, ident: dict) -> dict:
         keys = sorted(k for k in old.keys() | new.keys() if old.get(k) != new.get(k))
         if saved["identity"]["fn"] != ident["fn"]:
             keys.insert(0, "function")
+        moved = ""
+        if old.get("match_sizes") and not new.get("match_sizes"):  # saved before STEM-matched
+            there = path.parent.with_name(path.parent.name.removesuffix("-runs") + "-matched-runs")
+            moved = f" (matched-size runs: move {path.parent} to {there} to keep them)"
         raise ValueError(
-            f"{path} was trained with other settings ({', '.join(keys)} differ); rerun with "
-            "--fresh to retrain and overwrite the runs of this folder, or choose another --out"
+            f"{path} was trained with other settings ({', '.join(keys)} differ){moved}; rerun "
+            "with --fresh to retrain and overwrite the runs of this folder, or choose another --out"
         )
     return saved
 

@@ -1,7 +1,10 @@
 """The verdict table: every hypothesis or published number next to what geolab measured.
 
 Read from the result files a protocol run writes (``NAME-SCALE.json``), so data/results/README.md
-and notebook 07 show exactly the committed numbers.
+and notebook 07 show exactly the committed numbers. A matched-size variant
+(``NAME-SCALE-matched.json``, ``runner.result_stem``) is a result of its own, keyed NAME-matched
+right after its published settings' one: its claims are rows of their own, labelled (``label``),
+counted apart from the published settings' count, never added to it.
 """
 
 from collections import Counter
@@ -10,33 +13,75 @@ from pathlib import Path
 from geolab.experiments import NAMES, decide, get_protocol, judging
 from geolab.experiments import verdicts as v
 from geolab.experiments.convergence import trained_runs
-from geolab.experiments.runner import load_result, scale_settings
+from geolab.experiments.runner import MATCHED, load_result, result_stem, scale_settings
 
 RESULT_KEYS = ("protocol", "config", "per_seed", "summary", "hypotheses")
+# How the tables name a protocol's matched-size variant (kept here, not in the protocol module,
+# whose text is part of its rules' hash: ``judging``)
+MATCHED_LABELS = {"edelta_benchmarks": "E∆ table, matched sizes"}
 
 
 def load_results(directory: str | Path, scale: str = "small") -> dict:
-    """``{protocol: result}`` for every ``NAME-SCALE.json`` present in ``directory``;
-    ValueError naming the file for one that is not a result of that protocol."""
+    """``{key: result}`` for every ``NAME-SCALE.json`` present in ``directory`` (key NAME), each
+    followed by its matched-size variant ``NAME-SCALE-matched.json`` when present (key
+    NAME-matched, ``result_key``); ValueError naming the file for one that is not a result of
+    that protocol and variant."""
     directory = Path(directory)
     out = {}
     for name in NAMES:
-        path = directory / f"{name}-{scale}.json"
-        if not path.is_file():
-            continue
-        try:
-            result = load_result(path)
-        except (OSError, UnicodeDecodeError, ValueError) as err:
-            raise ValueError(f"{str(path)!r} cannot be read as a result ({err})") from None
-        missing = [k for k in RESULT_KEYS if not isinstance(result, dict) or k not in result]
-        if missing or result["protocol"] != name:
-            why = f"it lacks {missing}" if missing else f"its protocol is {result['protocol']!r}"
-            raise ValueError(
-                f"{str(path)!r} is not a result of {name} written by `geolab reproduce` ({why}); "
-                f"rerun `geolab reproduce {name} --scale {scale}` or move it away"
-            )
-        out[name] = result
+        for matched in (False, True):
+            path = directory / f"{result_stem(name, scale, {'match_sizes': matched})}.json"
+            if path.is_file():
+                result = _read(path, name, scale, matched)
+                out[result_key(result)] = result
     return out
+
+
+def _read(path: Path, name: str, scale: str, matched: bool) -> dict:
+    """The result at ``path``, checked to be protocol ``name``'s, of the variant its name says."""
+    try:
+        result = load_result(path)
+    except (OSError, UnicodeDecodeError, ValueError) as err:
+        raise ValueError(f"{str(path)!r} cannot be read as a result ({err})") from None
+    missing = [k for k in RESULT_KEYS if not isinstance(result, dict) or k not in result]
+    if missing or result["protocol"] != name:
+        why = f"it lacks {missing}" if missing else f"its protocol is {result['protocol']!r}"
+        raise ValueError(
+            f"{str(path)!r} is not a result of {name} written by `geolab reproduce` ({why}); "
+            f"rerun `geolab reproduce {name} --scale {scale}` or move it away"
+        )
+    if is_matched(result) != matched:
+        stem = result_stem(name, scale, result["config"])
+        raise ValueError(
+            f"{str(path)!r} holds the {'matched-size' if is_matched(result) else 'published'} "
+            f"settings' result of {name}, whose file is {stem}.json (`geolab reproduce` before "
+            f"the matched-size variant had files of its own wrote both as {name}-{scale}.json): "
+            f"move its runs folder to {stem}-runs and run its command again into that folder "
+            "(the saved runs are found, nothing trains), or move it away"
+        )
+    return result
+
+
+def is_matched(result: dict) -> bool:
+    """Whether ``result`` is a matched-size variant (``settings["match_sizes"]``)."""
+    return bool(result["config"].get("match_sizes"))
+
+
+def result_key(result: dict) -> str:
+    """The key of ``result`` in ``load_results``: its protocol, NAME-matched for the variant."""
+    return result["protocol"] + (f"-{MATCHED}" if is_matched(result) else "")
+
+
+def label(result: dict) -> str:
+    """How the tables name ``result``: its protocol, with the variant's label when matched, e.g.
+    "edelta_benchmarks (E∆ table, matched sizes)"."""
+    name = result["protocol"]
+    return f"{name} ({MATCHED_LABELS[name]})" if is_matched(result) else name
+
+
+def published(results: dict) -> dict:
+    """The results of the published settings, without the matched-size variants."""
+    return {k: r for k, r in results.items() if not is_matched(r)}
 
 
 def evidence_cell(h: dict) -> str:
@@ -57,7 +102,7 @@ def verdict_rows(results: dict) -> list[dict]:
     keys = ("id", "claim", "measured", "verdict", "rule")
     return [
         {
-            "protocol": name,
+            "protocol": label(result),
             **{k: h[k] for k in keys},
             **{k: h.get(k) or "—" for k in ("baseline", "interval", "sizes", "margins")},
             "rule_verdict": h.get("rule_verdict")
@@ -66,7 +111,7 @@ def verdict_rows(results: dict) -> list[dict]:
             "evidence": evidence_cell(h),
             "extra": bool(h.get("extra")),
         }
-        for name, result in results.items()
+        for result in results.values()
         for h in result["hypotheses"]
     ]
 
@@ -120,23 +165,53 @@ def verdict_counts(results: dict) -> dict:
 
 
 def counts_markdown(results: dict) -> str:
-    """One sentence: how many claims, and how many of each verdict kind."""
-    c = verdict_counts(results)
+    """One sentence: how many claims of the published settings, and how many of each verdict
+    kind; with a matched-size variant, one more per variant (``matched_counts_markdown``)."""
+    line = _counts_sentence(verdict_counts(published(results)))
+    variants = [matched_counts_markdown(r, results) for r in results.values() if is_matched(r)]
+    return "\n\n".join([f"Published settings: {line}", *variants]) if variants else line
+
+
+def _counts_sentence(c: dict) -> str:
     kinds = (v.REPRODUCED, v.NOT_REPRODUCED, v.INCONCLUSIVE, v.UNDECIDABLE)
     parts = ", ".join(f"**{c[k]} {k}**" for k in kinds)
     extra = f" ({c['extras']} labelled extras outside the count)" if c["extras"] else ""
     return f"{c['claims']} claims{extra}: {parts}."
 
 
+def decided(hyps: list[dict]) -> int:
+    """How many counted claims of ``hyps`` a verdict decides (reproduced or not reproduced)."""
+    return sum(v.kind(h["verdict"]) in (v.REPRODUCED, v.NOT_REPRODUCED) for h in v.counted(hyps))
+
+
+def matched_counts_markdown(result: dict, results: dict) -> str:
+    """A matched-size variant's counts, apart from the published settings' (the same claims
+    judged on other runs), and how many of its claims it decides next to how many of the same
+    claims the published settings decide."""
+    name, hyps = result["protocol"], result["hypotheses"]
+    c = verdict_counts({name: result})
+    text = (
+        f"{MATCHED_LABELS[name]} (`--match-sizes`, not added to the count above): "
+        + _counts_sentence(c)[:-1]
+        + f" — it decides {decided(hyps)} of its {c['claims']} claims"
+    )
+    if name in results:
+        ids = {h["id"] for h in v.counted(hyps)}
+        same = [h for h in results[name]["hypotheses"] if h["id"] in ids]
+        text += f"; the published settings decide {decided(same)} of the same {len(same)}"
+    return text + "."
+
+
 def undecided_rows(results: dict, folder=None) -> list[dict]:
     """One row per counted claim that is not decided: protocol, id, verdict, what would decide
     it and its cost (``decide.remedy``; paper plans kept in ``folder``)."""
     rows = []
-    for name, result in results.items():
+    for result in results.values():
         for h in v.counted(result["hypotheses"]):
-            fix = decide.remedy(name, result, h, folder)
+            fix = decide.remedy(result["protocol"], result, h, folder)
             if fix is not None:
-                rows.append({"protocol": name, "id": h["id"], "verdict": h["verdict"], **fix})
+                row = {"protocol": label(result), "id": h["id"], "verdict": h["verdict"]}
+                rows.append(row | fix)
     return rows
 
 
@@ -231,7 +306,8 @@ def cpu_plan_markdown(results: dict) -> str:
         "numbers should come from the code that stays), from a clean checkout: the beta_dynamics "
         "run (one core) beside one packed command at a time (`--jobs 2`), each into its own "
         "`--out` (one writer holds a folder); a packed command picks up where it stopped when "
-        "run again, and its NAME-small.json then replaces the committed one (`--force`). Costs "
+        "run again, and its NAME-small.json then replaces the committed one (`--force`; the "
+        "matched-size variant's NAME-small-matched.json goes beside the published one). Costs "
         "are the committed runs' recorded seconds scaled by the steps (one CPU thread each; "
         "seed 42's beta run is retrained so that all three seeds carry the rank profile).",
         "",
@@ -248,7 +324,7 @@ def cpu_plan_markdown(results: dict) -> str:
 
 def judging_markdown(results: dict) -> str:
     """Per protocol: the commit of its runs, the rules that judged it and what they changed."""
-    return "\n".join(judging.summary_line(n, r.get("judging")) for n, r in results.items())
+    return "\n".join(judging.summary_line(label(r), r.get("judging")) for r in results.values())
 
 
 def smoke_markdown(fresh: dict, committed: dict | None) -> str:
@@ -313,11 +389,31 @@ def edelta_markdown(result: dict) -> str:
     return "\n".join(lines)
 
 
+def matched_sizes_markdown(result: dict) -> str:
+    """The parameter counts of a matched-size E∆ result per task and model, with each model's
+    MLP hidden width (first seed's runs) and the largest spread, (max − min) / min, that the 3 %
+    size check reads (``verdicts.size_spread``)."""
+    from geolab.experiments.edelta_benchmarks import LABELS, MODELS
+
+    table, runs = result["summary"]["table"], result["per_seed"][str(result["seeds"][0])]
+    lines = [
+        "| flavor | task | " + " | ".join(LABELS[m] for m in MODELS) + " | spread |",
+        "| --- | --- |" + " ---: |" * (len(MODELS) + 1),
+    ]
+    for key in (k for k in table if k.endswith("/preln")):
+        flavor, task, _ = key.split("/")
+        keys = [f"{flavor}/{task}/{m}" for m in MODELS]
+        cells = [f"{table[k]['n_params']:,} (MLP {runs[k]['d_mlp']})" for k in keys]
+        spread = v.size_spread([table[k]["n_params"] for k in keys])
+        lines.append(f"| {flavor} | {task} | " + " | ".join(cells) + f" | {spread:.2%} |")
+    return "\n".join(lines)
+
+
 def findings_markdown(results: dict) -> str:
     """Findings per protocol, every number computed from the result file: how many trained runs
     converged (and which did not), the verdict counts, and the protocol's own ``findings``."""
     lines = []
-    for name, r in results.items():
+    for r in results.values():
         conv = r["convergence"]
         text = f"{conv['converged']} of {conv['runs']} trained runs converged"
         missed = conv["not_converged"]
@@ -330,10 +426,10 @@ def findings_markdown(results: dict) -> str:
             text += f"; {sum(x['learned'] for x in learned)} of {len(learned)} learned"
         counts = Counter(h["verdict"] for h in r["hypotheses"])
         text += "; verdicts: " + ", ".join(f"{n} {v}" for v, n in counts.items()) + "."
-        extra = getattr(get_protocol(name), "findings", None)
+        extra = getattr(get_protocol(r["protocol"]), "findings", None)
         if extra is not None:
             text += " " + " ".join(extra(r))
-        lines.append(f"- **{name}**: {text}")
+        lines.append(f"- **{label(r)}**: {text}")
     return "\n".join(lines)
 
 
@@ -352,11 +448,11 @@ def wall_times_markdown(results: dict) -> str:
         "| protocol | wall time | torch threads | seeds | commit | dirty | finished (UTC) |",
         "| --- | ---: | ---: | --- | --- | --- | --- |",
     ]
-    for name, r in results.items():
+    for r in results.values():
         p = r["provenance"]
         commit = (p["git"].get("commit") or "?")[:10]
         lines.append(
-            f"| {name} | {p['wall_time_s'] / 60:.1f} min | {p['torch_threads']} | "
+            f"| {label(r)} | {p['wall_time_s'] / 60:.1f} min | {p['torch_threads']} | "
             f"{', '.join(map(str, r['seeds']))} | {commit} | {p['git'].get('dirty')} | "
             f"{p['finished_utc']} |"
         )
@@ -378,12 +474,17 @@ def reductions_markdown(results: dict) -> str:
     """Every reduction from paper scale, per protocol, as a bullet list, and the budget a run
     took instead of its scale's (``budget_note``)."""
     lines = []
-    for name, r in results.items():
-        lines.append(f"- **{name}**")
+    for r in results.values():
+        lines.append(f"- **{label(r)}**")
         lines += [f"  - {k}: {v}" for k, v in r["reductions"].items()]
         note = budget_note(r)
         if note:
             lines.append(f"  - budget: {note}")
+        if is_matched(r):
+            lines.append(
+                "  - sizes: every model's MLP hidden width moved until its parameter count is "
+                "GPT's on the same task (`--match-sizes`; the sizes are in the matched-size table)"
+            )
     return "\n".join(lines)
 
 
@@ -444,7 +545,8 @@ A claim that fails at this scale may still hold at the papers' sizes
 
 def readme_text(results: dict, folder=None) -> str:
     """data/results/README.md: the counts and what would decide each undecided claim first, then
-    the rules, the verdict table, the judging record, the findings, the E∆ table, wall times and
+    the rules, the verdict table, the judging record, the findings, the E∆ table (and its
+    matched-size variant's, with the sizes, when ``results`` holds it), wall times and
     provenance, and reductions. ``folder``: the results folder, where the paper plans that price
     the undecided claims are kept (``decide.paper_gpu_hours``)."""
     parts = [README_HEAD, "## Counts\n", counts_markdown(results)]
@@ -469,6 +571,15 @@ def readme_text(results: dict, folder=None) -> str:
             "\n## E∆ table: validation MSE, geolab small scale (paper: 2000 iterations, "
             "mean of 3 seeds)\n",
             edelta_markdown(results["edelta_benchmarks"]),
+        ]
+    matched = results.get(f"edelta_benchmarks-{MATCHED}")
+    if matched is not None:
+        parts += [
+            "\n## E∆ table, matched sizes: validation MSE, every model at GPT's parameter count "
+            "(`--match-sizes`)\n",
+            edelta_markdown(matched),
+            "\nParameters (MLP hidden width) per model, and their spread against the 3 % check:\n",
+            matched_sizes_markdown(matched),
         ]
     parts += [
         "\n## Wall time and provenance of each small-scale protocol\n",

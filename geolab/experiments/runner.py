@@ -16,6 +16,11 @@ torch determinism switches, times the run, stamps provenance and writes
                                   (``pack``), written as it lands; a rerun skips them
     OUT/throughput.json           runs per minute and sustained FLOP/s per device (``plan``)
 
+A matched-size variant (settings ``match_sizes``: the E∆ table with every model's MLP width
+moved to GPT's parameter count) is a result of its own: every file above but throughput.json
+has the stem NAME-SCALE-matched (``result_stem``), so it sits beside the published settings'
+result in one OUT.
+
 The figures are drawn from the numbers by the protocol's ``make_figures``, here, and only when
 plotly is installed (else a one-line notice, recorded in the JSON): training needs no plotly.
 Under ``torchrun`` (WORLD_SIZE > 1) one process group serves every training run of the protocol
@@ -43,6 +48,38 @@ SCALE_NAMES = ("tiny", "small", "paper")
 # one thread); on another host (other SIMD, e.g. AVX-512) the curves drift at ≈ 1e-6 relative
 # within the first steps and the final metrics agree within this relative tolerance
 RERUN_RTOL = 4e-6
+MATCHED = "matched"  # the stem's last part of a matched-size result (settings["match_sizes"])
+
+
+def result_stem(name: str, scale: str, settings: dict) -> str:
+    """The stem of a protocol's result files: NAME-SCALE, or NAME-SCALE-matched for its
+    matched-size variant (``settings["match_sizes"]``), so both can sit in one folder."""
+    return f"{name}-{scale}" + (f"-{MATCHED}" if settings.get("match_sizes") else "")
+
+
+def runs_folder(out: str | Path, stem: str, settings: dict) -> Path:
+    """OUT/STEM-runs, where a packed sweep keeps its finished runs. ValueError for a
+    matched-size sweep whose runs are still in the published settings' folder (written before
+    the variant had a stem of its own): moved to STEM-runs they resume, nothing moves them."""
+    folder = Path(out) / f"{stem}-runs"
+    old = Path(out) / f"{stem.removesuffix(f'-{MATCHED}')}-runs"
+    if settings.get("match_sizes") and not folder.exists() and _holds_matched_runs(old):
+        raise ValueError(
+            f"{old} holds matched-size runs, saved before the matched-size variant had files "
+            f"of its own; move it to {folder} to resume them (or move it away to train afresh)"
+        )
+    return folder
+
+
+def _holds_matched_runs(folder: Path) -> bool:
+    """Whether the saved runs in ``folder`` were trained with ``match_sizes`` (read from the
+    first one's identity: a folder holds the runs of one set of settings, ``pack.load_run``)."""
+    paths = sorted(folder.glob("*.json")) if folder.is_dir() else []
+    try:
+        saved = json.loads(paths[0].read_text(encoding="utf-8")) if paths else {}
+        return saved["identity"]["settings"].get("match_sizes") is True
+    except (OSError, UnicodeDecodeError, ValueError, KeyError, TypeError, AttributeError):
+        return False  # no run, or a damaged one: the sweep names it when it reads it
 
 
 def pick_seeds(settings: dict, seeds: int | None) -> list[int]:
@@ -116,8 +153,9 @@ def run_protocol(
 
     ``options`` override settings of the scale (e.g. {"flavors": ["reference"]} for the E∆
     table). Returns (result dict, figures by name); the result is also written as
-    ``out/NAME-SCALE.json`` with the figures beside it (out=None writes nothing). Packed runs
-    are saved in ``out/NAME-SCALE-runs/`` and skipped when found there (``fresh``: retrained);
+    ``out/STEM.json`` with the figures beside it (out=None writes nothing; STEM: NAME-SCALE, or
+    NAME-SCALE-matched with ``match_sizes``, ``result_stem``). Packed runs are saved in
+    ``out/STEM-runs/`` and skipped when found there (``fresh``: retrained);
     ``time_limit`` (seconds) starts no run that cannot finish in time and raises
     ``pack.Incomplete`` naming those left out.
     """
@@ -132,8 +170,8 @@ def run_protocol(
             "share every run); pass --jobs 1, or run without torchrun to pack runs"
         )
     git = git_revision()  # the code that runs, before anything can change the checkout
-    stem = f"{module.NAME}-{scale}"
-    run_dir = None if out is None else Path(out) / f"{stem}-runs"
+    stem = result_stem(module.NAME, scale, settings)
+    run_dir = None if out is None else runs_folder(out, stem, settings)
     with torchrun_group(settings) as rank:
         if rank:
             log, out = (lambda msg: None), None  # rank 0 speaks and writes
