@@ -179,13 +179,24 @@ def plan_source() -> str:
 # smaller models grown, the larger shrunk), and dropped once that file is among the results.
 # Each packed command resumes when run again (the runs it finished are saved under
 # OUT/NAME-small-runs/, the matched-size variant's under OUT/NAME-small-matched-runs/);
-# beta_dynamics trains one seed at a time. Each writes its own --out: one writer holds a folder,
-# so the beta run (one core) can go beside a packed one.
+# reflection trains one run at a time (one core). Each writes its own --out: one writer holds a
+# folder, so the reflection run can go beside a packed one.
 CPU_PLAN = (
+    (
+        "reflection",
+        "the six reflection claims: at 2000 steps every run that moved learned (validation MSE "
+        "≈ 0.08 × the best trivial baseline) but still gained 16–22 % in its last quarter",
+        None,
+        {"steps": 4000, "seeds": 3},
+        "geolab reproduce reflection --scale small --steps {steps} --threads 1 "
+        "--out data/results-reflection-2x",
+    ),
     (
         "beta_dynamics",
         "β transition and sharpening on three seeds, and H2 at 100 layers on the same converged "
-        "runs (trained rank profile recorded): seed 42 again, with its profile, and 123, 456",
+        "runs (trained rank profile recorded): seed 42 again, with its profile, and 123, 456 — "
+        "seed 42 converged at 1.09 × the 5-gram's perplexity, above the learned line 0.9 ×, so "
+        "the claims stay inconclusive (not learned) unless the other seeds learn",
         None,
         {"steps": 12000, "seeds": 3},
         "geolab reproduce beta_dynamics --scale small --seeds {seeds} --jobs 2 --threads 1 "

@@ -303,7 +303,7 @@ def cpu_plan_markdown(results: dict) -> str:
     rows = decide.cpu_plan(results)
     lines = [
         "Run after the fused rule path lands (it changes training's rounding, so the committed "
-        "numbers should come from the code that stays), from a clean checkout: the beta_dynamics "
+        "numbers should come from the code that stays), from a clean checkout: the reflection "
         "run (one core) beside one packed command at a time (`--jobs 2`), each into its own "
         "`--out` (one writer holds a folder); a packed command picks up where it stopped when "
         "run again, and its NAME-small.json then replaces the committed one (`--force`; the "
