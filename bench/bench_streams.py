@@ -7,13 +7,15 @@ Three comparisons, each timed interleaved or bracketed with what it is divided b
 - the mixer alone, forward + backward on the (B·S) per-token logits of a training step (n = 4,
   16 × 64 tokens): ``birkhoff`` / ``sinkhorn``;
 - ``rank_profile`` on the views' stacked model (200 layers, D = 128, S = 32) / its ``F.linear``
-  floor, as bench_live's profile rows;
+  floor, as bench_live's profile rows (issue 38's target for mhc: ≤ 3.5; none for mhc_lite);
 - the training step (12 layers, D = 128, S = 64, B = 16) / preln's ÷ the linear-map FLOP ratio,
   as bench_live's training rows.
 
 ``python -m bench --only streams --threads 1`` runs this group alone; with ``GEOLAB_COMPILE=1``
-it adds the training rows with every model's layer step compiled (preln's too; the compile
-happens in the warm-up round), as bench_live does.
+it adds, as bench_live does, each rule's views step compile time in a fresh process (cold and
+from the cache folder), the profile rows with the views' layer step compiled (against the same
+eager floors; the compile happens in the warm-up round) and the training rows with every
+model's layer step compiled (preln's too).
 """
 
 import math
@@ -21,7 +23,16 @@ import statistics
 
 import torch
 
-from bench.bench_live import _profile_floors, _profile_fns, _profile_rows, _train_rows
+from bench.bench_live import (
+    PROFILE_TARGETS,
+    _compile_rows,
+    _marked,
+    _profile_floors,
+    _profile_fns,
+    _profile_rows,
+    _train_rows,
+    _views_compiled,
+)
 from bench.timing import interleaved, median_ratio, spread
 from geolab import compiling
 from geolab.mixing import birkhoff, permutation_matrices, sinkhorn
@@ -69,26 +80,35 @@ def _mixer_rows(tokens: int, rounds: int) -> list[dict]:
     ]
 
 
-def _profile_only(n_layer: int, d: int, seq: int, rounds: int) -> list[dict]:
-    floors = _profile_floors(RULES, n_layer, d, seq)
-    times = interleaved(_profile_fns(RULES, n_layer, d, seq, floors), rounds=rounds)
-    return _profile_rows(RULES, times, f"{n_layer} layers, D={d}, S={seq}", None)
+def _profile_only(n_layer, d, seq, targets: dict, rounds: int, compiled=False) -> list[dict]:
+    """bench_live's profile rows for ``RULES``; ``compiled``: the views' layer step compiled
+    (``GEOLAB_COMPILE=1``; compiled in the warm-up round), the floors the same eager replays."""
+    with _views_compiled(False):  # the floors record eager F.linear calls
+        floors = _profile_floors(RULES, n_layer, d, seq)
+    with _views_compiled(compiled):
+        times = interleaved(_profile_fns(RULES, n_layer, d, seq, floors), rounds=rounds)
+    label = f"{n_layer} layers, D={d}, S={seq}"
+    return _marked(_profile_rows(RULES, times, label, targets), compiled)
 
 
 def run(quick: bool) -> list[dict]:
     if quick:
         rows = (
             _mixer_rows(64, rounds=2)
-            + _profile_only(4, 32, 8, rounds=2)
+            + _profile_only(4, 32, 8, {}, rounds=2)
             + _train_rows(2, 32, 16, 2, rounds=2, rules=RULES)
         )
+        if compiling.views_compile():
+            rows += _profile_only(4, 32, 8, {}, rounds=2, compiled=True)
     else:
         rows = (
             _mixer_rows(16 * 64, rounds=7)
-            + _profile_only(200, 128, 32, rounds=5)
+            + _profile_only(200, 128, 32, PROFILE_TARGETS, rounds=5)
             + _train_rows(12, 128, 64, 16, rounds=5, rules=RULES)
         )
         if compiling.views_compile():
+            rows += _compile_rows(200, 128, 32, RULES)
+            rows += _profile_only(200, 128, 32, PROFILE_TARGETS, rounds=5, compiled=True)
             rows += _train_rows(12, 128, 64, 16, rounds=3, compiled=True, rules=RULES)
     for row in rows:
         row["group"] = "streams"

@@ -41,7 +41,10 @@ def test_views_trace_one_step_for_every_layer_depth_and_slider(monkeypatch, coun
         stack, "checked", lambda step, *a: compiling.checked(step, *a, backend=counter)
     )
     got = stack.stack_states(cfg, 0, TOKENS, every_step=True)
-    torch.testing.assert_close(got, want, rtol=0, atol=0)  # traced, then run as eager ops
+    # Traced, then run as eager ops: the same bits, but for mhc's Sinkhorn, whose traced CPU
+    # graph divides by sums where eager runs log_softmax rounds (geolab.mixing.sinkhorn).
+    exact = {"rtol": 1e-5, "atol": 1e-6} if rule == "mhc" else {"rtol": 0, "atol": 0}
+    torch.testing.assert_close(got, want, **exact)
     frames = counter.frame_count
     assert frames >= 1
     moves = [_cfg(rule, n_layer=3), _cfg(rule, n_layer=7)]  # depths: the 1/√steps scale moves
@@ -89,7 +92,7 @@ def test_inductor_cache_goes_to_the_geolab_cache_folder(monkeypatch, tmp_path):
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("rule", ["mgt", "edelta"])
+@pytest.mark.parametrize("rule", ["mgt", "edelta", "mhc"])
 def test_inductor_views_equal_eager_to_rounding(monkeypatch, tmp_path, rule):
     monkeypatch.setenv("TORCHINDUCTOR_CACHE_DIR", str(tmp_path))
     torch._dynamo.reset()
