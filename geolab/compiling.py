@@ -39,6 +39,13 @@ from geolab.data import cache_root
 from geolab.operators import deferring, take_deferred
 
 ENV = "GEOLAB_COMPILE"
+# Graphs dynamo keeps per compiled function before it stops compiling new cases (its default:
+# 8). The views' one step gets a graph per rule class, shape, grad mode and mid-step flag: 04's
+# four curves and the profiles of preln, mgt, edelta and ddl are nine, and past the default each
+# new rule ran eagerly behind the guards of the eight kept graphs — the compiled rank profiles
+# of ddl, mhc and mhc_lite then ran at 3.8, 5.8 and 4.8× their floors against 2.6, 3.7 and 3.0×
+# in a process of their own (bench/README.md, "Ninth pass"); "compare all" traces 16 rules.
+GRAPHS_PER_FUNCTION = 128
 MODES = (None, "reduce-overhead")  # inductor's default, or CUDA graphs on top (a GPU)
 MODE_NAMES = {"default": None, "reduce-overhead": "reduce-overhead"}  # --compile-mode's values
 
@@ -70,12 +77,15 @@ def use_cache_folder() -> str:
 def compiled(fn, mode: str | None = None, backend: str = "inductor"):
     """``torch.compile(fn, dynamic=False)`` once per (fn, mode, backend), shared by every caller:
     every layer of every model calls the same compiled function, so dynamo's cache of graphs
-    (one per rule class, shape and grad mode) is shared too. ``mode="reduce-overhead"`` adds
-    CUDA graphs on a GPU; ``backend="eager"`` traces without generating code (tests)."""
+    (one per rule class, shape and grad mode) is shared too, up to ``GRAPHS_PER_FUNCTION``
+    graphs. ``mode="reduce-overhead"`` adds CUDA graphs on a GPU; ``backend="eager"`` traces
+    without generating code (tests)."""
     if mode not in MODES:
         raise ValueError(f"compile mode {mode!r} is not allowed; allowed: {MODES}")
     if backend == "inductor":
         use_cache_folder()
+    limit = torch._dynamo.config.recompile_limit  # raised only: a user's larger one stays
+    torch._dynamo.config.recompile_limit = max(limit, GRAPHS_PER_FUNCTION)
     return torch.compile(fn, dynamic=False, mode=mode, backend=backend)
 
 

@@ -60,6 +60,23 @@ def test_views_trace_one_step_for_every_layer_depth_and_slider(monkeypatch, coun
     assert counter.frame_count == frames  # no move traced anything again
 
 
+def test_views_compile_every_rule_past_dynamo_s_default_of_eight_graphs(monkeypatch, counter):
+    # One graph per rule class (and mid-step flag) on the one views step: "compare all" asks
+    # for 16. Past dynamo's default limit of 8 the later rules would run eagerly, uncompiled.
+    from geolab import explore
+
+    rules = explore.rank_rules()
+    assert len(rules) > 8
+    monkeypatch.setenv(compiling.ENV, "1")
+    monkeypatch.setattr(
+        stack, "checked", lambda step, *a: compiling.checked(step, *a, backend=counter)
+    )
+    stack.clear()
+    for rule in rules:
+        stack.stack_states(explore.rank_config(rule, 2, 16, 8), 0, TOKENS)
+    assert counter.frame_count == len(rules)  # one graph each, none left to eager
+
+
 def test_training_traces_one_step_for_every_layer(counter):
     torch.manual_seed(0)
     model = GeoTransformer(_cfg("edelta", n_layer=4))
