@@ -186,11 +186,12 @@ CTYPES_LAPACK = """
 import ctypes
 import numpy as _np
 
-def _dsyev():
+def _dsyev():  # the first OpenBLAS mapped with ILP64 symbols (scipy's own may come first)
     with open("/proc/self/maps") as maps:
-        path = next(line.split()[-1] for line in maps if "openblas" in line)
-    lib = ctypes.CDLL(path)
-    return next(getattr(lib, n) for n in ("scipy_dsyev_64_", "dsyev_64_") if hasattr(lib, n))
+        paths = dict.fromkeys(line.split()[-1] for line in maps if "openblas" in line)
+    libs = (ctypes.CDLL(path) for path in paths)
+    names = ("scipy_dsyev_64_", "dsyev_64_")
+    return next(getattr(lib, n) for lib in libs for n in names if hasattr(lib, n))
 
 def spectrum_and_det(d, beta):
     a = _np.eye(d) - beta * _np.ones((d, d)) / d  # symmetric: row- and column-major alike
