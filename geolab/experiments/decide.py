@@ -184,13 +184,14 @@ def plan_source() -> str:
 CPU_PLAN = (
     (
         "reflection",
-        "the six reflection claims: every run that moved learned (validation MSE ≈ 0.07 × the "
-        "best trivial baseline) but still gained in its last quarter: 16–22 % at 2000 steps, "
-        "4.4–9.2 % at 4000",
+        "the four reflection claims still open: every run that moved learned (validation MSE "
+        "≈ 0.06 × the best trivial baseline); its last quarter gained 16–22 % at 2000 steps, "
+        "4.4–9.2 % at 4000, and at 8000 two claims were decided while one run of each other "
+        "claim still gained 2.6–4.7 %",
         None,
-        {"steps": 8000, "seeds": 3},
+        {"steps": 16000, "seeds": 3},
         "geolab reproduce reflection --scale small --steps {steps} --threads 1 "
-        "--out data/results-reflection-4x",
+        "--out data/results-reflection-8x",
     ),
     (
         "beta_dynamics",
