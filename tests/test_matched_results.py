@@ -47,6 +47,18 @@ def tiny_out(tmp_path_factory) -> Path:
     return out
 
 
+@pytest.fixture(scope="module")
+def published_only(tmp_path_factory) -> Path:
+    """data/results' result files without a matched-size result: the README and notebook 07 as
+    they read before the variant was committed."""
+    folder = tmp_path_factory.mktemp("published") / "results"
+    folder.mkdir()
+    for path in RESULTS.glob("*.json"):
+        if not path.name.endswith(f"-{MATCHED}.json"):
+            shutil.copy(path, folder / path.name)
+    return folder
+
+
 def copy_of(folder: Path, tmp_path: Path) -> Path:
     out = tmp_path / folder.name
     shutil.copytree(folder, out)
@@ -173,7 +185,7 @@ def test_the_readme_shows_the_matched_rows_beside_the_published_ones(tiny_out, t
     assert "--match-sizes" not in report.cpu_plan_markdown(results)
 
 
-def test_the_counts_say_what_each_variant_decides(tiny_out, tmp_path):
+def test_the_counts_say_what_each_variant_decides(tiny_out, tmp_path, published_only):
     folder = results_with_matched(tiny_out, tmp_path, verdict=v.REPRODUCED)
     results = report.load_results(folder)
     alone = report.counts_markdown(report.published(results))
@@ -189,16 +201,18 @@ def test_the_counts_say_what_each_variant_decides(tiny_out, tmp_path):
     )
     # the published settings' count is the one without the variant
     assert report.verdict_counts(report.published(results)) == report.verdict_counts(
-        report.load_results(RESULTS)
+        report.load_results(published_only)
     )
 
 
-def test_without_a_matched_file_the_readme_changes_only_in_the_cpu_plan(tiny_out, tmp_path):
+def test_without_a_matched_file_the_readme_changes_only_in_the_cpu_plan(
+    tiny_out, tmp_path, published_only
+):
     folder = results_with_matched(tiny_out, tmp_path)
     results = report.load_results(folder)
-    without = report.load_results(RESULTS)
+    without = report.load_results(published_only)
     assert list(without) == list(NAMES) and report.published(results).keys() == without.keys()
-    text, before = report.readme_text(results, folder), report.readme_text(without, RESULTS)
+    text, before = report.readme_text(results, folder), report.readme_text(without, published_only)
     assert "matched sizes" not in report.counts_markdown(without)
     assert LABEL not in before and "## E∆ table, matched sizes" not in before
     gone = [ln for ln in before.splitlines() if ln not in text.splitlines()]
@@ -264,9 +278,9 @@ def run_07(results: dict, folder: Path) -> str:
     return shown(outputs)
 
 
-def test_notebook_07_shows_the_matched_table_or_how_to_train_it(tiny_out, tmp_path):
-    without = report.load_results(RESULTS)
-    text = run_07(without, RESULTS)
+def test_notebook_07_shows_the_matched_table_or_how_to_train_it(tiny_out, tmp_path, published_only):
+    without = report.load_results(published_only)
+    text = run_07(without, published_only)
     plan = decide.matched_plan(without)
     assert "No matched-size result" in text and plan["command"] in text
     assert f"≈ {plan['cpu_hours']:.2g} one-thread CPU-hours" in text
