@@ -67,11 +67,13 @@ def test_cayley_closed_form_matches_dense_solve(d, lead, log_beta, sign, dtype, 
     assert got.dtype == dtype and got.shape == x.shape
     tol = 1e-5 if dtype == F32 else 1e-10
     torch.testing.assert_close(got.double(), want, rtol=0, atol=tol * max(1.0, x.abs().max()))
-    # the dense solve itself loses accuracy with cond(I + cA) = √(1 + t²)
+    # the dense solve itself loses accuracy with cond(I + cA) = √(1 + t²), and an LU solve's
+    # backward error grows with d (Higham, Accuracy and Stability, Thm 9.4: γ_{3d}); seen on an
+    # Intel host at d = 38, β = 100: 2.6e-11 where 50·eps·cond allowed 2.1e-11
     cond = 1 + abs(beta) / 2 * (u.double().norm(dim=-1) * v.double().norm(dim=-1)).max().item()
     dense = cayley(skew(u, v), beta)
     torch.testing.assert_close(
-        dense.double(), ref_cayley(u, v, beta), rtol=0, atol=50 * torch.finfo(dtype).eps * cond
+        dense.double(), ref_cayley(u, v, beta), rtol=0, atol=3 * d * torch.finfo(dtype).eps * cond
     )
 
 
