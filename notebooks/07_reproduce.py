@@ -132,7 +132,7 @@ def _(mo, report, results):
 @app.cell
 def _(decide, mo, report, results):
     mo.stop("edelta_benchmarks" not in results)
-    matched = results.get("edelta_benchmarks-matched")
+    matched = report.matched_of(results, "edelta_benchmarks")
     if matched is None:  # how to produce it, and its cost, from the CPU plan
         todo = decide.matched_plan(results)
         matched_view = mo.md(

@@ -33,7 +33,7 @@ from pathlib import Path
 from geolab.experiments import convergence, get_protocol, plan
 from geolab.experiments import verdicts as v
 from geolab.experiments.convergence import trained_runs
-from geolab.experiments.runner import MATCHED
+from geolab.experiments.runner import matched_key
 
 CPU_REMEDY = {
     v.FEW_SEEDS: "train the missing seeds at the same settings",
@@ -91,7 +91,7 @@ def paper_settings(name: str, matched: bool = False) -> tuple[str, dict, str]:
     or of its matched-size variant (``MATCHED_OPTIONS``; key NAME-matched)."""
     settings = get_protocol(name).SCALES["paper"] | (MATCHED_OPTIONS if matched else {})
     digest = hashlib.sha256(json.dumps(settings, sort_keys=True, default=str).encode())
-    return f"{name}-{MATCHED}" if matched else name, settings, digest.hexdigest()[:16]
+    return matched_key(name) if matched else name, settings, digest.hexdigest()[:16]
 
 
 def paper_gpu_hours(name: str, folder: str | Path | None = None, matched: bool = False) -> float:
@@ -256,7 +256,7 @@ def cpu_plan(results: dict) -> list[dict]:
         trained = {"steps": result["config"]["train"]["steps"], "seeds": len(result["seeds"])}
         matched = target is None  # the matched-size variant, at the published settings' budget
         if matched:
-            if f"{name}-{MATCHED}" in results:
+            if matched_key(name) in results:
                 continue
             factor, target = 1.0, trained
         elif all(trained[k] >= target[k] for k in target):

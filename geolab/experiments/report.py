@@ -13,7 +13,7 @@ from pathlib import Path
 from geolab.experiments import NAMES, decide, get_protocol, judging
 from geolab.experiments import verdicts as v
 from geolab.experiments.convergence import trained_runs
-from geolab.experiments.runner import MATCHED, load_result, result_stem, scale_settings
+from geolab.experiments.runner import load_result, matched_key, result_stem, scale_settings
 
 RESULT_KEYS = ("protocol", "config", "per_seed", "summary", "hypotheses")
 # How the tables name a protocol's matched-size variant (kept here, not in the protocol module,
@@ -69,7 +69,13 @@ def is_matched(result: dict) -> bool:
 
 def result_key(result: dict) -> str:
     """The key of ``result`` in ``load_results``: its protocol, NAME-matched for the variant."""
-    return result["protocol"] + (f"-{MATCHED}" if is_matched(result) else "")
+    name = result["protocol"]
+    return matched_key(name) if is_matched(result) else name
+
+
+def matched_of(results: dict, name: str) -> dict | None:
+    """Protocol ``name``'s matched-size variant among ``results``, if there is one."""
+    return results.get(matched_key(name))
 
 
 def label(result: dict) -> str:
@@ -572,7 +578,7 @@ def readme_text(results: dict, folder=None) -> str:
             "mean of 3 seeds)\n",
             edelta_markdown(results["edelta_benchmarks"]),
         ]
-    matched = results.get(f"edelta_benchmarks-{MATCHED}")
+    matched = matched_of(results, "edelta_benchmarks")
     if matched is not None:
         parts += [
             "\n## E∆ table, matched sizes: validation MSE, every model at GPT's parameter count "

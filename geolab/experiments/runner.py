@@ -51,6 +51,11 @@ RERUN_RTOL = 4e-6
 MATCHED = "matched"  # the stem's last part of a matched-size result (settings["match_sizes"])
 
 
+def matched_key(name: str) -> str:
+    """How results are keyed for protocol ``name``'s matched-size variant: NAME-matched."""
+    return f"{name}-{MATCHED}"
+
+
 def result_stem(name: str, scale: str, settings: dict) -> str:
     """The stem of a protocol's result files: NAME-SCALE, or NAME-SCALE-matched for its
     matched-size variant (``settings["match_sizes"]``), so both can sit in one folder."""
