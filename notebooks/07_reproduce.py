@@ -154,6 +154,17 @@ def _(decide, mo, report, results):
         ]
     )
     matched_title = mo.md("### Matched sizes: every geolab model at GPT's parameter count")
+    # the other variants: some of the table's tasks at a longer budget (`--tasks … --steps …`)
+    longer = [
+        mo.vstack(
+            [
+                mo.md(f"### {report.variant_label(r)} (`{decide.variant_flags(r)}`)"),
+                mo.md(report.edelta_markdown(r)),
+            ]
+        )
+        for r in report.variants_of(results, "edelta_benchmarks")
+        if not report.is_matched(r)
+    ]
     mo.vstack(
         [
             mo.md("## The E∆ table: validation MSE, geolab (small scale) vs the paper"),
@@ -163,6 +174,7 @@ def _(decide, mo, report, results):
                 wrap=True,
                 align="start",
             ),
+            *longer,
         ]
     )
     return
@@ -272,7 +284,7 @@ def _(decide, get_protocol, mo, protocol, report, rerun, results, run_protocol):
                 "tiny",
                 out=None,
                 log=messages.append,
-                options=decide.MATCHED_OPTIONS if report.is_matched(picked) else None,
+                options=decide.variant_options(picked) or None,
             )
     except Exception as err:  # noqa: BLE001 (any failure is shown on the page, not only logged)
         last = f"\n\nLast log line: `{messages[-1]}`" if messages else ""

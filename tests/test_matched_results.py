@@ -14,7 +14,7 @@ import pytest
 from conftest import load_app, shown, ui
 
 from geolab.cli import main
-from geolab.experiments import NAMES, decide, report
+from geolab.experiments import NAMES, decide, get_protocol, pack, report
 from geolab.experiments import verdicts as v
 from geolab.experiments.runner import MATCHED, result_stem
 
@@ -74,50 +74,54 @@ def test_the_stem_names_the_variant():
 def test_a_matched_sweep_writes_its_own_files_beside_the_published_one(tiny_out, tmp_path, capsys):
     out = copy_of(tiny_out, tmp_path)
     names = {p.name for p in out.iterdir()}
-    assert "edelta_benchmarks-tiny-matched.json" in names
+    assert "edelta_benchmarks-tiny-matched-near_pi.json" in names
     assert "edelta_benchmarks-tiny.json" not in names
-    assert "edelta_benchmarks-tiny-matched-learning-curves.html" in names
-    runs = sorted(p.name for p in (out / "edelta_benchmarks-tiny-matched-runs").iterdir())
+    assert "edelta_benchmarks-tiny-matched-near_pi-learning-curves.html" in names
+    runs = sorted(p.name for p in (out / "edelta_benchmarks-tiny-matched-near_pi-runs").iterdir())
     assert runs == [
         f"geolab-42-near_pi-{m}.json" for m in ("ddl", "edelta", "jpmhc", "mhc", "preln")
     ]
-    result = json.loads((out / "edelta_benchmarks-tiny-matched.json").read_text())
+    result = json.loads((out / "edelta_benchmarks-tiny-matched-near_pi.json").read_text())
     assert result["config"]["match_sizes"] is True
-    assert set(result["figures"]) >= {"edelta_benchmarks-tiny-matched-learning-curves.html"}
+    assert set(result["figures"]) >= {"edelta_benchmarks-tiny-matched-near_pi-learning-curves.html"}
     # the published settings' result goes beside it, in the same OUT, without --force
     assert main([*PUBLISHED_RUN, "--out", str(out)]) == 0
-    assert (out / "edelta_benchmarks-tiny.json").is_file()
-    assert (out / "edelta_benchmarks-tiny-runs" / "geolab-42-near_pi-preln.json").is_file()
-    published = json.loads((out / "edelta_benchmarks-tiny.json").read_text())
+    assert (out / "edelta_benchmarks-tiny-near_pi.json").is_file()
+    assert (out / "edelta_benchmarks-tiny-near_pi-runs" / "geolab-42-near_pi-preln.json").is_file()
+    published = json.loads((out / "edelta_benchmarks-tiny-near_pi.json").read_text())
     assert "match_sizes" not in published["config"]
-    assert "edelta_benchmarks-tiny-learning-curves.html" in published["figures"]
+    assert "edelta_benchmarks-tiny-near_pi-learning-curves.html" in published["figures"]
     # --force is per file: the matched one is refused by its own name
     capsys.readouterr()
     assert main([*MATCHED_RUN, "--out", str(out)]) == 2
     err = capsys.readouterr().err
-    assert "already holds edelta_benchmarks-tiny-matched.json" in err and "(matched sizes)" in err
+    assert "already holds edelta_benchmarks-tiny-matched-near_pi.json" in err
+    assert "(variant matched-near_pi)" in err
     # ... and with --force resumes from its own runs folder: nothing trains again
     assert main([*MATCHED_RUN, "--force", "--out", str(out)]) == 0
-    again = json.loads((out / "edelta_benchmarks-tiny-matched.json").read_text())
+    again = json.loads((out / "edelta_benchmarks-tiny-matched-near_pi.json").read_text())
     assert again["provenance"]["runs"]["trained"] == 0 and again["provenance"]["runs"]["found"] == 5
     assert again["per_seed"] == result["per_seed"]
 
 
 def test_matched_runs_in_the_old_folder_are_named_and_resume_once_moved(tiny_out, tmp_path, capsys):
     out = copy_of(tiny_out, tmp_path)
-    (out / "edelta_benchmarks-tiny-matched.json").unlink()
+    (out / "edelta_benchmarks-tiny-matched-near_pi.json").unlink()
     old = out / "edelta_benchmarks-tiny-runs"  # where a sweep before the variant's stem saved
-    (out / "edelta_benchmarks-tiny-matched-runs").rename(old)
+    (out / "edelta_benchmarks-tiny-matched-near_pi-runs").rename(old)
     assert main([*MATCHED_RUN, "--out", str(out)]) == 2
     err = capsys.readouterr().err
-    assert "holds matched-size runs" in err and "edelta_benchmarks-tiny-matched-runs" in err
-    # the published settings' sweep meets them too, and names the move
-    assert main([*PUBLISHED_RUN, "--out", str(out)]) == 2
-    err = capsys.readouterr().err
-    assert "match_sizes differ" in err and "matched-size runs: move" in err
-    old.rename(out / "edelta_benchmarks-tiny-matched-runs")
+    assert "holds matched-size runs" in err and "edelta_benchmarks-tiny-matched-near_pi-runs" in err
+    # the published settings' sweep of every task (whose folder that is) meets them too, and
+    # names the move (its check, on one saved run)
+    saved = sorted(old.glob("*.json"))[0]
+    ident = json.loads(saved.read_text())["identity"]
+    ident["settings"].pop("match_sizes")
+    with pytest.raises(ValueError, match="match_sizes differ.*matched-size runs: move"):
+        pack.load_run(saved, ident)
+    old.rename(out / "edelta_benchmarks-tiny-matched-near_pi-runs")
     assert main([*MATCHED_RUN, "--out", str(out)]) == 0
-    result = json.loads((out / "edelta_benchmarks-tiny-matched.json").read_text())
+    result = json.loads((out / "edelta_benchmarks-tiny-matched-near_pi.json").read_text())
     assert result["provenance"]["runs"] == {
         **result["provenance"]["runs"],
         "trained": 0,
@@ -136,7 +140,7 @@ def results_with_matched(tiny_out: Path, tmp_path: Path, verdict: str | None = N
     folder.mkdir()
     for path in RESULTS.glob("*.json"):
         shutil.copy(path, folder / path.name)
-    matched = json.loads((tiny_out / "edelta_benchmarks-tiny-matched.json").read_text())
+    matched = every_task(tiny_out / "edelta_benchmarks-tiny-matched-near_pi.json")
     if verdict is not None:
         for h in matched["hypotheses"]:
             h["verdict"] = verdict
@@ -145,11 +149,20 @@ def results_with_matched(tiny_out: Path, tmp_path: Path, verdict: str | None = N
     return folder
 
 
-def keep_matched_plan(folder: Path) -> None:
-    """The matched paper plan kept in ``folder`` as if planned there (0.0123 GPU-hours)."""
+def every_task(path: Path) -> dict:
+    """The tiny near-π result at ``path`` standing in for a sweep of every task (its config's
+    tasks the scale's: a variant only by its settings, ``runner.variant``)."""
+    result = json.loads(path.read_text())
+    result["config"]["tasks"] = get_protocol("edelta_benchmarks").SCALES["small"]["tasks"]
+    return result
+
+
+def keep_matched_plan(folder: Path, options: dict = decide.MATCHED_OPTIONS) -> None:
+    """The matched paper plan (of the variant ``options`` make) kept in ``folder`` as if
+    planned there (0.0123 GPU-hours)."""
     path = folder / decide.PAPER_PLAN
     plans = json.loads(path.read_text()) if path.is_file() else {}
-    key, _, digest = decide.paper_settings("edelta_benchmarks", matched=True)
+    key, _, digest = decide.paper_settings("edelta_benchmarks", options)
     plans[key] = {"settings": digest, "gpu_hours": 0.0123, "assumption": "test"}
     path.write_text(json.dumps(plans))
 
@@ -194,7 +207,8 @@ def test_the_counts_say_what_each_variant_decides(tiny_out, tmp_path, published_
     (same,) = [h for h in results["edelta_benchmarks"]["hypotheses"] if h["id"] == CLAIM]
     settled = int(v.kind(same["verdict"]) in (v.REPRODUCED, v.NOT_REPRODUCED))
     assert matched == (
-        "E∆ table, matched sizes (`--match-sizes`, not added to the count above): 1 claims: "
+        "E∆ table, matched sizes (`--match-sizes --flavor geolab`, not added to the count above): "
+        "1 claims: "
         "**1 reproduced**, **0 not reproduced at this scale**, **0 inconclusive**, **0 undecidable "
         "on this task** — it decides 1 of its 1 claims; the published settings decide "
         f"{settled} of the same 1."
@@ -237,34 +251,31 @@ def test_a_file_of_the_other_variant_is_refused_by_name(tiny_out, tmp_path):
     folder = tmp_path / "r"
     folder.mkdir()
     # a matched-size result under the published settings' name (written before the variant's stem)
-    shutil.copy(
-        tiny_out / "edelta_benchmarks-tiny-matched.json", folder / "edelta_benchmarks-small.json"
-    )
-    with pytest.raises(ValueError, match="holds the matched-size settings' result of edelta_bench"):
+    matched = every_task(tiny_out / "edelta_benchmarks-tiny-matched-near_pi.json")
+    (folder / "edelta_benchmarks-small.json").write_text(json.dumps(matched))
+    with pytest.raises(ValueError, match=r"\(E∆ table, matched sizes\), whose file is edelta_b"):
         report.load_results(folder)
     (folder / "edelta_benchmarks-small.json").unlink()
-    published = json.loads((tiny_out / "edelta_benchmarks-tiny-matched.json").read_text())
-    del published["config"]["match_sizes"]
-    (folder / "edelta_benchmarks-small-matched.json").write_text(json.dumps(published))
-    with pytest.raises(ValueError, match="holds the published settings' result"):
+    del matched["config"]["match_sizes"]
+    (folder / "edelta_benchmarks-small-matched.json").write_text(json.dumps(matched))
+    with pytest.raises(ValueError, match=r"\(published settings\), whose file is edelta_bench"):
         report.load_results(folder)
 
 
 def test_readme_cli_rejudges_and_redraws_the_matched_file_under_its_stem(tiny_out, tmp_path):
     folder = tmp_path / "r"
     folder.mkdir()
-    shutil.copy(
-        tiny_out / "edelta_benchmarks-tiny-matched.json",
-        folder / "edelta_benchmarks-small-matched.json",
-    )
-    keep_matched_plan(folder)
+    stem = "edelta_benchmarks-small-matched-near_pi"  # matched sizes, near-π only: its own stem
+    shutil.copy(tiny_out / "edelta_benchmarks-tiny-matched-near_pi.json", folder / f"{stem}.json")
+    keep_matched_plan(folder, decide.MATCHED_OPTIONS | {"tasks": ["near_pi"]})
     assert main(["reproduce", "--readme", "--rejudge", "--no-png", "--out", str(folder)]) == 0
-    assert (folder / "edelta_benchmarks-small-matched-learning-curves.html").is_file()
+    assert (folder / f"{stem}-learning-curves.html").is_file()
     assert not (folder / "edelta_benchmarks-small-learning-curves.html").exists()
-    rejudged = json.loads((folder / "edelta_benchmarks-small-matched.json").read_text())
+    rejudged = json.loads((folder / f"{stem}.json").read_text())
     assert rejudged["judging"]["rules"] and rejudged["config"]["match_sizes"] is True
     text = (folder / "README.md").read_text()
-    assert row_of(report.verdict_markdown(report.load_results(folder)), LABEL, CLAIM) in text
+    label = "edelta_benchmarks (E∆ table, matched sizes, near_pi only, 2 steps)"
+    assert row_of(report.verdict_markdown(report.load_results(folder)), label, CLAIM) in text
 
 
 # --- notebook 07 ---------------------------------------------------------------------------------

@@ -109,6 +109,8 @@ def test_the_rules_hash_follows_the_rule_files(tmp_path, monkeypatch):
 
 def test_what_decides_a_claim_is_priced_from_the_recorded_runs(tmp_path):
     result = {
+        "protocol": "beta_dynamics",
+        "scale": "small",
         "config": {},
         "seeds": [42],
         "per_seed": {"42": {"val_curve": {}, "seconds": 3600.0, "state": "converged"}},

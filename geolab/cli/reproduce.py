@@ -11,8 +11,9 @@
     geolab reproduce edelta_benchmarks --scale paper --jobs 8 --launcher slurm --partition gpu
 
 Each run writes OUT/NAME-SCALE.json (config, seeds, per-seed and mean ± std numbers, hypotheses
-with verdicts, reductions, provenance) and OUT/NAME-SCALE-FIG.html (+ .png with a Chrome); the
-matched-size variant's files are NAME-SCALE-matched…, beside the published settings' ones.
+with verdicts, reductions, provenance) and OUT/NAME-SCALE-FIG.html (+ .png with a Chrome); a
+variant's files are NAME-SCALE-VARIANT… (``runner.variant``: matched sizes, or some of the E∆
+table's tasks), beside the published settings' ones.
 ``--rejudge`` (with ``--readme``) judges every result file again by the current rules from its
 stored numbers (``geolab.experiments.runner.rejudge``: no training) and writes it back.
 ``--dry-run`` trains nothing: it prints every run of the protocol at that scale with its sizes
@@ -20,13 +21,14 @@ and an estimate of GPU-hours (``geolab.experiments.plan`` states how; a throughp
 OUT is used when there is one); it needs no data or network. ``--jobs N`` packs the runs of
 every protocol but reflection (one run) into N worker
 processes (round-robin over the visible GPUs); every finished run is saved under
-OUT/NAME-SCALE-runs/ (NAME-SCALE-matched-runs/) and skipped when the same command runs again
+OUT/NAME-SCALE[-VARIANT]-runs/ and skipped when the same command runs again
 (``--fresh`` retrains).
 ``--steps N`` trains every run N steps instead of the scale's, ``--tasks T …`` only those of
-the E∆ table's tasks (a longer budget where the results README says one decides a claim);
+the E∆ table's tasks (a longer budget where the results README says one decides a claim: a
+variant of its own, OUT/edelta_benchmarks-SCALE-T.json, tasks joined by "+");
 ``--match-sizes --flavor geolab`` trains the E∆ table's matched-size variant
-(OUT/edelta_benchmarks-SCALE-matched.json; ``--readme`` shows its verdicts beside the published
-settings' ones).
+(OUT/edelta_benchmarks-SCALE-matched.json); ``--readme`` shows a variant's verdicts beside the
+published settings' ones.
 ``--time-limit MIN`` starts no run that cannot finish in time and exits with status 3 naming the
 runs left out. Under ``torchrun`` every training run is data-parallel over the GPUs (each batch
 split across them, so the global batch must divide by their count) and rank 0 writes the files.
@@ -53,6 +55,7 @@ from geolab.experiments.runner import (
     result_stem,
     run_protocol,
     scale_settings,
+    variant,
 )
 from geolab.lock import hold
 from geolab.registry import FLAVORS
@@ -218,10 +221,11 @@ def run_locked(args: argparse.Namespace, module, options: dict, time_limit) -> i
     """Train the protocol into --out (held by this process) and print its verdicts."""
     previous = Path(args.out) / f"{result_stem(args.name, args.scale, options)}.json"
     if not args.force and previous.exists():
-        variant = " (matched sizes)" if options.get("match_sizes") else ""
+        which = variant(args.name, args.scale, options)
         raise ValueError(
             f"--out {args.out!r} already holds {previous.name}, an earlier {args.name} result"
-            f"{variant} at scale {args.scale}; pass --force to replace it (and its figures), or "
+            f"{f' (variant {which})' if which else ''} at scale {args.scale}; pass --force to "
+            "replace it (and its figures), or "
             "choose another --out"
         )
     try:

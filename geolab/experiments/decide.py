@@ -18,12 +18,12 @@ lacks, and each has a remedy priced from what was measured:
   recorded seconds of the protocol's runs.
 
 A claim needing the paper scale is priced by that alone (it trains every seed, at full length and
-the published sizes; a claim of the E∆ table's matched-size variant, ``NAME-SCALE-matched.json``,
-by that variant's paper scale: ``--match-sizes --flavor geolab``); otherwise its CPU remedies
+the published sizes; a claim of a variant, ``NAME-SCALE-VARIANT.json``, by that variant's paper
+scale: ``--match-sizes --flavor geolab``, ``--tasks …``); otherwise its CPU remedies
 add up. Planning a paper scale builds every model on the meta device (minutes for the protocols
 that match sizes), so the GPU-hours are kept in ``OUT/paper-plan.json`` with a hash of the paper
-settings they were planned from (``paper_gpu_hours``; the matched-size variant's under
-NAME-matched) and planned again only when those settings change.
+settings they were planned from (``paper_gpu_hours``; a variant's under NAME-VARIANT) and
+planned again only when those settings change.
 """
 
 import hashlib
@@ -33,7 +33,7 @@ from pathlib import Path
 from geolab.experiments import convergence, get_protocol, plan
 from geolab.experiments import verdicts as v
 from geolab.experiments.convergence import trained_runs
-from geolab.experiments.runner import matched_key
+from geolab.experiments.runner import task_subset, variant, variant_key
 
 CPU_REMEDY = {
     v.FEW_SEEDS: "train the missing seeds at the same settings",
@@ -86,21 +86,51 @@ def budget_gpu_hours(settings: dict) -> float | None:
     return 6 * settings["budget"] * tokens * runs / plan.SUSTAINED_FLOPS / 3600
 
 
-def paper_settings(name: str, matched: bool = False) -> tuple[str, dict, str]:
+def variant_options(result: dict) -> dict:
+    """The settings that make ``result`` a variant (``runner.variant``), as `geolab reproduce`
+    adds them: {} for the published settings, ``MATCHED_OPTIONS`` for matched sizes,
+    {"tasks": […]} for some of the scale's tasks."""
+    tasks = task_subset(result["protocol"], result.get("scale"), result["config"])
+    out = dict(MATCHED_OPTIONS) if result["config"].get("match_sizes") else {}
+    return out | ({"tasks": tasks} if tasks else {})
+
+
+def options_flags(options: dict) -> str:
+    """The `geolab reproduce` flags that add ``options`` (``variant_options``), e.g.
+    "--match-sizes --flavor geolab --tasks near_pi"; "" for none."""
+    flags = [MATCHED_FLAGS] if options.get("match_sizes") else []
+    return " ".join(
+        flags + (["--tasks " + " ".join(options["tasks"])] if "tasks" in options else [])
+    )
+
+
+def variant_flags(result: dict) -> str:
+    """The flags that made ``result``'s variant, with ``--steps N`` where its runs trained other
+    than the scale's steps, e.g. "--tasks near_pi --steps 2000"."""
+    steps = result["config"].get("train", {}).get("steps")
+    scale = get_protocol(result["protocol"]).SCALES[result["scale"]]
+    extra = [] if steps == scale.get("train", {}).get("steps") else [f"--steps {steps}"]
+    return " ".join([options_flags(variant_options(result)), *extra]).strip()
+
+
+def paper_settings(name: str, options: dict | None = None) -> tuple[str, dict, str]:
     """(its key in paper-plan.json, settings, their hash) of protocol ``name`` at paper scale,
-    or of its matched-size variant (``MATCHED_OPTIONS``; key NAME-matched)."""
-    settings = get_protocol(name).SCALES["paper"] | (MATCHED_OPTIONS if matched else {})
+    or of a variant's (``options``: ``variant_options``; key NAME-VARIANT)."""
+    settings = get_protocol(name).SCALES["paper"] | (options or {})
     digest = hashlib.sha256(json.dumps(settings, sort_keys=True, default=str).encode())
-    return matched_key(name) if matched else name, settings, digest.hexdigest()[:16]
+    key = variant_key(name, variant(name, "paper", settings))
+    return key, settings, digest.hexdigest()[:16]
 
 
-def paper_gpu_hours(name: str, folder: str | Path | None = None, matched: bool = False) -> float:
-    """GPU-hours of protocol ``name`` (``matched``: its matched-size variant) at paper scale,
+def paper_gpu_hours(
+    name: str, folder: str | Path | None = None, options: dict | None = None
+) -> float:
+    """GPU-hours of protocol ``name`` (``options``: of its variant) at paper scale,
     three seeds (``plan.protocol_plan`` at ``plan.SUSTAINED_FLOPS``), read from
     ``folder/paper-plan.json`` when planned there from the same paper settings, else planned
     and written there."""
     module = get_protocol(name)
-    name, settings, key = paper_settings(name, matched)
+    name, settings, key = paper_settings(name, options)
     path = None if folder is None else Path(folder) / PAPER_PLAN
     kept = json.loads(path.read_text()) if path is not None and path.is_file() else {}
     if kept.get(name, {}).get("settings") == key:
@@ -118,7 +148,7 @@ def paper_gpu_hours(name: str, folder: str | Path | None = None, matched: bool =
 def remedy(name: str, result: dict, h: dict, folder: str | Path | None = None) -> dict | None:
     """{"what", "cpu_hours", "gpu_hours"} that would decide claim ``h`` of protocol ``name``;
     None for a decided claim. ``folder``: where the paper plans are kept (``paper_gpu_hours``); a
-    matched-size result's paper scale is its variant's."""
+    variant's paper scale is that variant's."""
     kind = v.kind(h["verdict"])
     if kind == v.UNDECIDABLE:
         return {
@@ -137,18 +167,18 @@ def remedy(name: str, result: dict, h: dict, folder: str | Path | None = None) -
             "gpu_hours": None,
         }
     if any(r not in CPU_REMEDY for r in reasons):
-        matched = bool(result["config"].get("match_sizes"))
+        options = variant_options(result)
         sizes = (
             f", sizes matched within 3 % (`{MATCHED_FLAGS}`; the reference "
             "builds keep the public code's MLP width, so their sizes stay apart)"
-            if v.SIZES_DIFFER in reasons and not matched
+            if v.SIZES_DIFFER in reasons and not options.get("match_sizes")
             else ""
         )
-        flags = f" {MATCHED_FLAGS}" if matched else ""
+        flags = "".join(f" {f}" for f in [options_flags(options)] if f)
         return {
             "what": f"the paper scale (`geolab reproduce {name} --scale paper{flags}`){sizes}",
             "cpu_hours": None,
-            "gpu_hours": paper_gpu_hours(name, folder, matched),
+            "gpu_hours": paper_gpu_hours(name, folder, options),
         }
     return {
         "what": "; ".join(dict.fromkeys(CPU_REMEDY[r] for r in reasons)),
@@ -171,14 +201,14 @@ def plan_source() -> str:
 
 
 # The CPU reruns that settle claims (issue: ≈ 10 one-thread CPU-hours): (protocol, what it
-# settles, the runs it retrains (a key filter), the steps and seeds it trains them at, command).
-# Each is priced from the committed runs' recorded seconds scaled by steps and seeds, and drops
-# out of the plan once the committed result was trained at both. The matched-size variant (steps
-# and seeds None: the scale's) is a result of its own, NAME-small-matched.json: priced from the
-# committed geolab-flavor runs it trains again at GPT's size (≈ 117k parameters each, the
-# smaller models grown, the larger shrunk), and dropped once that file is among the results.
-# Each packed command resumes when run again (the runs it finished are saved under
-# OUT/NAME-small-runs/, the matched-size variant's under OUT/NAME-small-matched-runs/);
+# settles, the settings it adds (``variant_options``: {} retrains the published settings), the
+# steps and seeds it trains them at, command). Each is priced from the committed runs it retrains
+# (those of the flavors and tasks it names) by their recorded seconds scaled by steps and seeds,
+# and drops out of the plan once the results hold its result (NAME, or NAME-VARIANT for a
+# variant) trained at both. The matched-size variant (steps and seeds None: the scale's) is priced
+# from the committed geolab-flavor runs it trains again at GPT's size (≈ 117k parameters each, the
+# smaller models grown, the larger shrunk), and dropped once it is among the results. Each packed
+# command resumes when run again (the runs it finished are saved under OUT/STEM-runs/);
 # reflection trains one run at a time (one core). Each writes its own --out: one writer holds a
 # folder, so the reflection run can go beside a packed one.
 CPU_PLAN = (
@@ -188,7 +218,7 @@ CPU_PLAN = (
         "≈ 0.06 × the best trivial baseline); its last quarter gained 16–22 % at 2000 steps, "
         "4.4–9.2 % at 4000, and at 8000 two claims were decided while one run of each other "
         "claim still gained 2.6–4.7 %",
-        None,
+        {},
         {"steps": 16000, "seeds": 3},
         "geolab reproduce reflection --scale small --steps {steps} --threads 1 "
         "--out data/results-reflection-8x",
@@ -199,7 +229,7 @@ CPU_PLAN = (
         "runs (trained rank profile recorded): seed 42 again, with its profile, and 123, 456 — "
         "seed 42 converged at 1.09 × the 5-gram's perplexity, above the learned line 0.9 ×, so "
         "the claims stay inconclusive (not learned) unless the other seeds learn",
-        None,
+        {},
         {"steps": 12000, "seeds": 3},
         "geolab reproduce beta_dynamics --scale small --seeds {seeds} --jobs 2 --threads 1 "
         "--out data/results-beta3",
@@ -207,7 +237,7 @@ CPU_PLAN = (
     (
         "ablation",
         "𝒮 > 0 on both bases: the mHC-only and MGT runs still gained 2.0–2.1 % at 800 steps",
-        None,
+        {},
         {"steps": 1600, "seeds": 3},
         "geolab reproduce ablation --scale small --steps {steps} --jobs 2 --threads 1 "
         "--out data/results-ablation-2x",
@@ -215,7 +245,7 @@ CPU_PLAN = (
     (
         "edelta_benchmarks",
         "E∆ near-π single at 2000 iterations (the published count) in both flavors",
-        "/near_pi/",
+        {"tasks": ["near_pi"]},
         {"steps": 2000, "seeds": 3},
         "geolab reproduce edelta_benchmarks --scale small --tasks near_pi --steps {steps} "
         "--jobs 2 --threads 1 --out data/results-near-pi-2000",
@@ -224,7 +254,7 @@ CPU_PLAN = (
         "edelta_benchmarks",
         "E∆ orderings at matched sizes, beside the published settings' rows: every geolab model's "
         "MLP width moved until its count is GPT's, so the 3 % size check can pass",
-        "/geolab/",
+        MATCHED_OPTIONS,
         None,
         "geolab reproduce edelta_benchmarks --scale small " + MATCHED_FLAGS + " --jobs 2 "
         "--threads 1 --out data/results-matched",
@@ -232,7 +262,7 @@ CPU_PLAN = (
     (
         "depth_scaling",
         "depth scaling at twice the steps (if time remains; 3× costs half as much again)",
-        None,
+        {},
         {"steps": 1600, "seeds": 3},
         "geolab reproduce depth_scaling --scale small --steps {steps} --jobs 2 --threads 1 "
         "--out data/results-depth-2x",
@@ -244,28 +274,35 @@ def cpu_plan(results: dict) -> list[dict]:
     """``CPU_PLAN`` priced from ``results``: {"protocol", "settles", "command", "cpu_hours",
     "matched"} (one thread; ``--jobs 2`` halves the wall time on two cores, not the CPU-hours).
 
-    cost = Σ recorded seconds of the runs it retrains × (steps wanted / steps trained) ×
-    (seeds wanted / seeds trained); a row whose result already holds both is left out. The
-    matched-size variant's row: the recorded seconds of the runs it trains again, left out once
-    ``results`` holds the variant (key NAME-matched)."""
+    cost = Σ recorded seconds of the published runs it retrains × (steps wanted / steps trained)
+    × (seeds wanted / seeds trained); a row whose result (NAME, or NAME-VARIANT for the settings
+    it adds) already holds both is left out. The matched-size variant's row: the recorded seconds
+    of the runs it trains again, left out once ``results`` holds the variant."""
     rows = []
-    for name, settles, keys, target, command in CPU_PLAN:
+    for name, settles, options, target, command in CPU_PLAN:
         if name not in results:
             continue
         result = results[name]
+        done = results.get(variant_key(name, variant(name, result.get("scale"), options)))
         trained = {"steps": result["config"]["train"]["steps"], "seeds": len(result["seeds"])}
         matched = target is None  # the matched-size variant, at the published settings' budget
         if matched:
-            if matched_key(name) in results:
+            if done is not None:
                 continue
             factor, target = 1.0, trained
-        elif all(trained[k] >= target[k] for k in target):
+        elif done is not None and all(
+            have >= target[k]
+            for k, have in (
+                ("steps", done["config"]["train"]["steps"]),
+                ("seeds", len(done["seeds"])),
+            )
+            if k in target
+        ):
             continue
         else:
             factor = (target["steps"] / trained["steps"]) * (target["seeds"] / trained["seeds"])
         runs = trained_runs(result["per_seed"])
-        chosen = [r for k, r in runs.items() if keys is None or keys in f"/{k}/"]
-        seconds = sum(r.get("seconds", 0.0) for r in chosen)
+        seconds = sum(r.get("seconds", 0.0) for k, r in runs.items() if _retrains(k, options))
         rows.append(
             {
                 "protocol": name,
@@ -276,6 +313,13 @@ def cpu_plan(results: dict) -> list[dict]:
             }
         )
     return rows
+
+
+def _retrains(key: str, options: dict) -> bool:
+    """Whether the run at ``key`` (e.g. "42/geolab/near_pi/preln") is one that the settings
+    ``options`` train: of a flavor and task they name, where they name them."""
+    parts = key.split("/")
+    return all(any(x in parts for x in options[k]) for k in ("flavors", "tasks") if k in options)
 
 
 def matched_plan(results: dict) -> dict | None:

@@ -5,7 +5,7 @@ local executor: the same path on one machine, what the tests run):
 
 1. collect: the protocol runs in a collecting sweep (``pack``), which stops at its runs and
    keeps those without a saved file under ``OUT/STEM-runs/`` (STEM: NAME-SCALE, or
-   NAME-SCALE-matched for a matched-size variant, ``runner.result_stem``);
+   NAME-SCALE-VARIANT for a variant, ``runner.result_stem``);
 2. submit: those runs, ``runs_per_job`` per array job, as one submitit job array (SLURM: the
    partition, ``gpus_per_job`` GPUs and one CPU per worker each, at most ``array_parallelism``
    jobs at once, the time limit); each job runs the packed runner (``pack.run_jobs``, ``jobs``

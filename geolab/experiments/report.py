@@ -1,10 +1,11 @@
 """The verdict table: every hypothesis or published number next to what geolab measured.
 
 Read from the result files a protocol run writes (``NAME-SCALE.json``), so data/results/README.md
-and notebook 07 show exactly the committed numbers. A matched-size variant
-(``NAME-SCALE-matched.json``, ``runner.result_stem``) is a result of its own, keyed NAME-matched
-right after its published settings' one: its claims are rows of their own, labelled (``label``),
-counted apart from the published settings' count, never added to it.
+and notebook 07 show exactly the committed numbers. A variant (``NAME-SCALE-VARIANT.json``,
+``runner.result_stem``: the matched-size E∆ table, or some of its tasks at a longer budget) is a
+result of its own, keyed NAME-VARIANT right after its published settings' one: its claims are
+rows of their own, labelled (``label``), counted apart from the published settings' count, never
+added to it.
 """
 
 from collections import Counter
@@ -13,31 +14,39 @@ from pathlib import Path
 from geolab.experiments import NAMES, decide, get_protocol, judging
 from geolab.experiments import verdicts as v
 from geolab.experiments.convergence import trained_runs
-from geolab.experiments.runner import load_result, matched_key, result_stem, scale_settings
+from geolab.experiments.runner import (
+    MATCHED,
+    load_result,
+    result_stem,
+    scale_settings,
+    task_subset,
+    variant,
+    variant_key,
+)
 
 RESULT_KEYS = ("protocol", "config", "per_seed", "summary", "hypotheses")
-# How the tables name a protocol's matched-size variant (kept here, not in the protocol module,
-# whose text is part of its rules' hash: ``judging``)
-MATCHED_LABELS = {"edelta_benchmarks": "E∆ table, matched sizes"}
+# How the tables name a protocol whose variants they show (kept here, not in the protocol
+# module, whose text is part of its rules' hash: ``judging``)
+TABLE_NAMES = {"edelta_benchmarks": "E∆ table"}
 
 
 def load_results(directory: str | Path, scale: str = "small") -> dict:
     """``{key: result}`` for every ``NAME-SCALE.json`` present in ``directory`` (key NAME), each
-    followed by its matched-size variant ``NAME-SCALE-matched.json`` when present (key
-    NAME-matched, ``result_key``); ValueError naming the file for one that is not a result of
-    that protocol and variant."""
+    followed by its variants ``NAME-SCALE-VARIANT.json`` in name order (key NAME-VARIANT,
+    ``result_key``); ValueError naming the file for one that is not a result of that protocol
+    and variant."""
     directory = Path(directory)
     out = {}
     for name in NAMES:
-        for matched in (False, True):
-            path = directory / f"{result_stem(name, scale, {'match_sizes': matched})}.json"
+        stem = f"{name}-{scale}"
+        for path in [directory / f"{stem}.json", *sorted(directory.glob(f"{stem}-*.json"))]:
             if path.is_file():
-                result = _read(path, name, scale, matched)
+                result = _read(path, name, scale)
                 out[result_key(result)] = result
     return out
 
 
-def _read(path: Path, name: str, scale: str, matched: bool) -> dict:
+def _read(path: Path, name: str, scale: str) -> dict:
     """The result at ``path``, checked to be protocol ``name``'s, of the variant its name says."""
     try:
         result = load_result(path)
@@ -50,16 +59,21 @@ def _read(path: Path, name: str, scale: str, matched: bool) -> dict:
             f"{str(path)!r} is not a result of {name} written by `geolab reproduce` ({why}); "
             f"rerun `geolab reproduce {name} --scale {scale}` or move it away"
         )
-    if is_matched(result) != matched:
-        stem = result_stem(name, scale, result["config"])
+    stem = result_stem(name, scale, result["config"])
+    if path.stem != stem:
+        which = variant_label(result) if variant_of(result) else "published settings"
         raise ValueError(
-            f"{str(path)!r} holds the {'matched-size' if is_matched(result) else 'published'} "
-            f"settings' result of {name}, whose file is {stem}.json (`geolab reproduce` before "
-            f"the matched-size variant had files of its own wrote both as {name}-{scale}.json): "
-            f"move its runs folder to {stem}-runs and run its command again into that folder "
-            "(the saved runs are found, nothing trains), or move it away"
+            f"{str(path)!r} holds the result of {name} ({which}), whose file is {stem}.json "
+            f"(`geolab reproduce` before its variants had files of their own wrote every one "
+            f"as {name}-{scale}.json): move its runs folder to {stem}-runs and run its command "
+            "again into that folder (the saved runs are found, nothing trains), or move it away"
         )
     return result
+
+
+def variant_of(result: dict) -> str:
+    """``result``'s variant (``runner.variant``): "" for the published settings."""
+    return variant(result["protocol"], result.get("scale"), result["config"])
 
 
 def is_matched(result: dict) -> bool:
@@ -68,26 +82,42 @@ def is_matched(result: dict) -> bool:
 
 
 def result_key(result: dict) -> str:
-    """The key of ``result`` in ``load_results``: its protocol, NAME-matched for the variant."""
-    name = result["protocol"]
-    return matched_key(name) if is_matched(result) else name
+    """The key of ``result`` in ``load_results``: its protocol, NAME-VARIANT for a variant."""
+    return variant_key(result["protocol"], variant_of(result))
 
 
 def matched_of(results: dict, name: str) -> dict | None:
-    """Protocol ``name``'s matched-size variant among ``results``, if there is one."""
-    return results.get(matched_key(name))
+    """Protocol ``name``'s matched-size variant (all its tasks) among ``results``, if any."""
+    return results.get(variant_key(name, MATCHED))
+
+
+def variants_of(results: dict, name: str) -> list[dict]:
+    """Protocol ``name``'s variants among ``results``, in ``load_results``' order."""
+    return [r for r in results.values() if r["protocol"] == name and variant_of(r)]
+
+
+def variant_label(result: dict) -> str:
+    """What sets a variant apart, e.g. "E∆ table, matched sizes" or "E∆ table, near_pi only,
+    2000 steps"."""
+    name = result["protocol"]
+    parts = [TABLE_NAMES.get(name, name)] + (["matched sizes"] if is_matched(result) else [])
+    tasks = task_subset(name, result.get("scale"), result["config"])
+    if tasks:
+        steps = result["config"].get("train", {}).get("steps")
+        parts.append(f"{', '.join(tasks)} only, {steps} steps")
+    return ", ".join(parts)
 
 
 def label(result: dict) -> str:
-    """How the tables name ``result``: its protocol, with the variant's label when matched, e.g.
+    """How the tables name ``result``: its protocol, with its variant's label, e.g.
     "edelta_benchmarks (E∆ table, matched sizes)"."""
     name = result["protocol"]
-    return f"{name} ({MATCHED_LABELS[name]})" if is_matched(result) else name
+    return f"{name} ({variant_label(result)})" if variant_of(result) else name
 
 
 def published(results: dict) -> dict:
-    """The results of the published settings, without the matched-size variants."""
-    return {k: r for k, r in results.items() if not is_matched(r)}
+    """The results of the published settings, without the variants."""
+    return {k: r for k, r in results.items() if not variant_of(r)}
 
 
 def evidence_cell(h: dict) -> str:
@@ -172,9 +202,9 @@ def verdict_counts(results: dict) -> dict:
 
 def counts_markdown(results: dict) -> str:
     """One sentence: how many claims of the published settings, and how many of each verdict
-    kind; with a matched-size variant, one more per variant (``matched_counts_markdown``)."""
+    kind; with variants, one more per variant (``variant_counts_markdown``)."""
     line = _counts_sentence(verdict_counts(published(results)))
-    variants = [matched_counts_markdown(r, results) for r in results.values() if is_matched(r)]
+    variants = [variant_counts_markdown(r, results) for r in results.values() if variant_of(r)]
     return "\n\n".join([f"Published settings: {line}", *variants]) if variants else line
 
 
@@ -190,16 +220,16 @@ def decided(hyps: list[dict]) -> int:
     return sum(v.kind(h["verdict"]) in (v.REPRODUCED, v.NOT_REPRODUCED) for h in v.counted(hyps))
 
 
-def matched_counts_markdown(result: dict, results: dict) -> str:
-    """A matched-size variant's counts, apart from the published settings' (the same claims
-    judged on other runs), and how many of its claims it decides next to how many of the same
-    claims the published settings decide."""
+def variant_counts_markdown(result: dict, results: dict) -> str:
+    """A variant's counts, apart from the published settings' (the same claims judged on other
+    runs), and how many of its claims it decides next to how many of the same claims the
+    published settings decide."""
     name, hyps = result["protocol"], result["hypotheses"]
     c = verdict_counts({name: result})
     text = (
-        f"{MATCHED_LABELS[name]} (`--match-sizes`, not added to the count above): "
-        + _counts_sentence(c)[:-1]
-        + f" — it decides {decided(hyps)} of its {c['claims']} claims"
+        f"{variant_label(result)} (`{decide.variant_flags(result)}`, not added to the count "
+        "above): " + _counts_sentence(c)[:-1] + f" — it decides {decided(hyps)} of its "
+        f"{c['claims']} claims"
     )
     if name in results:
         ids = {h["id"] for h in v.counted(hyps)}
@@ -312,10 +342,11 @@ def cpu_plan_markdown(results: dict) -> str:
         "numbers should come from the code that stays), from a clean checkout: the reflection "
         "run (one core) beside one packed command at a time (`--jobs 2`), each into its own "
         "`--out` (one writer holds a folder); a packed command picks up where it stopped when "
-        "run again, and its NAME-small.json then replaces the committed one (`--force`; the "
-        "matched-size variant's NAME-small-matched.json goes beside the published one). Costs "
-        "are the committed runs' recorded seconds scaled by the steps (one CPU thread each; "
-        "seed 42's beta run is retrained so that all three seeds carry the rank profile).",
+        "run again, and its NAME-small.json then replaces the committed one (`--force`; a "
+        "variant's NAME-small-VARIANT.json, matched sizes or some tasks only, goes beside the "
+        "published one). Costs are the committed runs' recorded seconds scaled by the steps "
+        "(one CPU thread each; seed 42's beta run is retrained so that all three seeds carry "
+        "the rank profile).",
         "",
         "| protocol | settles | command | one-thread CPU-hours |",
         "| --- | --- | --- | ---: |",
@@ -552,7 +583,7 @@ A claim that fails at this scale may still hold at the papers' sizes
 def readme_text(results: dict, folder=None) -> str:
     """data/results/README.md: the counts and what would decide each undecided claim first, then
     the rules, the verdict table, the judging record, the findings, the E∆ table (and its
-    matched-size variant's, with the sizes, when ``results`` holds it), wall times and
+    variants', with the sizes of a matched-size one, when ``results`` holds them), wall times and
     provenance, and reductions. ``folder``: the results folder, where the paper plans that price
     the undecided claims are kept (``decide.paper_gpu_hours``)."""
     parts = [README_HEAD, "## Counts\n", counts_markdown(results)]
@@ -578,15 +609,20 @@ def readme_text(results: dict, folder=None) -> str:
             "mean of 3 seeds)\n",
             edelta_markdown(results["edelta_benchmarks"]),
         ]
-    matched = matched_of(results, "edelta_benchmarks")
-    if matched is not None:
+    for variant_result in variants_of(results, "edelta_benchmarks"):
+        sized = is_matched(variant_result)
         parts += [
-            "\n## E∆ table, matched sizes: validation MSE, every model at GPT's parameter count "
-            "(`--match-sizes`)\n",
-            edelta_markdown(matched),
-            "\nParameters (MLP hidden width) per model, and their spread against the 3 % check:\n",
-            matched_sizes_markdown(matched),
+            f"\n## {variant_label(variant_result)}: validation MSE"
+            + (", every model at GPT's parameter count" if sized else "")
+            + f" (`{decide.variant_flags(variant_result)}`)\n",
+            edelta_markdown(variant_result),
         ]
+        if sized:
+            parts += [
+                "\nParameters (MLP hidden width) per model, and their spread against the 3 % "
+                "check:\n",
+                matched_sizes_markdown(variant_result),
+            ]
     parts += [
         "\n## Wall time and provenance of each small-scale protocol\n",
         wall_times_markdown(results),

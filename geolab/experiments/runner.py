@@ -16,10 +16,12 @@ torch determinism switches, times the run, stamps provenance and writes
                                   (``pack``), written as it lands; a rerun skips them
     OUT/throughput.json           runs per minute and sustained FLOP/s per device (``plan``)
 
-A matched-size variant (settings ``match_sizes``: the E∆ table with every model's MLP width
-moved to GPT's parameter count) is a result of its own: every file above but throughput.json
-has the stem NAME-SCALE-matched (``result_stem``), so it sits beside the published settings'
-result in one OUT.
+A variant is a result of its own: every file above but throughput.json has the stem
+NAME-SCALE-VARIANT (``result_stem``), so it sits beside the published settings' result in one
+OUT. Two settings make one: ``match_sizes`` (VARIANT "matched": the E∆ table with every model's
+MLP width moved to GPT's parameter count) and ``tasks`` naming a strict subset of the scale's
+(VARIANT the tasks joined by "+", e.g. "near_pi": a longer budget for some of the E∆ table's
+tasks, which must not replace the whole table); both give "matched-near_pi".
 
 The figures are drawn from the numbers by the protocol's ``make_figures``, here, and only when
 plotly is installed (else a one-line notice, recorded in the JSON): training needs no plotly.
@@ -38,7 +40,7 @@ from pathlib import Path
 import torch
 import torch.distributed as dist
 
-from geolab.experiments import convergence, judging, pack, plan
+from geolab.experiments import convergence, get_protocol, judging, pack, plan
 from geolab.experiments.export import save_figures
 from geolab.experiments.provenance import device_name, git_revision, versions
 from geolab.outputs import check_dir
@@ -48,18 +50,37 @@ SCALE_NAMES = ("tiny", "small", "paper")
 # one thread); on another host (other SIMD, e.g. AVX-512) the curves drift at ≈ 1e-6 relative
 # within the first steps and the final metrics agree within this relative tolerance
 RERUN_RTOL = 4e-6
-MATCHED = "matched"  # the stem's last part of a matched-size result (settings["match_sizes"])
+MATCHED = "matched"  # the variant of a matched-size result (settings["match_sizes"])
 
 
-def matched_key(name: str) -> str:
-    """How results are keyed for protocol ``name``'s matched-size variant: NAME-matched."""
-    return f"{name}-{MATCHED}"
+def variant(name: str, scale: str, settings: dict) -> str:
+    """Which variant of protocol ``name`` at ``scale`` ``settings`` train: "" for the published
+    settings, "matched" with ``match_sizes``, the trained tasks joined by "+" when they are a
+    strict subset of the scale's (``task_subset``), both joined by "-"."""
+    parts = [MATCHED] if settings.get("match_sizes") else []
+    tasks = task_subset(name, scale, settings)
+    return "-".join(parts + (["+".join(tasks)] if tasks else []))
+
+
+def task_subset(name: str, scale: str, settings: dict) -> list[str]:
+    """The tasks ``settings`` train, in the scale's order, when they are a strict subset of
+    the scale's (``--tasks``); [] when they train all of them or the protocol has no tasks."""
+    tasks = settings.get("tasks")
+    if not tasks:
+        return []
+    full = get_protocol(name).SCALES.get(scale, {}).get("tasks") or []
+    return [t for t in full if t in tasks] if set(tasks) < set(full) else []
+
+
+def variant_key(name: str, which: str) -> str:
+    """How results are keyed: NAME for the published settings, NAME-VARIANT for a variant."""
+    return f"{name}-{which}" if which else name
 
 
 def result_stem(name: str, scale: str, settings: dict) -> str:
-    """The stem of a protocol's result files: NAME-SCALE, or NAME-SCALE-matched for its
-    matched-size variant (``settings["match_sizes"]``), so both can sit in one folder."""
-    return f"{name}-{scale}" + (f"-{MATCHED}" if settings.get("match_sizes") else "")
+    """The stem of a protocol's result files: NAME-SCALE, or NAME-SCALE-VARIANT for a variant
+    (``variant``), so each sits beside the published settings' result in one folder."""
+    return variant_key(f"{name}-{scale}", variant(name, scale, settings))
 
 
 def runs_folder(out: str | Path, stem: str, settings: dict) -> Path:
@@ -67,7 +88,7 @@ def runs_folder(out: str | Path, stem: str, settings: dict) -> Path:
     matched-size sweep whose runs are still in the published settings' folder (written before
     the variant had a stem of its own): moved to STEM-runs they resume, nothing moves them."""
     folder = Path(out) / f"{stem}-runs"
-    old = Path(out) / f"{stem.removesuffix(f'-{MATCHED}')}-runs"
+    old = Path(out) / f"{'-'.join(stem.split('-')[:2])}-runs"  # NAME-SCALE: no '-' in either
     if settings.get("match_sizes") and not folder.exists() and _holds_matched_runs(old):
         raise ValueError(
             f"{old} holds matched-size runs, saved before the matched-size variant had files "
@@ -159,7 +180,7 @@ def run_protocol(
     ``options`` override settings of the scale (e.g. {"flavors": ["reference"]} for the E∆
     table). Returns (result dict, figures by name); the result is also written as
     ``out/STEM.json`` with the figures beside it (out=None writes nothing; STEM: NAME-SCALE, or
-    NAME-SCALE-matched with ``match_sizes``, ``result_stem``). Packed runs are saved in
+    NAME-SCALE-VARIANT for a variant, ``result_stem``). Packed runs are saved in
     ``out/STEM-runs/`` and skipped when found there (``fresh``: retrained);
     ``time_limit`` (seconds) starts no run that cannot finish in time and raises
     ``pack.Incomplete`` naming those left out.
