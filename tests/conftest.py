@@ -64,6 +64,12 @@ def shown(outputs) -> str:
     return "\n".join(str(getattr(o, "text", "")) for o in outputs if o is not None)
 
 
+def table_row(text: str, label: str, claim: str) -> str:
+    """The one markdown table row of ``text`` opening with cells ``label`` and ``claim``."""
+    (line,) = [ln for ln in text.splitlines() if ln.startswith(f"| {label} | {claim} |")]
+    return line
+
+
 ABBR = re.compile(r'<abbr title="([^"]*)">(.*?)</abbr>', re.S)
 
 

@@ -11,7 +11,7 @@ import shutil
 from pathlib import Path
 
 import pytest
-from conftest import load_app, shown, ui
+from conftest import load_app, shown, table_row, ui
 
 from geolab.cli import main
 from geolab.experiments import NAMES, decide, get_protocol, pack, report
@@ -167,11 +167,6 @@ def keep_matched_plan(folder: Path, options: dict = decide.MATCHED_OPTIONS) -> N
     path.write_text(json.dumps(plans))
 
 
-def row_of(text: str, label: str, claim: str) -> str:
-    (line,) = [ln for ln in text.splitlines() if ln.startswith(f"| {label} | {claim} |")]
-    return line
-
-
 def test_the_readme_shows_the_matched_rows_beside_the_published_ones(tiny_out, tmp_path):
     folder = results_with_matched(tiny_out, tmp_path)
     results = report.load_results(folder)
@@ -183,11 +178,11 @@ def test_the_readme_shows_the_matched_rows_beside_the_published_ones(tiny_out, t
     ours = [i for i, ln in enumerate(table) if ln.startswith(f"| {LABEL} |")]
     published = [i for i, ln in enumerate(table) if ln.startswith("| edelta_benchmarks |")]
     assert ours == [published[-1] + 1]  # right after the published settings' E∆ rows
-    row = row_of(report.verdict_markdown(results), LABEL, CLAIM)
+    row = table_row(report.verdict_markdown(results), LABEL, CLAIM)
     assert "edelta 2,908, preln 2,912 (spread 0.1%)" in row  # the 3 % size check passes
     assert v.SIZES_DIFFER not in row and "inconclusive: fewer than 3 seeds; not learned" in row
     # its undecided claim: the variant's own paper scale, priced from the kept plan
-    fix = row_of(report.undecided_markdown(results, folder), LABEL, CLAIM)
+    fix = table_row(report.undecided_markdown(results, folder), LABEL, CLAIM)
     assert fix in text
     assert "--scale paper --match-sizes --flavor geolab" in fix and "≈ 0.012 GPU-hours" in fix
     # its sections: E∆ table and sizes, judging, findings, wall time, reductions
@@ -275,7 +270,7 @@ def test_readme_cli_rejudges_and_redraws_the_matched_file_under_its_stem(tiny_ou
     assert rejudged["judging"]["rules"] and rejudged["config"]["match_sizes"] is True
     text = (folder / "README.md").read_text()
     label = "edelta_benchmarks (E∆ table, matched sizes, near_pi only, 2 steps)"
-    assert row_of(report.verdict_markdown(report.load_results(folder)), label, CLAIM) in text
+    assert table_row(report.verdict_markdown(report.load_results(folder)), label, CLAIM) in text
 
 
 # --- notebook 07 ---------------------------------------------------------------------------------

@@ -13,7 +13,7 @@ import shutil
 from pathlib import Path
 
 import pytest
-from conftest import load_app, shown, ui
+from conftest import load_app, shown, table_row, ui
 
 from geolab.cli import main
 from geolab.experiments import decide, report
@@ -104,11 +104,6 @@ def results_with_variant(tiny_out: Path, tmp_path: Path, edit=None) -> Path:
     return folder
 
 
-def row_of(text: str, label: str, claim: str) -> str:
-    (line,) = [ln for ln in text.splitlines() if ln.startswith(f"| {label} | {claim} |")]
-    return line
-
-
 def test_the_readme_shows_the_variant_beside_the_whole_table(tiny_out, tmp_path):
     folder = results_with_variant(tiny_out, tmp_path)
     results = report.load_results(folder)
@@ -126,8 +121,8 @@ def test_the_readme_shows_the_variant_beside_the_whole_table(tiny_out, tmp_path)
         "above): 1 claims:"
     )
     assert "the published settings decide 0 of the same 1." in counts[-1]
-    row_of(report.verdict_markdown(results), LABEL, CLAIM)
-    fix = row_of(report.undecided_markdown(results, folder), LABEL, CLAIM)
+    table_row(report.verdict_markdown(results), LABEL, CLAIM)
+    fix = table_row(report.undecided_markdown(results, folder), LABEL, CLAIM)
     assert "`geolab reproduce edelta_benchmarks --scale paper --tasks near_pi`" in fix
     assert "≈ 0.046 GPU-hours" in fix and fix in text
     heading = "## E∆ table, near_pi only, 3 steps: validation MSE (`--tasks near_pi --steps 3`)"
