@@ -338,8 +338,8 @@ def cpu_plan_markdown(results: dict) -> str:
     (``decide.cpu_plan``)."""
     rows = decide.cpu_plan(results)
     lines = [
-        "Run after the fused rule path lands (it changes training's rounding, so the committed "
-        "numbers should come from the code that stays), from a clean checkout: the reflection "
+        "Each from a clean checkout (the fused rule maths, which changed training's rounding, "
+        "are in: these numbers come from the code that stays): the reflection "
         "run (one core) beside one packed command at a time (`--jobs 2`), each into its own "
         "`--out` (one writer holds a folder); a packed command picks up where it stopped when "
         "run again, and its NAME-small.json then replaces the committed one (`--force`; a "
@@ -360,8 +360,18 @@ def cpu_plan_markdown(results: dict) -> str:
 
 
 def judging_markdown(results: dict) -> str:
-    """Per protocol: the commit of its runs, the rules that judged it and what they changed."""
-    return "\n".join(judging.summary_line(label(r), r.get("judging")) for r in results.values())
+    """Per protocol: the commit of its runs, the rules that judged it and what they changed,
+    and the other commits that trained runs a resumed sweep found saved."""
+    lines = []
+    for r in results.values():
+        line = judging.summary_line(label(r), r.get("judging"))
+        wrote = r["provenance"]["git"].get("commit")
+        found = (r["provenance"].get("runs") or {}).get("found_at_commits") or []
+        earlier = [c[:10] for c in found if c != wrote]
+        if earlier:
+            line += f" Some of its runs were trained at {', '.join(earlier)} and found saved."
+        lines.append(line)
+    return "\n".join(lines)
 
 
 def smoke_markdown(fresh: dict, committed: dict | None) -> str:
@@ -480,18 +490,22 @@ def flavors_markdown() -> str:
 
 
 def wall_times_markdown(results: dict) -> str:
-    """Wall time, threads and reductions count of each protocol run."""
+    """Per result: the wall time of the invocation that wrote it (a resumed sweep's last one
+    only), the recorded training time of all its runs (one thread each, whichever invocation
+    trained them), threads, seeds and the commit that wrote it."""
     lines = [
-        "| protocol | wall time | torch threads | seeds | commit | dirty | finished (UTC) |",
-        "| --- | ---: | ---: | --- | --- | --- | --- |",
+        "| protocol | wall time (the writing invocation) | training time of its runs (sum) | "
+        "torch threads | seeds | commit | dirty | finished (UTC) |",
+        "| --- | ---: | ---: | ---: | --- | --- | --- | --- |",
     ]
     for r in results.values():
         p = r["provenance"]
         commit = (p["git"].get("commit") or "?")[:10]
+        trained = sum(run.get("seconds", 0.0) for run in trained_runs(r["per_seed"]).values())
         lines.append(
-            f"| {label(r)} | {p['wall_time_s'] / 60:.1f} min | {p['torch_threads']} | "
-            f"{', '.join(map(str, r['seeds']))} | {commit} | {p['git'].get('dirty')} | "
-            f"{p['finished_utc']} |"
+            f"| {label(r)} | {p['wall_time_s'] / 60:.1f} min | {trained / 60:.1f} min | "
+            f"{p['torch_threads']} | {', '.join(map(str, r['seeds']))} | {commit} | "
+            f"{p['git'].get('dirty')} | {p['finished_utc']} |"
         )
     return "\n".join(lines)
 
