@@ -214,14 +214,15 @@ def plan_source() -> str:
 CPU_PLAN = (
     (
         "reflection",
-        "the six reflection claims: every run that moved learned (validation MSE ≈ 0.05–0.06 × "
-        "the best trivial baseline); its last quarter gained 16–22 % at 2000 steps, 4.4–9.2 % "
-        "at 4000, 0.1–4.7 % at 8000 (a plateau: two claims passed there) and 4.4–9.0 % at "
-        "16,000, where the MSE fell again",
+        "the six reflection claims: every run that moved learned (validation MSE 0.03–0.05 × "
+        "the best trivial baseline); its last quarter gained 16–22 % at 2000 steps, 0.1–4.7 % "
+        "at 8000 (a plateau: two claims passed there), 4.4–9.0 % at 16,000 and 12.7–20.2 % at "
+        "32,000, the MSE falling about linearly in the steps: the next doubling, not a known "
+        "end",
         {},
-        {"steps": 32000, "seeds": 3},
+        {"steps": 64000, "seeds": 3},
         "geolab reproduce reflection --scale small --steps {steps} --threads 1 "
-        "--out data/results-reflection-16x",
+        "--out data/results-reflection-32x",
     ),
     (
         "beta_dynamics",
