@@ -16,7 +16,8 @@ load ≤ 4× the 4 curves' floor, and ≤ 3× when it reads the curves a first s
 (``geolab.disk_cache``; issue 38). The other rows run with the disk cache off. Medians of
 per-round ratios; the notes give the medians of both sides and the spread of the ratios.
 Training steps (bench_rules' step, 12 layers) are reported as their ratio to preln's divided by
-the ratio of their linear maps' multiply-adds (≤ 1.15).
+the ratio of their linear maps' multiply-adds (≤ 1.15; hc ≤ 1.3, mhc and mhc_lite ≤ 1.6:
+``TRAIN_TARGETS``).
 """
 
 import contextlib
@@ -40,6 +41,11 @@ from geolab.metrics import effective_rank
 RULES = ("postln", "preln", "mgt")  # 04's default curves, with the pure-attention reference
 PROFILE_RULES = ("preln", "mgt", "edelta", "ddl")
 TRAIN_RULES = ("mgt", "ddl", "hc", "mhc", "mhc_lite", "edelta")
+# issue 38's training targets (step / preln ÷ FLOP ratio): ≤ 1.15 each, but the stream rules
+# carry an n-wide state no fusion removes: hc ≤ 1.3, mhc ≤ 1.6 (mhc_lite, its iteration-free
+# mixer, is held to mhc's)
+TRAIN_TARGETS = {"hc": 1.3, "mhc": 1.6, "mhc_lite": 1.6}
+TRAIN_TARGET = 1.15
 # issue 38: rank_profile / its floor per rule (mhc_lite, a rule of its own, has none)
 PROFILE_TARGETS = {"preln": 2.2, "mgt": 2.2, "edelta": 2.2, "ddl": 2.2, "mhc": 3.5}
 # issue 23; "first kept": issue 38, the first load reading 04's disk cache
@@ -425,8 +431,8 @@ def _train_rows(
                 f"D={d}, S={seq}, B={batch})" + (COMPILED if compiled else ""),
                 "value": value,
                 "unit": "× FLOP ratio",
-                "target": "≤ 1.15×",
-                "met": value <= 1.15,
+                "target": f"≤ {TRAIN_TARGETS.get(rule, TRAIN_TARGET)}×",
+                "met": value <= TRAIN_TARGETS.get(rule, TRAIN_TARGET),
                 "notes": f"step ratio {statistics.median(ratios[rule]):.2f}, linear-map FLOP "
                 f"ratio {flops[rule]:.2f}; {spread(per_flop)}",
             }
