@@ -222,10 +222,10 @@ def run_locked(args: argparse.Namespace, module, options: dict, time_limit) -> i
     previous = Path(args.out) / f"{result_stem(args.name, args.scale, options)}.json"
     if not args.force and previous.exists():
         which = variant(args.name, args.scale, options)
+        kind = f" (variant {which})" if which else ""
         raise ValueError(
             f"--out {args.out!r} already holds {previous.name}, an earlier {args.name} result"
-            f"{f' (variant {which})' if which else ''} at scale {args.scale}; pass --force to "
-            "replace it (and its figures), or "
+            f"{kind} at scale {args.scale}; pass --force to replace it (and its figures), or "
             "choose another --out"
         )
     try:

@@ -104,13 +104,20 @@ def options_flags(options: dict) -> str:
     )
 
 
+def steps_override(result: dict) -> tuple[int, int] | None:
+    """(the steps every run of ``result`` trained, its scale's steps) when they differ
+    (``--steps``); None when it trained the scale's."""
+    want = get_protocol(result["protocol"]).SCALES[result["scale"]].get("train", {}).get("steps")
+    got = result["config"].get("train", {}).get("steps")
+    return None if got == want else (got, want)
+
+
 def variant_flags(result: dict) -> str:
     """The flags that made ``result``'s variant, with ``--steps N`` where its runs trained other
     than the scale's steps, e.g. "--tasks near_pi --steps 2000"."""
-    steps = result["config"].get("train", {}).get("steps")
-    scale = get_protocol(result["protocol"]).SCALES[result["scale"]]
-    extra = [] if steps == scale.get("train", {}).get("steps") else [f"--steps {steps}"]
-    return " ".join([options_flags(variant_options(result)), *extra]).strip()
+    steps = steps_override(result)
+    flags = [options_flags(variant_options(result))] + ([f"--steps {steps[0]}"] if steps else [])
+    return " ".join(f for f in flags if f)
 
 
 def paper_settings(name: str, options: dict | None = None) -> tuple[str, dict, str]:
@@ -174,9 +181,10 @@ def remedy(name: str, result: dict, h: dict, folder: str | Path | None = None) -
             if v.SIZES_DIFFER in reasons and not options.get("match_sizes")
             else ""
         )
-        flags = "".join(f" {f}" for f in [options_flags(options)] if f)
+        flags = options_flags(options)
+        command = f"geolab reproduce {name} --scale paper" + (f" {flags}" if flags else "")
         return {
-            "what": f"the paper scale (`geolab reproduce {name} --scale paper{flags}`){sizes}",
+            "what": f"the paper scale (`{command}`){sizes}",
             "cpu_hours": None,
             "gpu_hours": paper_gpu_hours(name, folder, options),
         }
@@ -285,20 +293,13 @@ def cpu_plan(results: dict) -> list[dict]:
             continue
         result = results[name]
         done = results.get(variant_key(name, variant(name, result.get("scale"), options)))
-        trained = {"steps": result["config"]["train"]["steps"], "seeds": len(result["seeds"])}
+        trained = _budget(result)
         matched = target is None  # the matched-size variant, at the published settings' budget
         if matched:
             if done is not None:
                 continue
             factor, target = 1.0, trained
-        elif done is not None and all(
-            have >= target[k]
-            for k, have in (
-                ("steps", done["config"]["train"]["steps"]),
-                ("seeds", len(done["seeds"])),
-            )
-            if k in target
-        ):
+        elif done is not None and all(_budget(done)[k] >= want for k, want in target.items()):
             continue
         else:
             factor = (target["steps"] / trained["steps"]) * (target["seeds"] / trained["seeds"])
@@ -314,6 +315,11 @@ def cpu_plan(results: dict) -> list[dict]:
             }
         )
     return rows
+
+
+def _budget(result: dict) -> dict:
+    """{"steps", "seeds"} ``result`` was trained with."""
+    return {"steps": result["config"]["train"]["steps"], "seeds": len(result["seeds"])}
 
 
 def _retrains(key: str, options: dict) -> bool:

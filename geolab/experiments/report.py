@@ -18,7 +18,6 @@ from geolab.experiments.runner import (
     MATCHED,
     load_result,
     result_stem,
-    scale_settings,
     task_subset,
     variant,
     variant_key,
@@ -512,12 +511,11 @@ def wall_times_markdown(results: dict) -> str:
 
 def budget_note(result: dict) -> str | None:
     """The longer (or shorter) budget a result was trained with (``--steps``), against its
-    scale's own step count; None when it trained the scale's."""
-    scale = scale_settings(get_protocol(result["protocol"]), result["scale"])
-    want = scale.get("train", {}).get("steps")
-    got = result["config"].get("train", {}).get("steps")
-    if got == want:
+    scale's own step count (``decide.steps_override``); None when it trained the scale's."""
+    steps = decide.steps_override(result)
+    if steps is None:
         return None
+    got, want = steps
     return f"every run trained {got} steps (`--steps {got}`), not the {want} of this scale"
 
 
