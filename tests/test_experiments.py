@@ -151,8 +151,9 @@ def test_reproduce_list_names_every_protocol(capsys):
 
 
 def test_reproduce_rejects_bad_seeds_and_missing_name(capsys):
-    assert main(["reproduce", "ablation", "--scale", "tiny", "--seeds", "7"]) == 2
-    assert "seeds=7" in capsys.readouterr().err
+    assert main(["reproduce", "ablation", "--scale", "tiny", "--seeds", "13"]) == 2
+    err = capsys.readouterr().err
+    assert "seeds=13" in err and "1..12" in err and err.count("\n") == 1
     assert main(["reproduce"]) == 2
 
 
@@ -164,6 +165,12 @@ def test_bad_names_and_scales_raise_value_error():
     with pytest.raises(ValueError, match="seeds=0"):
         runner.pick_seeds({"seeds": [42, 123]}, 0)
     assert runner.pick_seeds({"seeds": [42, 123]}, 1) == [42]
+    # past the scale's seeds, fixed extra ones: a wider rerun keeps the seeds it had
+    assert runner.pick_seeds({"seeds": [42, 123]}, 5) == [42, 123, 1001, 1002, 1003]
+    assert runner.pick_seeds({"seeds": [42]}, 12)[-1] == 1011
+    for bad in (13, True, 2.0):
+        with pytest.raises(ValueError, match=f"seeds={bad!r} is not allowed; choose 1..12"):
+            runner.pick_seeds({"seeds": [42, 123]}, bad)
 
 
 def test_mean_std_and_interval_verdict():

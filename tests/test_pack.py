@@ -79,6 +79,23 @@ def test_a_protocol_s_runs_packed_equal_one_process_and_a_rerun_skips(name, tmp_
     assert c["provenance"]["runs"]["trained"] == 1
 
 
+def test_more_seeds_than_the_scale_s_train_only_the_new_ones(tmp_path, capsys):
+    # the remedy "three more seeds" (decide.more_seeds_command) resumes a sweep with --seeds N
+    # past the scale's list: its seeds' runs are found, the extra seeds' trained
+    out = tmp_path / "o"
+    assert main([*ARGS, str(out), "--seeds", "1"]) == 0
+    first = json.loads((out / "language_model-tiny.json").read_text())
+    rules = len(get_protocol("language_model").SCALES["tiny"]["rules"])
+    capsys.readouterr()
+    assert main([*ARGS, str(out), "--seeds", "3", "--force"]) == 0
+    assert f"{rules} of {3 * rules} runs found" in capsys.readouterr().out
+    wider = json.loads((out / "language_model-tiny.json").read_text())
+    assert wider["seeds"] == [42, 123, 1001]
+    assert wider["provenance"]["runs"]["trained"] == 2 * rules
+    assert per_run(wider)["42"] == per_run(first)["42"]
+    assert per_run(wider)["1001"] != per_run(wider)["123"]
+
+
 def test_a_saved_run_of_other_settings_is_refused_not_reused(tmp_path, capsys):
     out = tmp_path / "o"
     assert main([*ARGS, str(out), "--seeds", "1"]) == 0

@@ -173,6 +173,14 @@ def test_the_cpu_plan_prices_the_tasks_runs_and_drops_them_once_trained(tiny_out
         assert near_pi_row(committed) is None
 
 
+def test_three_more_seeds_rerun_the_variant_at_its_settings(tiny_out):
+    result = json.loads((tiny_out / f"{NAME}-tiny-near_pi.json").read_text())
+    assert decide.more_seeds_command(NAME, result) == (
+        f"geolab reproduce {NAME} --scale tiny --tasks near_pi --steps 3 --flavor geolab "
+        "--seeds 4 --jobs 2 --threads 1 --force --out OUT"
+    )
+
+
 def test_notebook_07_shows_the_variant(tiny_out, tmp_path):
     folder = results_with_variant(tiny_out, tmp_path)
     results = report.load_results(folder)

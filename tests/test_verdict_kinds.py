@@ -111,7 +111,7 @@ def test_what_decides_a_claim_is_priced_from_the_recorded_runs(tmp_path):
     result = {
         "protocol": "beta_dynamics",
         "scale": "small",
-        "config": {},
+        "config": {"train": {"steps": 12000}},
         "seeds": [42],
         "per_seed": {"42": {"val_curve": {}, "seconds": 3600.0, "state": "converged"}},
     }
@@ -120,6 +120,11 @@ def test_what_decides_a_claim_is_priced_from_the_recorded_runs(tmp_path):
     assert fix["cpu_hours"] == pytest.approx(2.0) and "missing seeds" in fix["what"]
     slow = {"verdict": "inconclusive: not converged", "reasons": [convergence.NOT_CONVERGED]}
     assert decide.remedy("ablation", result, slow)["cpu_hours"] == pytest.approx(2.0)
+    # an interval covering the line: three more seeds, one seed's seconds × 3, at its settings
+    close = {"verdict": v.INCONCLUSIVE, "reasons": []}
+    fix = decide.remedy("beta_dynamics", result, close)
+    assert fix["cpu_hours"] == pytest.approx(3.0)
+    assert "`geolab reproduce beta_dynamics --scale small --seeds 4 " in fix["what"]
     echo = {"verdict": "undecidable on this task: floor", "reasons": []}
     assert decide.cost_text(decide.remedy("edelta_benchmarks", result, echo)) == "none"
     assert decide.remedy("ablation", result, {"verdict": v.REPRODUCED}) is None

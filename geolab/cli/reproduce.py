@@ -344,7 +344,12 @@ def add_reproduce_cli(subparsers: argparse._SubParsersAction) -> None:
         "training) and write them back first",
     )
     p.add_argument("--scale", choices=SCALE_NAMES, default="tiny", help="tiny | small | paper")
-    p.add_argument("--seeds", type=int, default=None, help="use the first N seeds of the scale")
+    p.add_argument(
+        "--seeds",
+        type=int,
+        default=None,
+        help="use the first N seeds of the scale; past its list, 1001, 1002, … (at most 12)",
+    )
     p.add_argument("--out", default="results", help="output directory (default ./results)")
     add_threads_argument(p)
     p.add_argument("--data-dir", default=None, help="local text data (else $GEOLAB_DATA)")

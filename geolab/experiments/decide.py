@@ -14,8 +14,9 @@ lacks, and each has a remedy priced from what was measured:
   the papers' sizes, a GPU job — the paper scale's plan (``plan.protocol_plan``: FLOPs over an
   assumed sustained throughput, ``plan.ASSUMPTION``, or the one measured in the results folder);
 * "undecidable on this task": no compute decides it; the task setting must change;
-* an interval that covers the line (the rule alone inconclusive): three more seeds — the
-  recorded seconds of the protocol's runs.
+* an interval that covers the line (the rule alone inconclusive): three more seeds
+  (``more_seeds_command``; past the scale's seeds, ``runner.pick_seeds`` adds 1001, 1002, …) —
+  one seed's recorded seconds (all its runs over the seeds) times three.
 
 A claim needing the paper scale is priced by that alone (it trains every seed, at full length and
 the published sizes; a claim of a variant, ``NAME-SCALE-VARIANT.json``, by that variant's paper
@@ -35,6 +36,7 @@ from geolab.experiments import verdicts as v
 from geolab.experiments.convergence import trained_runs
 from geolab.experiments.runner import task_subset, variant, variant_key
 
+MORE_SEEDS = "three more seeds"
 CPU_REMEDY = {
     v.FEW_SEEDS: "train the missing seeds at the same settings",
     convergence.NOT_CONVERGED: "train twice as many steps",
@@ -53,10 +55,24 @@ def cpu_hours(result: dict, reason: str) -> float:
         return total / have * max(0, 3 - have)
     if reason in (convergence.NOT_CONVERGED, convergence.COLLAPSED):
         return 2 * total
+    if reason == MORE_SEEDS:
+        return total / len(result["seeds"]) * 3
     if reason == convergence.DID_NOT_TRAIN:
         still = [r for r in runs.values() if r.get("state") == convergence.DID_NOT_TRAIN]
         return sum(r.get("seconds", 0.0) for r in still) / 3600
     return total
+
+
+def more_seeds_command(name: str, result: dict) -> str:
+    """The `geolab reproduce` command that trains ``result`` again with three more seeds
+    (``runner.pick_seeds``: past the scale's list, 1001, 1002, …) at its settings: its variant's
+    flags, and the one flavor it trained where it trained one."""
+    flags = [f"--scale {result['scale']}", variant_flags(result)]
+    flavors = result["config"].get("flavors") or []
+    if len(flavors) == 1 and "--flavor" not in flags[1]:
+        flags.append(f"--flavor {flavors[0]}")
+    flags.append(f"--seeds {len(result['seeds']) + 3} --jobs 2 --threads 1 --force --out OUT")
+    return " ".join([f"geolab reproduce {name}", *(f for f in flags if f)])
 
 
 def _remedy_of(reason: str) -> str:
@@ -169,8 +185,9 @@ def remedy(name: str, result: dict, h: dict, folder: str | Path | None = None) -
     reasons = h.get("reasons") or []
     if not reasons:  # the rule alone: its interval covers the line
         return {
-            "what": "three more seeds (a narrower interval)",
-            "cpu_hours": cpu_hours(result, "three more seeds"),
+            "what": f"three more seeds, a narrower interval (`{more_seeds_command(name, result)}`: "
+            "in the OUT that holds the saved runs, it trains only the new seeds)",
+            "cpu_hours": cpu_hours(result, MORE_SEEDS),
             "gpu_hours": None,
         }
     if any(r not in CPU_REMEDY for r in reasons):

@@ -108,14 +108,25 @@ def _holds_matched_runs(folder: Path) -> bool:
         return False  # no run, or a damaged one: the sweep names it when it reads it
 
 
+# Seeds past a scale's own (e.g. three more for a narrower interval): 1001, 1002, … — fixed, so
+# a rerun with more seeds keeps the runs it already trained and adds the same new ones anywhere.
+EXTRA_SEED_BASE = 1000
+MAX_SEEDS = 12
+
+
 def pick_seeds(settings: dict, seeds: int | None) -> list[int]:
-    """The first ``seeds`` seeds of the scale's list (all of them when None)."""
-    allowed = settings["seeds"]
+    """The first ``seeds`` seeds of the scale's list (all of them when None); past its end, the
+    extra seeds ``EXTRA_SEED_BASE`` + 1, + 2, … up to ``MAX_SEEDS`` in all."""
+    allowed = list(settings["seeds"])
     if seeds is None:
-        return list(allowed)
-    if isinstance(seeds, bool) or not isinstance(seeds, int) or not 1 <= seeds <= len(allowed):
-        raise ValueError(f"seeds={seeds!r} is not allowed; choose 1..{len(allowed)} of {allowed}")
-    return list(allowed[:seeds])
+        return allowed
+    if isinstance(seeds, bool) or not isinstance(seeds, int) or not 1 <= seeds <= MAX_SEEDS:
+        raise ValueError(
+            f"seeds={seeds!r} is not allowed; choose 1..{MAX_SEEDS}: the first N of the scale's "
+            f"{allowed}, then {EXTRA_SEED_BASE + 1}, {EXTRA_SEED_BASE + 2}, … past them"
+        )
+    extra = [EXTRA_SEED_BASE + k for k in range(1, seeds - len(allowed) + 1)]
+    return (allowed + extra)[:seeds]
 
 
 def scale_settings(module, scale: str) -> dict:
