@@ -848,6 +848,26 @@ def test_reflection_operators_are_the_published_maps():
     assert torch.equal(refl.data(settings, 42, "reference").x["val"][:, 0], val)
 
 
+def test_reflection_keeps_the_training_loss_as_window_means():
+    # the same geolab-flavor runs (own batch generator, so the validation cadence leaves the
+    # training alone) with a loss kept per step and per 3-step window: each window's value is
+    # the mean of its steps, the last window shorter
+    refl = get_protocol("reflection")
+    tiny = refl.SCALES["tiny"]
+    per_step, windows = (
+        refl.train_flavor(
+            "geolab", 42, tiny | {"train": tiny["train"] | {"steps": 7, "eval_every": every}}, print
+        )
+        for every in (1, 3)
+    )
+    for m in refl.MODELS:
+        losses = per_step[m]["curve"]
+        assert len(losses) == 7 and per_step[m]["curve_every"] == 1
+        means = [sum(losses[i : i + 3]) / len(losses[i : i + 3]) for i in (0, 3, 6)]
+        assert windows[m]["curve"] == pytest.approx(means, rel=1e-6)
+        assert windows[m]["curve_every"] == 3
+
+
 def _rank_runs(post_finals: dict, mgt_finals: list) -> tuple:
     """module, settings, summary and per_seed of a rank_evolution with the given final ranks
     (trained, per depth per seed for post-LN; at L = 100 per seed for MGT)."""
