@@ -223,3 +223,37 @@ def test_a_rerun_is_priced_by_steps_and_seeds_and_leaves_the_plan_once_trained()
     assert beta[0]["cpu_hours"] == pytest.approx(3 * 200 / 3600)
     assert "--seeds 3" in beta[0]["command"]
     assert decide.cpu_plan({"beta_dynamics": _planned(100.0, 12000, [42, 123, 456])}) == []
+
+
+def test_results_from_before_the_fused_maths_are_listed_unless_the_plan_retrains_them():
+    _, fused = decide.FUSED_MATHS
+
+    def result(name, finished, seconds=60.0, steps=800, seeds=(42, 123, 456)):
+        r = _planned(seconds, steps, list(seeds))
+        r |= {"protocol": name, "scale": "small"}
+        r["provenance"] = {"git": {"commit": "a" * 40}, "finished_utc": finished}
+        return r
+
+    old, new = "2026-12-01T00:00:00Z", fused.replace("18:", "19:")
+    assert new > fused > old
+    rows = decide.before_fused(
+        {
+            "ablation": result("ablation", old, steps=1600),  # trained past the plan's steps
+            "depth_scaling": result("depth_scaling", new),
+            "beta_dynamics": result("beta_dynamics", old, steps=12000, seeds=[42]),
+            "reflection": result("reflection", old, steps=64000),
+        }
+    )
+    # beta is retrained by the CPU plan (two seeds missing); depth_scaling finished after
+    assert [r["protocol"] for r in rows] == ["ablation", "reflection"]
+    ablation, reflection = rows
+    assert ablation["cpu_hours"] == pytest.approx(6 * 60 / 3600)
+    assert ablation["command"] == (
+        "geolab reproduce ablation --scale small --steps 1600 --jobs 2 --threads 1 "
+        "--out data/results-rerun"
+    )
+    # reflection trains one run at a time: no --jobs
+    assert "--jobs" not in reflection["command"] and "--steps 64000" in reflection["command"]
+    assert ablation["finished"] == old and ablation["commit"] == "a" * 40
+    table = report.before_fused_markdown({"depth_scaling": result("depth_scaling", new)})
+    assert table.startswith("Every result finished after the fused rule maths")

@@ -297,8 +297,9 @@ CPU_PLAN = (
 
 
 def cpu_plan(results: dict) -> list[dict]:
-    """``CPU_PLAN`` priced from ``results``: {"protocol", "settles", "command", "cpu_hours",
-    "matched"} (one thread; ``--jobs 2`` halves the wall time on two cores, not the CPU-hours).
+    """``CPU_PLAN`` priced from ``results``: {"protocol", "key" (the result it writes, NAME or
+    NAME-VARIANT), "settles", "command", "cpu_hours", "matched"} (one thread; ``--jobs 2``
+    halves the wall time on two cores, not the CPU-hours).
 
     cost = Σ recorded seconds of the published runs it retrains × (steps wanted / steps trained)
     × (seeds wanted / seeds trained); a row whose result (NAME, or NAME-VARIANT for the settings
@@ -309,7 +310,8 @@ def cpu_plan(results: dict) -> list[dict]:
         if name not in results:
             continue
         result = results[name]
-        done = results.get(variant_key(name, variant(name, result.get("scale"), options)))
+        key = variant_key(name, variant(name, result.get("scale"), options))
+        done = results.get(key)
         trained = _budget(result)
         matched = target is None  # the matched-size variant, at the published settings' budget
         if matched:
@@ -325,6 +327,7 @@ def cpu_plan(results: dict) -> list[dict]:
         rows.append(
             {
                 "protocol": name,
+                "key": key,
                 "settles": settles,
                 "command": command.format(**target),
                 "cpu_hours": factor * seconds / 3600,
@@ -344,6 +347,50 @@ def _retrains(key: str, options: dict) -> bool:
     ``options`` train: of a flavor and task they name, where they name them."""
     parts = key.split("/")
     return all(any(x in parts for x in options[k]) for k in ("flavors", "tasks") if k in options)
+
+
+# The commit that completed the fused rule maths (docs/design.md §8: training's float32 rounding
+# moved by ≤ 7e-6 relative per step) and when it was made: a result finished before then was
+# trained by the maths it replaced.
+FUSED_MATHS = ("e79081f", "2026-12-04T18:57:23Z")
+
+
+def before_fused(results: dict) -> list[dict]:
+    """The results finished before ``FUSED_MATHS`` that no ``cpu_plan`` row retrains:
+    {"protocol" (its key), "commit", "finished", "command", "cpu_hours"} — the command trains it
+    again at its own settings (variant flags, steps, seeds), priced by its runs' recorded
+    seconds (one thread)."""
+    planned = {row["key"] for row in cpu_plan(results)}
+    rows = []
+    for key, result in results.items():
+        prov = result["provenance"]
+        if key in planned or prov.get("finished_utc", "") >= FUSED_MATHS[1]:
+            continue
+        name, flags = result["protocol"], variant_flags(result)
+        seeds = len(result["seeds"])
+        scale = get_protocol(name).SCALES[result["scale"]]
+        jobs = " --jobs 2" if getattr(get_protocol(name), "PARALLEL", False) else ""
+        command = " ".join(
+            f
+            for f in (
+                f"geolab reproduce {name} --scale {result['scale']}",
+                flags,
+                f"--seeds {seeds}" if seeds != len(scale["seeds"]) else "",
+                f"{jobs.strip()} --threads 1 --out data/results-rerun",
+            )
+            if f
+        )
+        runs = trained_runs(result["per_seed"]).values()
+        rows.append(
+            {
+                "protocol": key,
+                "commit": prov["git"].get("commit") or "",
+                "finished": prov.get("finished_utc", ""),
+                "command": command,
+                "cpu_hours": sum(r.get("seconds", 0.0) for r in runs) / 3600,
+            }
+        )
+    return rows
 
 
 def matched_plan(results: dict) -> dict | None:

@@ -358,6 +358,38 @@ def cpu_plan_markdown(results: dict) -> str:
     return "\n".join(lines)
 
 
+def before_fused_markdown(results: dict) -> str:
+    """The results trained before the fused rule maths (``decide.before_fused``), with the
+    command that trains each again and its cost; one line when there are none."""
+    rows = decide.before_fused(results)
+    commit, when = decide.FUSED_MATHS
+    if not rows:
+        return f"Every result finished after the fused rule maths landed ({commit}, {when})."
+    lines = [
+        f"These finished before the fused rule maths landed ({commit}, {when}), so they were "
+        "trained by the forms those replaced: the same equations in more operations, equal "
+        "to the fused ones to float32 round-off in values and gradients "
+        "(tests/test_fast_paths.py), so only training's rounding differs. They are listed so "
+        "that every committed number comes from the code that stays once they are trained "
+        "again; their claims need the paper scale (the table above).",
+        "",
+        "| result | commit | finished (UTC) | command | one-thread CPU-hours |",
+        "| --- | --- | --- | --- | ---: |",
+    ]
+    for row in rows:
+        cells = (
+            label(results[row["protocol"]]),
+            row["commit"][:10],
+            row["finished"],
+            f"`{row['command']}`",
+            f"{row['cpu_hours']:.2f}",
+        )
+        lines.append("| " + " | ".join(_cell(c) for c in cells) + " |")
+    total = sum(r["cpu_hours"] for r in rows)
+    lines.append(f"| total | | | | {total:.2f} |")
+    return "\n".join(lines)
+
+
 def judging_markdown(results: dict) -> str:
     """Per protocol: the commit of its runs, the rules that judged it and what they changed,
     and the other commits that trained runs a resumed sweep found saved."""
@@ -606,6 +638,7 @@ def readme_text(results: dict, folder=None) -> str:
     if "edelta_benchmarks" in results:
         parts += ["", echo_markdown(results["edelta_benchmarks"])]
     parts += ["\n## The CPU reruns that settle claims\n", cpu_plan_markdown(results)]
+    parts += ["\n## Results from before the fused rule maths\n", before_fused_markdown(results)]
     parts += [
         "\n" + README_RULES,
         "## Verdicts\n",
