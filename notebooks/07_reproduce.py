@@ -216,7 +216,14 @@ def _(mo, report, results):
     mo.vstack(
         [
             mo.md(report.wall_times_markdown(results)),
-            mo.accordion({"reductions per protocol": mo.md(report.reductions_markdown(results))}),
+            mo.accordion(
+                {
+                    "reductions per protocol": mo.md(report.reductions_markdown(results)),
+                    "results trained before the fused rule maths": mo.md(
+                        report.before_fused_markdown(results)
+                    ),
+                }
+            ),
         ]
     )
     return

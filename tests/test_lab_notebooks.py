@@ -17,7 +17,7 @@ from conftest import (
     ui,
 )
 
-from geolab.experiments import lab, report
+from geolab.experiments import decide, lab, report
 
 REPO = Path(__file__).resolve().parents[1]
 NOTEBOOKS = {
@@ -151,6 +151,10 @@ def test_reproduce_notebook_shows_committed_verdicts_and_reruns(monkeypatch):
     assert "committed: <strong>" in text
     if "edelta_benchmarks" in results:
         assert "GPT" in text and "paper" in text  # the E∆ table
+    # which results the fused rule maths have not trained yet, and what retraining them costs
+    assert "results trained before the fused rule maths" in text
+    for row in decide.before_fused(results):
+        assert row["command"] in text
 
 
 def test_reproduce_notebook_shows_a_failed_rerun_on_the_page(monkeypatch, tmp_path):
