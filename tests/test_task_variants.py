@@ -179,6 +179,12 @@ def test_three_more_seeds_rerun_the_variant_at_its_settings(tiny_out):
         f"geolab reproduce {NAME} --scale tiny --tasks near_pi --steps 3 --flavor geolab "
         "--seeds 4 --jobs 2 --threads 1 --force --out OUT"
     )
+    # a variant trained on more seeds than its scale's says so, and grows from its own count
+    result["seeds"] = [42, 1001, 1002]
+    assert report.variant_label(result) == "E∆ table, near_pi only, 3 steps, 3 seeds"
+    assert decide.variant_flags(result) == "--tasks near_pi --steps 3 --seeds 3"
+    command = decide.more_seeds_command(NAME, result)
+    assert command.count("--seeds") == 1 and "--seeds 6 " in command
 
 
 def test_notebook_07_shows_the_variant(tiny_out, tmp_path):

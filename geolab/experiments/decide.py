@@ -67,7 +67,7 @@ def more_seeds_command(name: str, result: dict) -> str:
     """The `geolab reproduce` command that trains ``result`` again with three more seeds
     (``runner.pick_seeds``: past the scale's list, 1001, 1002, …) at its settings: its variant's
     flags, and the one flavor it trained where it trained one."""
-    flags = [f"--scale {result['scale']}", variant_flags(result)]
+    flags = [f"--scale {result['scale']}", variant_flags(result, seeds=False)]
     flavors = result["config"].get("flavors") or []
     if len(flavors) == 1 and "--flavor" not in flags[1]:
         flags.append(f"--flavor {flavors[0]}")
@@ -128,12 +128,20 @@ def steps_override(result: dict) -> tuple[int, int] | None:
     return None if got == want else (got, want)
 
 
-def variant_flags(result: dict) -> str:
+def seeds_override(result: dict) -> int | None:
+    """How many seeds ``result`` trained when that is not its scale's count (``--seeds N``);
+    None when it trained the scale's."""
+    want = len(get_protocol(result["protocol"]).SCALES[result["scale"]]["seeds"])
+    return None if len(result["seeds"]) == want else len(result["seeds"])
+
+
+def variant_flags(result: dict, seeds: bool = True) -> str:
     """The flags that made ``result``'s variant, with ``--steps N`` where its runs trained other
-    than the scale's steps, e.g. "--tasks near_pi --steps 2000"."""
-    steps = steps_override(result)
+    than the scale's steps and (``seeds``) ``--seeds N`` other than the scale's seed count,
+    e.g. "--tasks near_pi --steps 2000 --seeds 6"."""
+    steps, n = steps_override(result), seeds_override(result) if seeds else None
     flags = [options_flags(variant_options(result))] + ([f"--steps {steps[0]}"] if steps else [])
-    return " ".join(f for f in flags if f)
+    return " ".join(f for f in flags + ([f"--seeds {n}"] if n else []) if f)
 
 
 def paper_settings(name: str, options: dict | None = None) -> tuple[str, dict, str]:
@@ -366,17 +374,14 @@ def before_fused(results: dict) -> list[dict]:
         prov = result["provenance"]
         if key in planned or prov.get("finished_utc", "") >= FUSED_MATHS[1]:
             continue
-        name, flags = result["protocol"], variant_flags(result)
-        seeds = len(result["seeds"])
-        scale = get_protocol(name).SCALES[result["scale"]]
-        jobs = " --jobs 2" if getattr(get_protocol(name), "PARALLEL", False) else ""
+        name = result["protocol"]
+        jobs = "--jobs 2 " if getattr(get_protocol(name), "PARALLEL", False) else ""
         command = " ".join(
             f
             for f in (
                 f"geolab reproduce {name} --scale {result['scale']}",
-                flags,
-                f"--seeds {seeds}" if seeds != len(scale["seeds"]) else "",
-                f"{jobs.strip()} --threads 1 --out data/results-rerun",
+                variant_flags(result),
+                f"{jobs}--threads 1 --out data/results-rerun",
             )
             if f
         )

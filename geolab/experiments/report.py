@@ -97,14 +97,15 @@ def variants_of(results: dict, name: str) -> list[dict]:
 
 def variant_label(result: dict) -> str:
     """What sets a variant apart, e.g. "E∆ table, matched sizes" or "E∆ table, near_pi only,
-    2000 steps"."""
+    2000 steps, 6 seeds" (seeds where they are not the scale's count)."""
     name = result["protocol"]
     parts = [TABLE_NAMES.get(name, name)] + (["matched sizes"] if is_matched(result) else [])
     tasks = task_subset(name, result.get("scale"), result["config"])
     if tasks:
         steps = result["config"].get("train", {}).get("steps")
         parts.append(f"{', '.join(tasks)} only, {steps} steps")
-    return ", ".join(parts)
+    seeds = decide.seeds_override(result)
+    return ", ".join(parts + ([f"{seeds} seeds"] if seeds else []))
 
 
 def label(result: dict) -> str:
