@@ -84,13 +84,14 @@ def test_a_matched_sweep_writes_its_own_files_beside_the_published_one(tiny_out,
     result = json.loads((out / "edelta_benchmarks-tiny-matched-near_pi.json").read_text())
     assert result["config"]["match_sizes"] is True
     assert set(result["figures"]) >= {"edelta_benchmarks-tiny-matched-near_pi-learning-curves.html"}
-    # the published settings' result goes beside it, in the same OUT, without --force
+    # the same flavor at the published sizes goes beside it, in the same OUT, without --force
     assert main([*PUBLISHED_RUN, "--out", str(out)]) == 0
-    assert (out / "edelta_benchmarks-tiny-near_pi.json").is_file()
-    assert (out / "edelta_benchmarks-tiny-near_pi-runs" / "geolab-42-near_pi-preln.json").is_file()
-    published = json.loads((out / "edelta_benchmarks-tiny-near_pi.json").read_text())
+    stem = "edelta_benchmarks-tiny-near_pi-geolab"
+    assert (out / f"{stem}.json").is_file()
+    assert (out / f"{stem}-runs" / "geolab-42-near_pi-preln.json").is_file()
+    published = json.loads((out / f"{stem}.json").read_text())
     assert "match_sizes" not in published["config"]
-    assert "edelta_benchmarks-tiny-near_pi-learning-curves.html" in published["figures"]
+    assert f"{stem}-learning-curves.html" in published["figures"]
     # --force is per file: the matched one is refused by its own name
     capsys.readouterr()
     assert main([*MATCHED_RUN, "--out", str(out)]) == 2
@@ -256,6 +257,10 @@ def test_a_file_of_the_other_variant_is_refused_by_name(tiny_out, tmp_path):
         report.load_results(folder)
     (folder / "edelta_benchmarks-small.json").unlink()
     del matched["config"]["match_sizes"]
+    (folder / "edelta_benchmarks-small-matched.json").write_text(json.dumps(matched))
+    with pytest.raises(ValueError, match=r"geolab flavor only\), whose file is edelta_benchmarks-"):
+        report.load_results(folder)
+    del matched["config"]["flavors"]
     (folder / "edelta_benchmarks-small-matched.json").write_text(json.dumps(matched))
     with pytest.raises(ValueError, match=r"\(published settings\), whose file is edelta_bench"):
         report.load_results(folder)

@@ -4,8 +4,8 @@ table, never over it, and shown by the results README and notebook 07 with its o
 counts and section; the CPU plan prices it from the table's runs of those tasks and drops it
 once it is trained.
 
-One tiny sweep (near-π only, geolab flavor, five runs of three steps: seconds) stands in for the
-small one.
+One tiny sweep (near-π only, both flavors, eleven runs of three steps: seconds) stands in for
+the small one.
 """
 
 import json
@@ -27,8 +27,6 @@ RUN = [
     NAME,
     "--scale",
     "tiny",
-    "--flavor",
-    "geolab",
     "--tasks",
     "near_pi",
     "--steps",
@@ -39,6 +37,9 @@ RUN = [
 ]
 LABEL = f"{NAME} (E∆ table, near_pi only, 3 steps)"
 CLAIM = "geolab: E∆ near-π single"
+REFERENCE_CLAIM = "reference: E∆ near-π single"
+GEOLAB_MODELS = ("ddl", "edelta", "jpmhc", "mhc", "preln")
+REFERENCE_MODELS = (*GEOLAB_MODELS, "edelta_noreg")
 
 
 @pytest.fixture(scope="module")
@@ -63,6 +64,18 @@ def test_the_stem_names_each_variant():
     assert result_stem(NAME, "small", matched) == f"{NAME}-small-matched-echo"
     # protocols without tasks have no task variant
     assert result_stem("reflection", "small", {"tasks": ["x"]}) == "reflection-small"
+    # one flavor of two is a variant too (a geolab-only sweep never replaces both flavors'),
+    # except the matched-size one, the geolab flavor's by construction
+    one = {"tasks": ["near_pi"], "flavors": ["geolab"]}
+    assert result_stem(NAME, "small", one) == f"{NAME}-small-near_pi-geolab"
+    assert result_stem(NAME, "small", {"flavors": ["reference"]}) == f"{NAME}-small-reference"
+    two = {"flavors": ["geolab", "reference"]}
+    assert result_stem(NAME, "small", two) == f"{NAME}-small"
+    assert result_stem(NAME, "small", decide.MATCHED_OPTIONS) == f"{NAME}-small-matched"
+    result = {"protocol": NAME, "scale": "small", "seeds": [42, 123, 456], "config": one}
+    result["config"] = one | {"train": {"steps": 400}}
+    assert decide.variant_flags(result) == "--tasks near_pi --flavor geolab"
+    assert report.variant_label(result) == "E∆ table, near_pi only, 400 steps, geolab flavor only"
 
 
 def test_a_task_sweep_writes_beside_the_whole_table_and_leaves_it(tiny_out):
@@ -72,11 +85,13 @@ def test_a_task_sweep_writes_beside_the_whole_table_and_leaves_it(tiny_out):
     result = json.loads((tiny_out / f"{NAME}-tiny-near_pi.json").read_text())
     assert result["config"]["tasks"] == ["near_pi"] and result["config"]["train"]["steps"] == 3
     runs = sorted(p.name for p in (tiny_out / f"{NAME}-tiny-near_pi-runs").iterdir())
-    assert runs == [
-        f"geolab-42-near_pi-{m}.json" for m in ("ddl", "edelta", "jpmhc", "mhc", "preln")
-    ]
+    assert runs == sorted(
+        f"{flavor}-42-near_pi-{m}.json"
+        for flavor, models in (("geolab", GEOLAB_MODELS), ("reference", REFERENCE_MODELS))
+        for m in models
+    )
     assert f"{NAME}-tiny-near_pi-learning-curves.html" in result["figures"]
-    assert [h["id"] for h in result["hypotheses"]] == [CLAIM]
+    assert [h["id"] for h in result["hypotheses"]] == [REFERENCE_CLAIM, CLAIM]
 
 
 def keep_plan(folder: Path) -> None:
@@ -118,9 +133,9 @@ def test_the_readme_shows_the_variant_beside_the_whole_table(tiny_out, tmp_path)
     assert counts[:-1] == report.counts_markdown(published).split("\n\n")
     assert counts[-1].startswith(
         "E∆ table, near_pi only, 3 steps (`--tasks near_pi --steps 3`, not added to the count "
-        "above): 1 claims:"
+        "above): 2 claims:"
     )
-    assert "the published settings decide 0 of the same 1." in counts[-1]
+    assert "the published settings decide 0 of the same 2." in counts[-1]
     table_row(report.verdict_markdown(results), LABEL, CLAIM)
     fix = table_row(report.undecided_markdown(results, folder), LABEL, CLAIM)
     assert "`geolab reproduce edelta_benchmarks --scale paper --tasks near_pi`" in fix
@@ -176,8 +191,8 @@ def test_the_cpu_plan_prices_the_tasks_runs_and_drops_them_once_trained(tiny_out
 def test_three_more_seeds_rerun_the_variant_at_its_settings(tiny_out):
     result = json.loads((tiny_out / f"{NAME}-tiny-near_pi.json").read_text())
     assert decide.more_seeds_command(NAME, result) == (
-        f"geolab reproduce {NAME} --scale tiny --tasks near_pi --steps 3 --flavor geolab "
-        "--seeds 4 --jobs 2 --threads 1 --force --out OUT"
+        f"geolab reproduce {NAME} --scale tiny --tasks near_pi --steps 3 --seeds 4 --jobs 2 "
+        "--threads 1 --force --out OUT"
     )
     # a variant trained on more seeds than its scale's says so, and grows from its own count
     result["seeds"] = [42, 1001, 1002]
@@ -195,4 +210,4 @@ def test_notebook_07_shows_the_variant(tiny_out, tmp_path):
     outputs, _ = app.run(defs=defs | {"rerun": ui(False)})
     text = shown(outputs)
     assert "E∆ table, near_pi only, 3 steps" in text and "--tasks near_pi --steps 3" in text
-    assert "E∆ table, near_pi only, 3 steps: 1 claims" not in text  # a section, not only counts
+    assert "E∆ table, near_pi only, 3 steps: 2 claims" not in text  # a section, not only counts

@@ -12,8 +12,8 @@
 
 Each run writes OUT/NAME-SCALE.json (config, seeds, per-seed and mean ± std numbers, hypotheses
 with verdicts, reductions, provenance) and OUT/NAME-SCALE-FIG.html (+ .png with a Chrome); a
-variant's files are NAME-SCALE-VARIANT… (``runner.variant``: matched sizes, or some of the E∆
-table's tasks), beside the published settings' ones.
+variant's files are NAME-SCALE-VARIANT… (``runner.variant``: matched sizes, some of the E∆
+table's tasks, one of its two flavors), beside the published settings' ones.
 ``--rejudge`` (with ``--readme``) judges every result file again by the current rules from its
 stored numbers (``geolab.experiments.runner.rejudge``: no training) and writes it back.
 ``--dry-run`` trains nothing: it prints every run of the protocol at that scale with its sizes
@@ -25,10 +25,10 @@ OUT/NAME-SCALE[-VARIANT]-runs/ and skipped when the same command runs again
 (``--fresh`` retrains).
 ``--steps N`` trains every run N steps instead of the scale's, ``--tasks T …`` only those of
 the E∆ table's tasks (a longer budget where the results README says one decides a claim: a
-variant of its own, OUT/edelta_benchmarks-SCALE-T.json, tasks joined by "+");
-``--match-sizes --flavor geolab`` trains the E∆ table's matched-size variant
-(OUT/edelta_benchmarks-SCALE-matched.json); ``--readme`` shows a variant's verdicts beside the
-published settings' ones.
+variant of its own, OUT/edelta_benchmarks-SCALE-T.json, tasks joined by "+"; ``--flavor F``
+alone is one too, OUT/edelta_benchmarks-SCALE[-T]-F.json); ``--match-sizes --flavor geolab``
+trains the E∆ table's matched-size variant (OUT/edelta_benchmarks-SCALE-matched.json);
+``--readme`` shows a variant's verdicts beside the published settings' ones.
 ``--time-limit MIN`` starts no run that cannot finish in time and exits with status 3 naming the
 runs left out. Under ``torchrun`` every training run is data-parallel over the GPUs (each batch
 split across them, so the global batch must divide by their count) and rank 0 writes the files.
@@ -357,8 +357,8 @@ def add_reproduce_cli(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument(
         "--force",
         action="store_true",
-        help="replace an earlier result of the same protocol, scale and variant (published or "
-        "--match-sizes) in --out",
+        help="replace an earlier result of the same protocol, scale and variant (published, "
+        "--match-sizes, --tasks, --flavor) in --out",
     )
     p.add_argument(
         "--yes",

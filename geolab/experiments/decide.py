@@ -34,7 +34,7 @@ from pathlib import Path
 from geolab.experiments import convergence, get_protocol, plan
 from geolab.experiments import verdicts as v
 from geolab.experiments.convergence import trained_runs
-from geolab.experiments.runner import task_subset, variant, variant_key
+from geolab.experiments.runner import flavor_subset, task_subset, variant, variant_key
 
 MORE_SEEDS = "three more seeds"
 CPU_REMEDY = {
@@ -65,12 +65,8 @@ def cpu_hours(result: dict, reason: str) -> float:
 
 def more_seeds_command(name: str, result: dict) -> str:
     """The `geolab reproduce` command that trains ``result`` again with three more seeds
-    (``runner.pick_seeds``: past the scale's list, 1001, 1002, …) at its settings: its variant's
-    flags, and the one flavor it trained where it trained one."""
+    (``runner.pick_seeds``: past the scale's list, 1001, 1002, …) at its variant's settings."""
     flags = [f"--scale {result['scale']}", variant_flags(result, seeds=False)]
-    flavors = result["config"].get("flavors") or []
-    if len(flavors) == 1 and "--flavor" not in flags[1]:
-        flags.append(f"--flavor {flavors[0]}")
     flags.append(f"--seeds {len(result['seeds']) + 3} --jobs 2 --threads 1 --force --out OUT")
     return " ".join([f"geolab reproduce {name}", *(f for f in flags if f)])
 
@@ -105,19 +101,23 @@ def budget_gpu_hours(settings: dict) -> float | None:
 def variant_options(result: dict) -> dict:
     """The settings that make ``result`` a variant (``runner.variant``), as `geolab reproduce`
     adds them: {} for the published settings, ``MATCHED_OPTIONS`` for matched sizes,
-    {"tasks": […]} for some of the scale's tasks."""
-    tasks = task_subset(result["protocol"], result.get("scale"), result["config"])
-    out = dict(MATCHED_OPTIONS) if result["config"].get("match_sizes") else {}
-    return out | ({"tasks": tasks} if tasks else {})
+    {"tasks": […]} for some of the scale's tasks, {"flavors": [one]} for one flavor."""
+    name, config = result["protocol"], result["config"]
+    tasks = task_subset(name, result.get("scale"), config)
+    flavors = flavor_subset(name, config)
+    out = dict(MATCHED_OPTIONS) if config.get("match_sizes") else {}
+    return out | ({"tasks": tasks} if tasks else {}) | ({"flavors": flavors} if flavors else {})
 
 
 def options_flags(options: dict) -> str:
     """The `geolab reproduce` flags that add ``options`` (``variant_options``), e.g.
-    "--match-sizes --flavor geolab --tasks near_pi"; "" for none."""
+    "--match-sizes --flavor geolab --tasks near_pi" or "--tasks near_pi --flavor geolab"; ""
+    for none."""
     flags = [MATCHED_FLAGS] if options.get("match_sizes") else []
-    return " ".join(
-        flags + (["--tasks " + " ".join(options["tasks"])] if "tasks" in options else [])
-    )
+    flags += ["--tasks " + " ".join(options["tasks"])] if "tasks" in options else []
+    if "flavors" in options and not options.get("match_sizes"):
+        flags.append("--flavor " + " ".join(options["flavors"]))
+    return " ".join(flags)
 
 
 def steps_override(result: dict) -> tuple[int, int] | None:

@@ -16,6 +16,7 @@ from geolab.experiments import verdicts as v
 from geolab.experiments.convergence import trained_runs
 from geolab.experiments.runner import (
     MATCHED,
+    flavor_subset,
     load_result,
     result_stem,
     task_subset,
@@ -97,13 +98,15 @@ def variants_of(results: dict, name: str) -> list[dict]:
 
 def variant_label(result: dict) -> str:
     """What sets a variant apart, e.g. "E∆ table, matched sizes" or "E∆ table, near_pi only,
-    2000 steps, 6 seeds" (seeds where they are not the scale's count)."""
+    2000 steps, geolab flavor only, 6 seeds" (seeds where they are not the scale's count)."""
     name = result["protocol"]
     parts = [TABLE_NAMES.get(name, name)] + (["matched sizes"] if is_matched(result) else [])
     tasks = task_subset(name, result.get("scale"), result["config"])
     if tasks:
         steps = result["config"].get("train", {}).get("steps")
         parts.append(f"{', '.join(tasks)} only, {steps} steps")
+    flavors = flavor_subset(name, result["config"])
+    parts += [f"{' and '.join(flavors)} flavor only"] if flavors else []
     seeds = decide.seeds_override(result)
     return ", ".join(parts + ([f"{seeds} seeds"] if seeds else []))
 

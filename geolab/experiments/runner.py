@@ -56,10 +56,13 @@ MATCHED = "matched"  # the variant of a matched-size result (settings["match_siz
 def variant(name: str, scale: str, settings: dict) -> str:
     """Which variant of protocol ``name`` at ``scale`` ``settings`` train: "" for the published
     settings, "matched" with ``match_sizes``, the trained tasks joined by "+" when they are a
-    strict subset of the scale's (``task_subset``), both joined by "-"."""
+    strict subset of the scale's (``task_subset``), the trained flavor when it is one of the
+    protocol's two (``flavor_subset``), each part joined by "-" (e.g. "near_pi-geolab")."""
     parts = [MATCHED] if settings.get("match_sizes") else []
     tasks = task_subset(name, scale, settings)
-    return "-".join(parts + (["+".join(tasks)] if tasks else []))
+    flavors = flavor_subset(name, settings)
+    parts += ["+".join(tasks)] if tasks else []
+    return "-".join(parts + (["+".join(flavors)] if flavors else []))
 
 
 def task_subset(name: str, scale: str, settings: dict) -> list[str]:
@@ -70,6 +73,17 @@ def task_subset(name: str, scale: str, settings: dict) -> list[str]:
         return []
     full = get_protocol(name).SCALES.get(scale, {}).get("tasks") or []
     return [t for t in full if t in tasks] if set(tasks) < set(full) else []
+
+
+def flavor_subset(name: str, settings: dict) -> list[str]:
+    """The flavors ``settings`` train, in the protocol's order, when they are a strict subset of
+    its ``FLAVORS`` (``--flavor``); [] when they train all, the protocol has no flavors, or with
+    ``match_sizes`` (the matched-size variant is the geolab flavor's by construction)."""
+    flavors = settings.get("flavors")
+    every = getattr(get_protocol(name), "FLAVORS", ())
+    if not flavors or settings.get("match_sizes") or not set(flavors) < set(every):
+        return []
+    return [f for f in every if f in flavors]
 
 
 def variant_key(name: str, which: str) -> str:
