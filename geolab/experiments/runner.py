@@ -80,10 +80,10 @@ def flavor_subset(name: str, settings: dict) -> list[str]:
     its ``FLAVORS`` (``--flavor``); [] when they train all, the protocol has no flavors, or with
     ``match_sizes`` (the matched-size variant is the geolab flavor's by construction)."""
     flavors = settings.get("flavors")
-    every = getattr(get_protocol(name), "FLAVORS", ())
-    if not flavors or settings.get("match_sizes") or not set(flavors) < set(every):
+    if not flavors or settings.get("match_sizes"):
         return []
-    return [f for f in every if f in flavors]
+    every = getattr(get_protocol(name), "FLAVORS", ())
+    return [f for f in every if f in flavors] if set(flavors) < set(every) else []
 
 
 def variant_key(name: str, which: str) -> str:
