@@ -63,12 +63,20 @@ def cpu_hours(result: dict, reason: str) -> float:
     return total
 
 
+def reproduce_command(name: str, scale: str, *flags: str) -> str:
+    """ "geolab reproduce NAME --scale SCALE FLAGS…", the empty flags left out."""
+    return " ".join([f"geolab reproduce {name} --scale {scale}", *(f for f in flags if f)])
+
+
 def more_seeds_command(name: str, result: dict) -> str:
     """The `geolab reproduce` command that trains ``result`` again with three more seeds
     (``runner.pick_seeds``: past the scale's list, 1001, 1002, …) at its variant's settings."""
-    flags = [f"--scale {result['scale']}", variant_flags(result, seeds=False)]
-    flags.append(f"--seeds {len(result['seeds']) + 3} --jobs 2 --threads 1 --force --out OUT")
-    return " ".join([f"geolab reproduce {name}", *(f for f in flags if f)])
+    return reproduce_command(
+        name,
+        result["scale"],
+        variant_flags(result, seeds=False),
+        f"--seeds {len(result['seeds']) + 3} --jobs 2 --threads 1 --force --out OUT",
+    )
 
 
 def _remedy_of(reason: str) -> str:
@@ -206,8 +214,7 @@ def remedy(name: str, result: dict, h: dict, folder: str | Path | None = None) -
             if v.SIZES_DIFFER in reasons and not options.get("match_sizes")
             else ""
         )
-        flags = options_flags(options)
-        command = f"geolab reproduce {name} --scale paper" + (f" {flags}" if flags else "")
+        command = reproduce_command(name, "paper", options_flags(options))
         return {
             "what": f"the paper scale (`{command}`){sizes}",
             "cpu_hours": None,
@@ -378,14 +385,11 @@ def before_fused(results: dict) -> list[dict]:
             continue
         name = result["protocol"]
         jobs = "--jobs 2 " if getattr(get_protocol(name), "PARALLEL", False) else ""
-        command = " ".join(
-            f
-            for f in (
-                f"geolab reproduce {name} --scale {result['scale']}",
-                variant_flags(result),
-                f"{jobs}--threads 1 --out data/results-rerun",
-            )
-            if f
+        command = reproduce_command(
+            name,
+            result["scale"],
+            variant_flags(result),
+            f"{jobs}--threads 1 --out data/results-rerun",
         )
         runs = trained_runs(result["per_seed"]).values()
         rows.append(
