@@ -92,8 +92,8 @@ def attention(x, qkv_w, qkv_b, proj_w, proj_b, n_head, use_rope=False, dropout=0
     and the views' stacked model both call it): softmax(QKᵀ/√hd + causal mask) V W_oᵀ (+ b_o),
     W_o's output times ``scale`` if given. x (…, S, D), qkv_w (3D, D), proj_w (D, D)."""
     *lead, seq, dim = x.shape
-    q, k, v = F.linear(x, qkv_w, qkv_b).reshape(-1, seq, 3, n_head, dim // n_head).unbind(2)
-    q, k, v = (t.transpose(1, 2) for t in (q, k, v))
+    qkv = F.linear(x, qkv_w, qkv_b).reshape(-1, seq, 3, n_head, dim // n_head)
+    q, k, v = qkv.permute(2, 0, 3, 1, 4).unbind(0)  # each (B, heads, S, hd): one view op
     if use_rope:
         q, k = rope(q), rope(k)
     y = F.scaled_dot_product_attention(q, k, v, is_causal=True, dropout_p=dropout)

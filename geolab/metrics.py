@@ -6,7 +6,8 @@ back in that computation dtype, except `amax_gain`/`composite_gain_curve` (alway
 the `beta_stats` family (Python floats and lists, ready for JSON and plotly).
 
 Scale: the norm-based metrics divide each matrix/vector by its largest absolute entry before
-squaring, so they are exactly scale-invariant and neither overflow at 1e30 nor underflow at 1e-30.
+squaring, so they are exactly scale-invariant and neither overflow at 1e30 nor underflow at 1e-30
+(``effective_rank`` squares float32 input in float64 instead, where no square can).
 Degenerate inputs (all-zero matrices, zero vectors) have documented finite values, never NaN.
 Non-finite entries (a diverged run) make the affected result NaN, like any torch reduction,
 except in `beta_stats`, which raises.
@@ -19,8 +20,8 @@ from numbers import Real
 
 import torch
 
-# 2^100 takes the smallest subnormal of float32 (2^-149) and float64 (2^-1074) to a normal
-# number whose inverse is finite, and cannot overflow a matrix whose largest entry is subnormal.
+# 2^100 takes the smallest subnormal of float64 (2^-1074) to a normal number whose inverse is
+# finite, and cannot overflow a matrix whose largest entry is subnormal.
 SUBNORMAL_LIFT = 2.0**100
 
 
@@ -102,9 +103,10 @@ def effective_rank(X) -> torch.Tensor:
     in float32 (tests compare it with the SVD to 1e-5). float64 input takes
     ``torch.linalg.svdvals`` directly, whose σ near 0 are exact to float64 rounding.
 
-    Geolab's choices: an all-zero matrix (no spectrum) gives exactly 0; each matrix is divided by
-    its largest |entry| before the SVD (the metric is scale-invariant, so this only removes
-    overflow/underflow at 1e±30); floating-point rounding above 1 is clipped to 1.
+    Geolab's choices: an all-zero matrix (no spectrum) gives exactly 0; floating-point rounding
+    above 1 is clipped to 1. Overflow and underflow cannot reach σ: a float32 matrix's Gram in
+    float64 holds every square of a float32 number (up to 1e77, down to 1e-90), and a float64
+    matrix is divided by its largest |entry| before its SVD (the metric is scale-invariant).
 
     X: (..., S, D), S, D >= 1 -> (...), float32 (float64 for float64 input). Matrices with a
     non-finite entry give NaN; subnormal ones (a state decayed towards 0) their rank, e.g.
@@ -113,17 +115,7 @@ def effective_rank(X) -> torch.Tensor:
     fn = "effective_rank"
     X = _real_float(X, "X", fn)
     _check_matrix(X, "X", fn)
-    scale = X.abs().amax(dim=(-2, -1))
-    finite = torch.isfinite(scale)  # amax propagates NaN, so this is "every entry finite"
-    # A subnormal scale (a state that decayed through ~100 layers) has no finite 1/scale: lift
-    # those matrices by an exact power of two first (rank is scale-invariant); others × 1.
-    subnormal = finite & (scale > 0) & torch.isinf(1 / scale)
-    if bool(subnormal.any()):  # rare: lifting by × 1 alone would copy every state
-        lift = torch.where(subnormal, SUBNORMAL_LIFT, 1.0)
-        X, scale = X * lift[..., None, None], scale * lift
-    # LAPACK refuses non-finite input; zero those matrices here and mark them NaN at the end.
-    inv = torch.where(finite & (scale > 0), 1 / scale, torch.zeros_like(scale))[..., None, None]
-    sigma = _singular_values(X, inv)
+    sigma, finite = _singular_values(X)
     total = sigma.sum(dim=-1, keepdim=True)
     p = _safe_div(sigma, total)
     entropy = -torch.xlogy(p, p).sum(dim=-1)
@@ -132,16 +124,34 @@ def effective_rank(X) -> torch.Tensor:
     return torch.where(finite, rank, torch.full_like(rank, math.nan))
 
 
-def _singular_values(X: torch.Tensor, inv: torch.Tensor) -> torch.Tensor:
-    """Singular values of ``X·inv`` (``inv`` the per-matrix 1/max|x|, or 0 to zero a matrix),
-    as ``effective_rank`` describes: Gram eigenvalues in float64 for float32, SVD for float64."""
-    keep = inv > 0
+def _singular_values(X: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """(σ of each matrix, whether its entries are all finite), as ``effective_rank`` describes;
+    a matrix with a non-finite entry gets σ = 0 (LAPACK refuses it; the caller marks it NaN)."""
     if X.dtype == torch.float64:
-        return torch.linalg.svdvals(torch.where(keep, X * inv, 0.0))
-    Xd = X.double().mul_(inv.double())  # in place: the states' float64 copy is the big one
+        return _scaled_svdvals(X)
+    Xd = X.double()  # the one pass over the states: no scaling pass before it
     gram = Xd @ Xd.mT if X.shape[-2] <= X.shape[-1] else Xd.mT @ Xd
-    sigma = torch.linalg.eigvalsh(gram.masked_fill_(~keep, 0.0)).clamp_min(0).sqrt()
-    return sigma.to(X.dtype)
+    # Each diagonal entry sums the squares of one row (column) of X: NaN or inf exactly when
+    # one of its entries is, so the small Gram tells which matrices are finite.
+    finite = torch.isfinite(gram.diagonal(dim1=-2, dim2=-1)).all(dim=-1)
+    gram.masked_fill_(~finite[..., None, None], 0.0)
+    sigma = torch.linalg.eigvalsh(gram).clamp_min(0).sqrt()
+    return sigma.to(X.dtype), finite
+
+
+def _scaled_svdvals(X: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """``_singular_values`` of float64 X: the SVD of each matrix divided by its largest |entry|,
+    so its σ neither overflow nor underflow."""
+    scale = X.abs().amax(dim=(-2, -1))
+    finite = torch.isfinite(scale)  # amax propagates NaN, so this is "every entry finite"
+    # A subnormal scale has no finite 1/scale: lift those matrices by an exact power of two
+    # first (rank is scale-invariant); others × 1.
+    subnormal = finite & (scale > 0) & torch.isinf(1 / scale)
+    if bool(subnormal.any()):
+        lift = torch.where(subnormal, SUBNORMAL_LIFT, 1.0)
+        X, scale = X * lift[..., None, None], scale * lift
+    inv = torch.where(finite & (scale > 0), 1 / scale, torch.zeros_like(scale))[..., None, None]
+    return torch.linalg.svdvals(torch.where(inv > 0, X * inv, 0.0)), finite
 
 
 def rank_collapse_residual(X, norm: str = "fro") -> torch.Tensor:

@@ -171,7 +171,7 @@ def test_effective_rank_properties(seed, batch, S, D, kind, exponent):
 
 
 @pytest.mark.parametrize(
-    "dtype,scales", [(torch.float32, (1e-30, 1e30)), (torch.float64, (1e-300, 1e300))]
+    "dtype,scales", [(torch.float32, (1e-30, 1e30, 1e37)), (torch.float64, (1e-300, 1e300))]
 )
 def test_effective_rank_extreme_scales(dtype, scales):
     X = random_matrices(3, (4,), 8, 6, "gaussian", torch.float64)
@@ -186,6 +186,18 @@ def test_effective_rank_nonfinite_matrix_gives_nan_only_there():
     X[1, 2, 3] = math.inf
     r = effective_rank(X)
     assert torch.isnan(r[1]) and not torch.isnan(r[[0, 2]]).any()
+
+
+@pytest.mark.parametrize("S,D", [(6, 4), (4, 6)])
+@pytest.mark.parametrize("bad", [math.nan, -math.inf])
+def test_effective_rank_nonfinite_entry_found_on_either_side(S, D, bad):
+    """The float32 path reads finiteness off the Gram's diagonal (X Xᵀ or Xᵀ X): one bad entry
+    anywhere marks its matrix, and only its matrix, NaN."""
+    X = random_matrices(6, (3,), S, D, "gaussian")
+    X[2, S - 1, 0] = bad
+    r = effective_rank(X)
+    assert torch.isnan(r[2]) and not torch.isnan(r[:2]).any()
+    torch.testing.assert_close(r[:2].double(), svd_effective_rank(X[:2]), rtol=0, atol=1e-5)
 
 
 def test_effective_rank_bfloat16_is_computed_in_float32():
