@@ -74,7 +74,7 @@ class _MGTBlock(Rule):
         if not self.delta:
             return
         beta0 = 0.5 if cfg.beta0 is None else cfg.beta0
-        self.lam, self.eps = cfg.lam, cfg.eps
+        self.plain(lam=cfg.lam, eps=cfg.eps)
         with torch.no_grad():
             self.w_beta.bias.fill_(math.atanh((beta0 - cfg.eps) / cfg.lam))
             self.alpha.fill_(cfg.alpha0)
