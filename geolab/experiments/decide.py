@@ -267,11 +267,10 @@ CPU_PLAN = (
     (
         "beta_dynamics",
         "β transition and sharpening on three seeds, and H2 at 100 layers on the same runs "
-        "(trained rank profile recorded): seeds 42 and 123 are in (fused maths), 456 is left, "
-        "and the command resumes from their saved runs where OUT holds them (else it trains "
-        "all three, as priced) — at 12,000 steps seed 42 converged at 1.17 × the 5-gram's "
-        "perplexity and seed 123 did not (gain 3.3 %) at 1.08 ×, both above the learned line "
-        "0.9 ×, so the claims stay inconclusive (not learned) whatever seed 456 gives",
+        "(trained rank profile recorded); the command resumes from the saved runs where OUT "
+        "holds them — at 12,000 steps no seed learned (1.05–1.17 × the 5-gram's perplexity, "
+        "above the learned line 0.9 ×), so the claims stay inconclusive (not learned) at this "
+        "scale",
         {},
         {"steps": 12000, "seeds": 3},
         "geolab reproduce beta_dynamics --scale small --seeds {seeds} --jobs 2 --threads 1 "
