@@ -547,12 +547,6 @@ CASES = [
         None,
         "--tasks is not allowed for ablation: it trains on one task",
     ),
-    (
-        "reproduce-jobs-not-parallel",
-        ["reproduce", "reflection", "--jobs", "2", "--out", "{tmp}/out"],
-        None,
-        "--jobs 2 is not allowed for reflection",
-    ),
     pytest.param(
         "reproduce-out-sysfs",
         ["reproduce", "ablation", "--out", "/sys/geolab"],

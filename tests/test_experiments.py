@@ -855,8 +855,8 @@ def test_reflection_keeps_the_training_loss_as_window_means():
     refl = get_protocol("reflection")
     tiny = refl.SCALES["tiny"]
     per_step, windows = (
-        refl.train_flavor(
-            "geolab", 42, tiny | {"train": tiny["train"] | {"steps": 7, "eval_every": every}}, print
+        refl.flavor_run(
+            42, "geolab", tiny | {"train": tiny["train"] | {"steps": 7, "eval_every": every}}, print
         )
         for every in (1, 3)
     )

@@ -76,12 +76,6 @@ def test_flags_that_cannot_combine_are_one_line_errors(flags, message, tmp_path,
     assert not list(tmp_path.iterdir())  # nothing submitted, nothing written
 
 
-def test_a_protocol_that_trains_one_run_at_a_time_cannot_be_launched(tmp_path, capsys):
-    args = ["reproduce", "reflection", "--scale", "tiny", "--out", str(tmp_path)]
-    assert main([*args, "--launcher", "local"]) == 2
-    assert "trains one run at a time" in capsys.readouterr().err
-
-
 def without_seconds(x):
     if isinstance(x, dict):
         return {k: without_seconds(v) for k, v in x.items() if k != "seconds"}

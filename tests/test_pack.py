@@ -54,7 +54,7 @@ def test_two_workers_give_the_numbers_of_one_process_and_a_rerun_skips(tmp_path,
     assert c["provenance"]["runs"]["trained"] == 1 and c["provenance"]["runs"]["found"] == 7
 
 
-@pytest.mark.parametrize("name", ["depth_scaling", "rank_evolution"])
+@pytest.mark.parametrize("name", ["depth_scaling", "rank_evolution", "reflection"])
 def test_a_protocol_s_runs_packed_equal_one_process_and_a_rerun_skips(name, tmp_path, capsys):
     args = ["reproduce", name, "--scale", "tiny", "--no-png", "--out"]
     one, two = tmp_path / "one", tmp_path / "two"

@@ -252,8 +252,7 @@ def test_results_from_before_the_fused_maths_are_listed_unless_the_plan_retrains
         "geolab reproduce ablation --scale small --steps 1600 --jobs 2 --threads 1 "
         "--out data/results-rerun"
     )
-    # reflection trains one run at a time: no --jobs
-    assert "--jobs" not in reflection["command"] and "--steps 64000" in reflection["command"]
+    assert "--jobs 2" in reflection["command"] and "--steps 64000" in reflection["command"]
     assert ablation["finished"] == old and ablation["commit"] == "a" * 40
     table = report.before_fused_markdown({"depth_scaling": result("depth_scaling", new)})
     assert table.startswith("Every result finished after the fused rule maths")

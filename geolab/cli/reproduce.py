@@ -19,7 +19,7 @@ stored numbers (``geolab.experiments.runner.rejudge``: no training) and writes i
 ``--dry-run`` trains nothing: it prints every run of the protocol at that scale with its sizes
 and an estimate of GPU-hours (``geolab.experiments.plan`` states how; a throughput measured in
 OUT is used when there is one); it needs no data or network. ``--jobs N`` packs the runs of
-every protocol but reflection (one run) into N worker
+every protocol into N worker
 processes (round-robin over the visible GPUs); every finished run is saved under
 OUT/NAME-SCALE[-VARIANT]-runs/ and skipped when the same command runs again
 (``--fresh`` retrains).
@@ -181,13 +181,7 @@ def reproduce(args: argparse.Namespace) -> int:
         options["jobs"] = args.jobs
     module = get_protocol(args.name)
     options |= budget_options(args, module)
-    parallel = [n for n in NAMES if getattr(get_protocol(n), "PARALLEL", False)]
-    if options.get("jobs", 1) > 1 and not getattr(module, "PARALLEL", False):
-        raise ValueError(
-            f"--jobs {args.jobs} is not allowed for {args.name}: it trains one run at a time "
-            f"(--jobs > 1 only for {', '.join(parallel)})"
-        )
-    check_launch_flags(args, parallel)
+    check_launch_flags(args)
     time_limit = None if args.time_limit is None else args.time_limit * 60
     mode = compile_option(args)
     if args.compile:
@@ -277,7 +271,7 @@ def estimate(args: argparse.Namespace, module, settings: dict, device: str) -> s
     return plan.plan_text(args.name, args.scale, rows, source)
 
 
-def check_launch_flags(args: argparse.Namespace, parallel: list[str]) -> None:
+def check_launch_flags(args: argparse.Namespace) -> None:
     """One-line ValueErrors for flag combinations that cannot work together."""
     cluster = {
         "--partition": args.partition,
@@ -305,11 +299,6 @@ def check_launch_flags(args: argparse.Namespace, parallel: list[str]) -> None:
         return
     if args.dry_run:
         raise ValueError(f"--launcher {args.launcher} is not allowed with --dry-run (it trains)")
-    if args.name not in parallel:
-        raise ValueError(
-            f"--launcher {args.launcher} is not allowed for {args.name}: it trains one run at a "
-            f"time (launch only {', '.join(parallel)})"
-        )
     if int(os.environ.get("WORLD_SIZE", "1")) > 1:
         raise ValueError(f"--launcher {args.launcher} is not allowed under torchrun")
     if args.fresh:
@@ -374,8 +363,8 @@ def add_reproduce_cli(subparsers: argparse._SubParsersAction) -> None:
         "--jobs",
         type=int,
         default=None,
-        help="worker processes (default 1) packed with the runs of every protocol but "
-        "reflection (one run), round-robin over the visible GPUs (per array job with --launcher)",
+        help="worker processes (default 1) packed with the protocol's runs, round-robin over "
+        "the visible GPUs (per array job with --launcher)",
     )
     p.add_argument("--compile", action="store_true", help="torch.compile every model")
     add_compile_mode_argument(p)

@@ -24,7 +24,6 @@ from geolab.experiments.stats import fmt_interval, t_interval
 from geolab.metrics import synergy
 
 NAME = "ablation"
-PARALLEL = True  # --jobs N spreads its runs, one seed per worker process
 TITLE = "MGT 2: ablation of the two gates at 48 layers and the synergy coefficient 𝒮 (Eq. 9)"
 RULES = ["postln", "mgt_mhc", "mgt_ddl", "mgt", "preln", "deepnorm"]
 # Every rule's MLP hidden width moved so its parameter count is full MGT's: the baselines get

@@ -44,7 +44,6 @@ from geolab.probe import rank_profile
 from geolab.rules import rule_class
 
 NAME = "beta_dynamics"
-PARALLEL = True  # --jobs N spreads its seeds, one per worker process
 TITLE = "MGT 3: β per layer over training in a 100-layer MGT (the sign phase transition)"
 SIZEABLE, CORRELATED = 0.1, 0.5
 

@@ -248,9 +248,8 @@ def plan_source() -> str:
 # variant) trained at both. The matched-size variant (steps and seeds None: the scale's) is priced
 # from the committed geolab-flavor runs it trains again at GPT's size (≈ 117k parameters each, the
 # smaller models grown, the larger shrunk), and dropped once it is among the results. Each packed
-# command resumes when run again (the runs it finished are saved under OUT/STEM-runs/);
-# reflection trains one run at a time (one core). Each writes its own --out: one writer holds a
-# folder, so the reflection run can go beside a packed one.
+# command resumes when run again (the runs it finished are saved under OUT/STEM-runs/). Each
+# writes its own --out: one writer holds a folder.
 CPU_PLAN = (
     (
         "reflection",
@@ -261,7 +260,7 @@ CPU_PLAN = (
         "end",
         {},
         {"steps": 64000, "seeds": 3},
-        "geolab reproduce reflection --scale small --steps {steps} --threads 1 "
+        "geolab reproduce reflection --scale small --steps {steps} --jobs 2 --threads 1 "
         "--out data/results-reflection-32x",
     ),
     (
@@ -383,12 +382,11 @@ def before_fused(results: dict) -> list[dict]:
         if key in planned or prov.get("finished_utc", "") >= FUSED_MATHS[1]:
             continue
         name = result["protocol"]
-        jobs = "--jobs 2 " if getattr(get_protocol(name), "PARALLEL", False) else ""
         command = reproduce_command(
             name,
             result["scale"],
             variant_flags(result),
-            f"{jobs}--threads 1 --out data/results-rerun",
+            "--jobs 2 --threads 1 --out data/results-rerun",
         )
         runs = trained_runs(result["per_seed"]).values()
         rows.append(

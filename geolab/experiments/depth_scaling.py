@@ -31,7 +31,6 @@ from geolab.experiments.scales import SMALL_TRAIN, SMOKE, paper_train
 from geolab.experiments.stats import fmt_interval, sign_of, welch
 
 NAME = "depth_scaling"
-PARALLEL = True  # --jobs N spreads its runs, one (seed, depth, rule) per worker process
 TITLE = "MGT 4: depth scaling at a fixed parameter budget (width matched with match_params)"
 SMOOTH = 10
 

@@ -62,7 +62,6 @@ from geolab.model import match_params
 from geolab.tasks import get_task
 
 NAME = "edelta_benchmarks"
-PARALLEL = True  # --jobs N packs its runs (flavor, seed, task, model) into worker processes
 TITLE = "E∆ table: five geometric/residual models on echo, gyroscope, inversion and near-π"
 MODELS = {
     "preln": (9, 128),

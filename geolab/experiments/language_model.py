@@ -18,7 +18,6 @@ from geolab.experiments.stats import fmt_interval, welch
 CORPUS_NAMES = {"wikitext2": "WikiText-2", "shakespeare": "tiny-shakespeare"}  # what a scale reads
 
 NAME = "language_model"
-PARALLEL = True  # --jobs N spreads its runs, one seed per worker process
 TITLE = "MGT 5: WikiText-2 language modelling, MGT vs post-LN, pre-LN and DeepNorm"
 RULES = ["postln", "preln", "deepnorm", "mgt"]
 

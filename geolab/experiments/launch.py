@@ -54,10 +54,8 @@ def train_chunk(fn, jobs: list[tuple], settings: dict, run_dir: str, limit_s, th
 
 
 def collect(module, settings: dict, seeds: list[int], run_dir: Path):
-    """(fn, jobs without a saved run, settings as the protocol passes them) of ``module``, a
-    protocol that packs its runs (``PARALLEL``): its ``run`` stops at its first ``run_jobs``."""
-    if not getattr(module, "PARALLEL", False):
-        raise ValueError(f"{module.NAME} trains one run at a time; it cannot be launched")
+    """(fn, jobs without a saved run, settings as the protocol passes them) of ``module``
+    (every protocol packs its runs): its ``run`` stops at its first ``run_jobs``."""
     with pack.sweep(run_dir=run_dir, collect=True):
         try:
             module.run(settings, seeds, lambda msg: None)

@@ -39,7 +39,6 @@ from geolab.model import GeoTransformer
 from geolab.probe import rank_profile
 
 NAME = "rank_evolution"
-PARALLEL = True  # --jobs N spreads its trained runs, one (seed, depth, rule) per worker process
 TITLE = "MGT 1: effective rank per layer at initialisation and after training"
 RULES = ["postln", "preln", "deepnorm", "mgt_mhc", "mgt_ddl", "mgt"]
 H1_MAX, MONOTONE_TOL, H2_MIN = 0.1, 0.02, 0.5

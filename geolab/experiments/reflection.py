@@ -48,9 +48,11 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from geolab.experiments import baselines, convergence
+from geolab.device import describe_device
+from geolab.experiments import baselines, convergence, pack
 from geolab.experiments import verdicts as v
 from geolab.experiments.plan import SUSTAINED_FLOPS
+from geolab.experiments.runs import parallel_map
 from geolab.experiments.stats import fmt_interval, sign_of, t_interval
 from geolab.operators import (
     delta_update,
@@ -216,6 +218,9 @@ def train_one(model: Operator, task: Task, settings: dict, batches) -> dict:
     opt = torch.optim.AdamW(model.parameters(), lr=tc["lr"])
     curve = {"metric": "mse", "steps": [], "values": []}
     losses, window = [], []
+    n_params = sum(p.numel() for p in model.parameters())
+    flops = 6 * n_params * tc["steps"] * tc["batch_size"]  # as plan_rows prices it
+    pack.TALLY.append((describe_device(next(model.parameters()).device), flops, 0.0))
     t0 = time.perf_counter()
     for step in range(1, tc["steps"] + 1):
         idx = batches(len(train_x), min(tc["batch_size"], len(train_x)))
@@ -235,7 +240,7 @@ def train_one(model: Operator, task: Task, settings: dict, batches) -> dict:
             curve["values"].append(measure(model, val_x)["mse"])
     return {
         "val": measure(model, val_x),
-        "n_params": sum(p.numel() for p in model.parameters()),
+        "n_params": n_params,
         "curve": losses,
         "curve_every": tc["eval_every"],
         "val_curve": curve,
@@ -244,8 +249,10 @@ def train_one(model: Operator, task: Task, settings: dict, batches) -> dict:
     }
 
 
-def train_flavor(flavor: str, seed: int, settings: dict, log) -> dict:
-    """MODEL -> the run's numbers, every model of one flavor and seed."""
+def flavor_run(seed: int, flavor: str, settings: dict, log) -> dict:
+    """MODEL -> the run's numbers, every model of one flavor and seed (a job of :func:`run`:
+    each flavor seeds its data, models and batches itself, so a worker process computes what one
+    process does)."""
     task = data(settings, seed, flavor)
     dim, hidden = settings["dim"], settings["hidden"]
     if flavor == "reference":  # one global stream, as the public script: build all, then train
@@ -273,14 +280,11 @@ def train_flavor(flavor: str, seed: int, settings: dict, log) -> dict:
 
 
 def run(settings: dict, seeds: list[int], log) -> v.Outcome:
-    per_seed = {
-        str(seed): {
-            f"{flavor}/{m}": r
-            for flavor in FLAVORS
-            for m, r in train_flavor(flavor, seed, settings, log).items()
-        }
-        for seed in seeds
-    }
+    jobs = [(seed, flavor) for seed in seeds for flavor in FLAVORS]
+    per_seed = {str(seed): {} for seed in seeds}
+    runs = parallel_map(flavor_run, jobs, settings, log)
+    for (seed, flavor), out in zip(jobs, runs, strict=True):
+        per_seed[str(seed)].update({f"{flavor}/{m}": r for m, r in out.items()})
     summary, hyps = conclude(settings, seeds, per_seed)
     return v.Outcome(per_seed, summary, hyps)
 

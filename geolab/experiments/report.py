@@ -342,14 +342,13 @@ def cpu_plan_markdown(results: dict) -> str:
     rows = decide.cpu_plan(results)
     lines = [
         "Each from a clean checkout (the fused rule maths, which changed training's rounding, "
-        "are in: these numbers come from the code that stays): the reflection "
-        "run (one core) beside one packed command at a time (`--jobs 2`), each into its own "
-        "`--out` (one writer holds a folder); a packed command picks up where it stopped when "
-        "run again, and its NAME-small.json then replaces the committed one (`--force`; a "
-        "variant's NAME-small-VARIANT.json, matched sizes or some tasks only, goes beside the "
-        "published one). Costs are the committed runs' recorded seconds scaled by the steps "
-        "(one CPU thread each; seed 42's beta run is retrained so that all three seeds carry "
-        "the rank profile).",
+        "are in: these numbers come from the code that stays), one packed command at a time "
+        "(`--jobs 2`: one core per worker), each into its own `--out` (one writer holds a "
+        "folder); a packed command picks up where it stopped when run again, and its "
+        "NAME-small.json then replaces the committed one (`--force`; a variant's "
+        "NAME-small-VARIANT.json, matched sizes or some tasks only, goes beside the published "
+        "one). Costs are the committed runs' recorded seconds scaled by the steps (one CPU "
+        "thread each).",
         "",
         "| protocol | settles | command | one-thread CPU-hours |",
         "| --- | --- | --- | ---: |",
