@@ -10,7 +10,8 @@ and the synergy coefficient (Eq. 9, ``geolab.synergy``)
 computed per seed with base = post-LN (the paper's) and base = pre-LN, then mean ± std.
 Hypothesis: 𝒮 > 0 ("orthogonal synergy"). Verdict: the 95 % t interval of 𝒮 over seeds
 (``stats.t_interval``) above 0 reproduces it, below 0 does not, covering 0 is inconclusive — and
-only on three seeds, converged runs that beat the bigram and sizes within 3 % (``verdicts.gate``).
+only on three seeds, converged runs that learned (perplexity at most 0.9 × the best n-gram's,
+``baselines``) and sizes within 3 % (``verdicts.gate``).
 The paper keeps every other hyper-parameter identical, so its four configurations differ in size
 by the gates' parameters (MGT +33 % at D = 32); here each rule's MLP hidden width is moved so its
 count is full MGT's (``SIZED``), the baselines spending the gates' parameters as MLP width.

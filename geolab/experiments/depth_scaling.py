@@ -12,8 +12,8 @@ Claim (the paper's hypothesis): at fixed parameters MGT reaches lower perplexity
 baselines and the gap grows with depth. Verdict (geolab's rule): reproduced if at the deepest L
 Welch's 95 % interval of ppl(best baseline) − ppl(MGT) over seeds lies above 0 and the gap is
 larger than at the shallowest L; not reproduced if the interval lies below 0; inconclusive
-otherwise — and only on three seeds, sizes within 3 % and converged runs that beat the bigram
-(``verdicts.gate``).
+otherwise — and only on three seeds, sizes within 3 % and converged runs that learned
+(perplexity at most 0.9 × the best n-gram's, ``baselines``; ``verdicts.gate``).
 """
 
 from geolab.experiments import baselines
