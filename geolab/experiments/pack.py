@@ -50,6 +50,7 @@ from pathlib import Path
 
 import torch
 
+from geolab.device import describe_device
 from geolab.experiments.provenance import git_revision
 from geolab.outputs import replace_atomically
 from geolab.threads import use_threads
@@ -60,8 +61,8 @@ from geolab.threads import use_threads
 EXECUTION_KEYS = ("jobs", "data_dir", "reductions")
 SELECTION_KEYS = ("seeds", "tasks", "rules", "flavors", "train_rules", "depths", "variants")
 PR_SET_PDEATHSIG = 1  # prctl(2): the signal a process gets when its parent dies
-# What runs.fit measured in this process for the run in progress: (device, FLOPs, seconds).
-TALLY: list[tuple[str, float, float]] = []
+# What the run in progress trained in this process (``tally``): (device, FLOPs) per model.
+TALLY: list[tuple[str, float]] = []
 
 
 class Incomplete(RuntimeError):
@@ -370,6 +371,12 @@ def stop_on_signals():
     finally:
         for s, handler in old.items():
             signal.signal(s, handler)
+
+
+def tally(model: torch.nn.Module, flops: float) -> None:
+    """Count one trained ``model`` and its training FLOPs towards the run in progress (the
+    cost :func:`_train` records with it)."""
+    TALLY.append((describe_device(next(model.parameters()).device), flops))
 
 
 def _train(fn, job: tuple, settings: dict, log) -> tuple[dict, dict]:

@@ -48,7 +48,6 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from geolab.device import describe_device
 from geolab.experiments import baselines, convergence, pack
 from geolab.experiments import verdicts as v
 from geolab.experiments.plan import SUSTAINED_FLOPS
@@ -208,6 +207,12 @@ def measure(model: Operator, x: torch.Tensor) -> dict:
     return out
 
 
+def operator_flops(n_params: int, tc: dict) -> float:
+    """FLOPs of training one operator of ``n_params`` parameters: 6 · N · steps · batch (one
+    vector per sample)."""
+    return 6 * n_params * tc["steps"] * tc["batch_size"]
+
+
 def train_one(model: Operator, task: Task, settings: dict, batches) -> dict:
     """Train ``model`` on the task's training split; numbers as ``runs.fit`` records them, but
     the training loss as the mean of each ``eval_every``-step window ("curve", one value per
@@ -219,8 +224,7 @@ def train_one(model: Operator, task: Task, settings: dict, batches) -> dict:
     curve = {"metric": "mse", "steps": [], "values": []}
     losses, window = [], []
     n_params = sum(p.numel() for p in model.parameters())
-    flops = 6 * n_params * tc["steps"] * tc["batch_size"]  # as plan_rows prices it
-    pack.TALLY.append((describe_device(next(model.parameters()).device), flops, 0.0))
+    pack.tally(model, operator_flops(n_params, tc))
     t0 = time.perf_counter()
     for step in range(1, tc["steps"] + 1):
         idx = batches(len(train_x), min(tc["batch_size"], len(train_x)))
@@ -388,8 +392,8 @@ def judge(flavor: str, rows: list[dict], n_seeds: int) -> list[v.Hypothesis]:
 
 
 def plan_rows(settings: dict, seeds: int, flops_per_s: float = SUSTAINED_FLOPS) -> list[dict]:
-    """The dry-run rows (``plan.protocol_plan``): each operator's size and its FLOPs,
-    6 · N · steps · batch (one vector per sample), per flavor, over ``seeds`` seeds."""
+    """The dry-run rows (``plan.protocol_plan``): each operator's size and its FLOPs
+    (``operator_flops``), per flavor, over ``seeds`` seeds."""
     tc = settings["train"]
     rows = []
     for flavor in FLAVORS:
@@ -397,7 +401,7 @@ def plan_rows(settings: dict, seeds: int, flops_per_s: float = SUSTAINED_FLOPS) 
             with torch.device("meta"):
                 op = Operator(m, flavor, settings["dim"], settings["hidden"], settings)
             n = sum(p.numel() for p in op.parameters())
-            flops = 6 * n * tc["steps"] * tc["batch_size"] * seeds
+            flops = operator_flops(n, tc) * seeds
             rows.append(
                 {
                     "run": f"{flavor}/{m}",

@@ -17,7 +17,6 @@ import torch
 
 from geolab.config import GeoConfig
 from geolab.data import bundled_dir
-from geolab.device import describe_device
 from geolab.experiments import baselines, convergence, pack
 from geolab.experiments.plan import train_flops
 from geolab.experiments.verdicts import fmt
@@ -93,7 +92,7 @@ def fit(cfg, task, settings: dict, seed: int, log=None, model=None, callback=Non
     t0 = time.perf_counter()
     res = train(cfg, task, tc, callback=callback, model=model)
     flops = train_flops(count_params(res.model), cfg, tc.steps, tc.batch_size)
-    pack.TALLY.append((describe_device(next(res.model.parameters()).device), flops, 0.0))
+    pack.tally(res.model, flops)
     curve = convergence.val_curve(res.history, "mse" if task.kind == "regression" else "loss")
     out = {
         "val": {k: v for k, v in res.metrics.items() if k != "step"},
