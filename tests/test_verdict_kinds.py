@@ -1,6 +1,7 @@
 """Verdict kinds, margins, the judging record and what decides an undecided claim."""
 
 import json
+import math
 
 import pytest
 import torch
@@ -217,7 +218,9 @@ def test_a_rerun_is_priced_by_steps_and_seeds_and_leaves_the_plan_once_trained()
     # six runs of 90 s at 800 steps, wanted at 1600 steps: 2 × 540 s
     assert plan["ablation"]["cpu_hours"] == pytest.approx(2 * 540 / 3600)
     assert "--steps 1600" in plan["ablation"]["command"]
-    assert decide.cpu_plan({"ablation": _planned(180.0, 1600, [1, 2, 3])}) == []
+    landed = {"ablation": _planned(180.0, 1600, [1, 2, 3])}
+    assert decide.cpu_plan(landed) == []
+    assert "Every planned CPU rerun has landed" in report.cpu_plan_markdown(landed)
     beta = decide.cpu_plan({"beta_dynamics": _planned(100.0, 12000, [42])})
     # one seed of two runs at 100 s, wanted on three seeds
     assert beta[0]["cpu_hours"] == pytest.approx(3 * 200 / 3600)
@@ -256,3 +259,34 @@ def test_results_from_before_the_fused_maths_are_listed_unless_the_plan_retrains
     assert ablation["finished"] == old and ablation["commit"] == "a" * 40
     table = report.before_fused_markdown({"depth_scaling": result("depth_scaling", new)})
     assert table.startswith("Every result finished after the fused rule maths")
+
+
+def test_the_remedy_for_unconverged_runs_shows_whether_their_gain_shrinks():
+    # MSE ∝ s^−a: in log-MSE the last quarter gains a·ln(4/3) at any length T (its best before
+    # ¾T is at ¾T, its best after at T), so stopping halfway gains the same: doubling the steps
+    # cannot converge it
+    a, total = 0.5, 4000
+    steps = list(range(50, total + 1, 50))
+    power = {"metric": "mse", "steps": steps, "values": [s**-a for s in steps]}
+    gain = a * math.log(4 / 3)
+    assert convergence.judge(power, total)["improvement"] == pytest.approx(gain)
+    assert decide.halfway(power, total)["improvement"] == pytest.approx(gain)
+    # an MSE settling on a floor gains less in its last quarter the longer it runs
+    settling = {"metric": "mse", "steps": steps, "values": [1 + math.exp(-s / 800) for s in steps]}
+    end, half = convergence.judge(settling, total), decide.halfway(settling, total)
+    assert 0 < end["improvement"] < half["improvement"]
+    run = {"val_curve": power, "seconds": 3600.0, **convergence.judge(power, total)}
+    result = {
+        "protocol": "reflection",
+        "scale": "small",
+        "config": {"train": {"steps": total}},
+        "seeds": [42, 123, 456],
+        "per_seed": {"42": {"ddl": run, "jpmhc": {"val_curve": settling, **end}}},
+    }
+    slow = {"verdict": "inconclusive: not converged", "reasons": [convergence.NOT_CONVERGED]}
+    what = decide.remedy("reflection", result, slow)["what"]
+    pct = f"{100 * gain:.3g} %"
+    assert what == (
+        f"train twice as many steps (its unconverged run's last quarter gained {pct} at "
+        f"4,000 steps and {pct} at 2,000 on the same curves)"
+    )

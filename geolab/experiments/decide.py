@@ -220,11 +220,45 @@ def remedy(name: str, result: dict, h: dict, folder: str | Path | None = None) -
             "cpu_hours": None,
             "gpu_hours": paper_gpu_hours(name, folder, options),
         }
+    trend = gain_trend(result) if convergence.NOT_CONVERGED in reasons else ""
     return {
-        "what": "; ".join(dict.fromkeys(CPU_REMEDY[r] for r in reasons)),
+        "what": "; ".join(dict.fromkeys(CPU_REMEDY[r] for r in reasons)) + trend,
         "cpu_hours": sum(cpu_hours(result, r) for r in dict.fromkeys(map(_remedy_of, reasons))),
         "gpu_hours": None,
     }
+
+
+def halfway(curve: dict, total_steps: int) -> dict:
+    """``convergence.judge`` of the same run had it stopped at half its steps: the curve's
+    points at s ≤ T/2 judged against T/2. Beside the run's own judgement it shows whether its
+    last quarter's gain shrinks as training goes on, so whether twice the steps is likely to
+    converge it. (Kept out of the rule files, whose hash each result records: it judges
+    nothing.)"""
+    half = total_steps / 2
+    kept = [(s, x) for s, x in zip(curve["steps"], curve["values"], strict=True) if s <= half]
+    steps, values = (list(c) for c in zip(*kept, strict=True)) if kept else ([], [])
+    return convergence.judge({"metric": curve["metric"], "steps": steps, "values": values}, half)
+
+
+def gain_trend(result: dict) -> str:
+    """ " (its unconverged runs' last quarter gained A % at T steps and B % at T/2 on the same
+    curves)": the gains the convergence gate reads (``halfway``), so a reader sees
+    whether twice the steps is likely to converge them — a gain that does not shrink as the
+    steps double is not near its end. "" without such runs or a step count."""
+    steps = result["config"].get("train", {}).get("steps")
+    runs = [
+        r
+        for r in trained_runs(result["per_seed"]).values()
+        if r.get("state") == convergence.NOT_CONVERGED and r.get("improvement") is not None
+    ]
+    if not steps or not runs:
+        return ""
+    now = v._span([100 * r["improvement"] for r in runs], " %")
+    halves = (halfway(r["val_curve"], steps)["improvement"] for r in runs)
+    then = [100 * g for g in halves if g is not None]
+    before = f" and {v._span(then, ' %')} at {steps // 2:,} on the same curves" if then else ""
+    whose = "its unconverged run's" if len(runs) == 1 else f"its {len(runs)} unconverged runs'"
+    return f" ({whose} last quarter gained {now} at {steps:,} steps{before})"
 
 
 def cost_text(fix: dict) -> str:

@@ -338,8 +338,13 @@ def walkthrough_markdown(name: str, h: dict) -> str:
 
 def cpu_plan_markdown(results: dict) -> str:
     """The CPU reruns that settle claims, as commands with their measured cost
-    (``decide.cpu_plan``)."""
+    (``decide.cpu_plan``); one line once every planned rerun has landed."""
     rows = decide.cpu_plan(results)
+    if not rows:
+        return (
+            "Every planned CPU rerun has landed (`decide.CPU_PLAN`); what would decide the "
+            "claims still open, and what it costs, is in the table above."
+        )
     lines = [
         "Each from a clean checkout (the fused rule maths, which changed training's rounding, "
         "are in: these numbers come from the code that stays), one packed command at a time "
