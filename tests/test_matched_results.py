@@ -235,7 +235,13 @@ def test_without_a_matched_file_the_readme_changes_only_in_the_cpu_plan(
         for key, run in row.items()
         if key.startswith("geolab/")
     )
-    assert plan["cpu_hours"] == pytest.approx(seconds / 3600) and 1.4 < plan["cpu_hours"] < 1.8
+    every = sum(
+        run["seconds"]
+        for row in without["edelta_benchmarks"]["per_seed"].values()
+        for run in row.values()
+    )
+    # the geolab flavor's runs: a part of the table's recorded seconds, not all of them
+    assert plan["cpu_hours"] == pytest.approx(seconds / 3600) and 0 < seconds < every
     total = sum(r["cpu_hours"] for r in decide.cpu_plan(without))
     lines = text.splitlines()
     counts = [ln for ln in report.counts_markdown(without).splitlines() if ln not in lines]
