@@ -27,6 +27,7 @@ settings they were planned from (``paper_gpu_hours``; a variant's under NAME-VAR
 planned again only when those settings change.
 """
 
+import bisect
 import hashlib
 import json
 from pathlib import Path
@@ -235,9 +236,9 @@ def halfway(curve: dict, total_steps: int) -> dict:
     converge it. (Kept out of the rule files, whose hash each result records: it judges
     nothing.)"""
     half = total_steps / 2
-    kept = [(s, x) for s, x in zip(curve["steps"], curve["values"], strict=True) if s <= half]
-    steps, values = (list(c) for c in zip(*kept, strict=True)) if kept else ([], [])
-    return convergence.judge({"metric": curve["metric"], "steps": steps, "values": values}, half)
+    n = bisect.bisect_right(curve["steps"], half)  # a trainer's steps ascend
+    cut = {**curve, "steps": curve["steps"][:n], "values": curve["values"][:n]}
+    return convergence.judge(cut, half)
 
 
 def gain_trend(result: dict) -> str:
@@ -253,6 +254,7 @@ def gain_trend(result: dict) -> str:
     ]
     if not steps or not runs:
         return ""
+    # verdicts' own range format; verdicts.py is a rule file (hashed), so it stays private there
     now = v._span([100 * r["improvement"] for r in runs], " %")
     halves = (halfway(r["val_curve"], steps)["improvement"] for r in runs)
     then = [100 * g for g in halves if g is not None]
