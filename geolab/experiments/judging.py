@@ -4,7 +4,8 @@ whether those rules are newer than the runs they judged.
 A verdict rule may change after results exist, but then every affected result must say under
 which rules it was judged and whether that changed a verdict (docs/design.md §8). The rules of a
 protocol are the text of the modules its verdicts are computed by: ``RULE_FILES`` (verdicts,
-baselines, convergence, stats) and the protocol's own module. ``rules_hash`` is the SHA-256 of
+baselines, convergence, stats), those in ``OWN_RULE_FILES`` (the claimed-quantity rule) and the
+protocol's own module. ``rules_hash`` is the SHA-256 of
 those files (in that order, each prefixed by its path), first 16 hex digits; the same hash read
 from ``git show COMMIT:PATH`` (``rules_hash_at``) says whether the rules at the runs' commit equal
 today's. The protocol module also holds its training code, so a change there counts as a rule
@@ -37,12 +38,14 @@ RULE_FILES = (
     "geolab/experiments/convergence.py",
     "geolab/experiments/stats.py",
 )
+# rule modules only some protocols judge by
+OWN_RULE_FILES = {"reflection": ("geolab/experiments/settled.py",)}
 ROOT = Path(__file__).resolve().parents[2]
 
 
 def rule_files(protocol: str) -> tuple[str, ...]:
     """The repository paths whose text is the rules of ``protocol``."""
-    return (*RULE_FILES, f"geolab/experiments/{protocol}.py")
+    return (*RULE_FILES, *OWN_RULE_FILES.get(protocol, ()), f"geolab/experiments/{protocol}.py")
 
 
 def _digest(texts: list[tuple[str, bytes]]) -> str:

@@ -37,21 +37,19 @@ RULE = (
 RULE_HASH = hashlib.sha256(RULE.encode()).hexdigest()[:16]
 
 
+def reads(budget: int) -> tuple[int, int, int]:
+    """The steps the rule reads at ``budget`` T: T/4, T/2 and T (integer steps, at least 1)."""
+    return max(1, budget // 4), max(1, budget // 2), budget
+
+
 def checkpoints(budgets: list[int]) -> list[int]:
-    """The steps at which the claimed quantities are recorded: T/4 of the first budget, doubled
-    up to the last budget (``[2000, 64000]`` → 500, 1000, …, 64000). Every budget must be the
-    first's T/4 times a power of two, so that each budget's T/4 and T/2 are recorded."""
-    first, last = budgets[0] // 4, budgets[-1]
-    steps = [max(1, first)]
-    while steps[-1] < last:
-        steps.append(steps[-1] * 2)
-    missing = [b for b in budgets if not {b // 4, b // 2, b} <= set(steps)]
-    if missing or steps[-1] != last:
-        raise ValueError(
-            f"budgets: {budgets} are not the first budget's quarter times powers of two; "
-            "each budget's T/4, T/2 and T must be recorded"
-        )
-    return steps
+    """The steps at which the claimed quantities are recorded: T/4 of the first budget doubled
+    up to the last budget (``[2000, 64000]`` → 500, 1000, …, 64000), plus every step a budget's
+    rule reads (``reads``)."""
+    steps = {max(1, budgets[0] // 4)}
+    while max(steps) * 2 <= budgets[-1]:
+        steps.add(max(steps) * 2)
+    return sorted(steps.union(*(reads(b) for b in budgets)))
 
 
 def settle(series: dict, budget: int, threshold: float, side: int) -> dict:
@@ -61,7 +59,7 @@ def settle(series: dict, budget: int, threshold: float, side: int) -> dict:
     "q ≥ threshold", −1 for "q < threshold". ``failed`` names the conditions (a)–(c) that fail.
     """
     at = dict(zip(series["steps"], series["values"], strict=True))
-    m4, m2, m1 = (side * (at[s] - threshold) for s in (budget // 4, budget // 2, budget))
+    m4, m2, m1 = (side * (at[s] - threshold) for s in reads(budget))
     d1, d2 = max(0.0, m4 - m2), max(0.0, m2 - m1)
     failed = []
     if not (m2 > 0 and m1 > 0):
