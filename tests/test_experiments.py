@@ -643,7 +643,12 @@ def test_readme_table_matches_the_committed_results():
     assert list(report.published(results)) == list(NAMES)  # and a matched-size variant, if any
     assert report.verdict_markdown(results) in readme
     assert report.edelta_markdown(results["edelta_benchmarks"]) in readme
-    # it opens with the counts and what would decide each undecided claim
+    # it opens with what the lab established, what is open and why, then the counts and what
+    # would decide each undecided claim
+    assert report.established_markdown(results) in readme
+    assert report.open_markdown(results) in readme
+    heads = ["## What the lab established", "## What is open, and why", "## Counts", "## Verdicts"]
+    assert [readme.index(h) for h in heads] == sorted(readme.index(h) for h in heads)
     assert readme.index(report.counts_markdown(results)) < readme.index("## Verdicts")
     assert report.undecided_markdown(results, RESULTS) in readme
     assert report.echo_markdown(results["edelta_benchmarks"]) in readme

@@ -11,7 +11,7 @@ added to it.
 from collections import Counter
 from pathlib import Path
 
-from geolab.experiments import NAMES, decide, get_protocol, judging
+from geolab.experiments import NAMES, convergence, decide, get_protocol, judging
 from geolab.experiments import verdicts as v
 from geolab.experiments.convergence import trained_runs
 from geolab.experiments.runner import (
@@ -263,6 +263,105 @@ def undecided_markdown(results: dict, folder=None) -> str:
     for row in undecided_rows(results, folder):
         cells = (row["protocol"], row["id"], row["verdict"], row["what"], decide.cost_text(row))
         lines.append("| " + " | ".join(_cell(c) for c in cells) + " |")
+    return "\n".join(lines)
+
+
+def established_markdown(results: dict) -> str:
+    """What the lab established: every decided claim (reproduced or not reproduced, labelled
+    extras and variants included, each marked), then every reason a claim is undecidable on its
+    task, once, with the claims it covers: a finding about the task or the published numbers
+    that holds whatever a larger run would show."""
+    decided_rows = sorted(
+        (r for r in verdict_rows(results) if v.kind(r["verdict"]) in DECIDED),
+        key=lambda r: r["extra"],  # counted claims first
+    )
+    lines = [
+        f"- **{r['verdict']}**{' (a labelled extra)' if r['extra'] else ''} — {r['protocol']}, "
+        f"{r['id']}: {r['claim']}. Measured: {r['measured']}."
+        for r in decided_rows
+    ] or ["- No claim is decided yet at this scale."]
+    found: dict[str, list[str]] = {}
+    for result in results.values():
+        for h in result["hypotheses"]:
+            if v.kind(h["verdict"]) == v.UNDECIDABLE:
+                why = h["verdict"][len(v.UNDECIDABLE) + 2 :]
+                found.setdefault(why, []).append(f"{label(result)}: {h['id']}")
+    if found:
+        lines += [
+            "",
+            "Findings about the tasks and the published numbers (no run changes them):",
+            "",
+        ]
+        lines += [
+            f"- **{_claims(len(ids))} undecidable on their task**: {why}. Claims: {'; '.join(ids)}."
+            for why, ids in found.items()
+        ]
+    return "\n".join(lines)
+
+
+# Why a claim stays open, per gate reason (``verdicts.REASONS``), in a student's words
+OPEN_WHY = {
+    v.NOT_LEARNED: "a run it reads did not beat its task's best trivial predictor by the learned "
+    "line: the CPU-sized model is too small for the task, so a larger model is the test",
+    convergence.NOT_CONVERGED: "a run it reads was still improving (its last quarter gained ≥ "
+    "2 %): a longer run is the test",
+    convergence.COLLAPSED: "a run it reads got worse late in training",
+    convergence.DID_NOT_TRAIN: "a run it reads never moved from its start",
+    v.SIZES_DIFFER: "the compared models' sizes differ by more than 3 %, so a difference could "
+    "come from size",
+    v.FEW_SEEDS: "fewer than three seeds",
+}
+SETTLED_WHY = (
+    "the claimed quantity is not settled on one side of its line, or its interval over seeds "
+    "covers the line (the claimed-quantity rule)"
+)
+RULE_WHY = "the evidence is sound, but the 95 % interval over seeds covers the line"
+# the phrases of the claimed-quantity rule's reasons (``settled.judge``)
+SETTLED_MARKS = (" not settled: ", " covers ", "no interval from")
+DECIDED = (v.REPRODUCED, v.NOT_REPRODUCED)
+
+
+def _claims(n: int) -> str:
+    return f"{n} claim" if n == 1 else f"{n} claims"
+
+
+def open_why(reason: str) -> str:
+    """Why a gate or rule ``reason`` keeps a claim open, in words (a protocol's own reason, e.g.
+    "no model learned the rotation", stands as it is)."""
+    if reason in OPEN_WHY:
+        return OPEN_WHY[reason]
+    return SETTLED_WHY if any(m in reason for m in SETTLED_MARKS) else reason
+
+
+def open_markdown(results: dict) -> str:
+    """What is open, and why: the undecided counted claims grouped by what keeps each open (a
+    gate reason, the claimed-quantity rule, the interval, or no run at all), one sentence per
+    group and the claims it holds; the table below prices each."""
+    groups: dict[str, list[str]] = {}
+    for result in results.values():
+        for h in v.counted(result["hypotheses"]):
+            kind = v.kind(h["verdict"])
+            if kind in DECIDED:
+                continue
+            name = f"{label(result)}: {h['id']}"
+            if kind == v.UNDECIDABLE:
+                groups.setdefault(
+                    "no run of any size can pass its gate on this task (see the findings above)",
+                    [],
+                ).append(name)
+                continue
+            reasons = h.get("reasons") or []
+            whys = [open_why(r) for r in reasons] or [RULE_WHY]
+            for why in dict.fromkeys(whys):
+                groups.setdefault(why, []).append(name)
+    if not groups:
+        return "Every counted claim is decided."
+    lines = [
+        "A claim can stay open for more than one reason; each reason below lists its claims.",
+        "",
+    ]
+    for why, names in sorted(groups.items(), key=lambda kv: -len(kv[1])):
+        lines.append(f"- **{_claims(len(names))}: {why}.** {'; '.join(names)}.")
     return "\n".join(lines)
 
 
@@ -633,12 +732,21 @@ A claim that fails at this scale may still hold at the papers' sizes
 
 
 def readme_text(results: dict, folder=None) -> str:
-    """data/results/README.md: the counts and what would decide each undecided claim first, then
+    """data/results/README.md: what the lab established, what is open and why, the counts and
+    what would decide each undecided claim first, then
     the rules, the verdict table, the judging record, the findings, the E∆ table (and its
     variants', with the sizes of a matched-size one, when ``results`` holds them), wall times and
     provenance, and reductions. ``folder``: the results folder, where the paper plans that price
     the undecided claims are kept (``decide.paper_gpu_hours``)."""
-    parts = [README_HEAD, "## Counts\n", counts_markdown(results)]
+    parts = [
+        README_HEAD,
+        "## What the lab established\n",
+        established_markdown(results),
+        "\n## What is open, and why\n",
+        open_markdown(results),
+        "\n## Counts\n",
+        counts_markdown(results),
+    ]
     parts += [
         "\n## What would decide each undecided claim, and what it costs\n",
         undecided_markdown(results, folder),
