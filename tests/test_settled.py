@@ -105,3 +105,25 @@ def test_at_budget_cuts_the_curve_and_judges_convergence_there():
     assert view["val"] == {"mse": 2.0, "cos": 0.2}
     assert view["val_curve"]["steps"] == [1, 2, 4]
     assert view["state"] == "not converged"  # 4 → 2 in its last quarter
+
+
+def test_what_would_decide_a_claim_the_rule_leaves_open():
+    from geolab.experiments import decide
+
+    runs = {"2001": {"a": {"val_curve": {}, "seconds": 3600.0}}}
+    result = {"protocol": "reflection", "scale": "small", "seeds": [2001], "per_seed": runs}
+    result["config"] = {"train": {"steps": 2000}}
+    moving = {"verdict": "inconclusive: cos: seed 2001 not settled: (b) …"}
+    moving["reasons"] = [moving["verdict"][len("inconclusive: ") :]]
+    later = decide.remedy("reflection", result | {"summary": {"budgets": [2000, 64000]}}, moving)
+    assert later["what"].startswith("nothing more at this budget") and "64,000" in later["what"]
+    assert decide.cost_text(later) == "none"
+    once = decide.remedy("reflection", result | {"summary": {"budgets": [2000]}}, moving)
+    assert once["what"].startswith("train twice as many steps") and once["cpu_hours"] == 2.0
+    apart = {
+        "verdict": "inconclusive",
+        "reasons": ["cos: the 95 % interval [0.8, 0.95] covers 0.9"],
+    }
+    assert decide.remedy("reflection", result | {"summary": {}}, apart)["what"].startswith(
+        "three more seeds"
+    )

@@ -32,7 +32,7 @@ import hashlib
 import json
 from pathlib import Path
 
-from geolab.experiments import convergence, get_protocol, plan
+from geolab.experiments import convergence, get_protocol, plan, settled
 from geolab.experiments import verdicts as v
 from geolab.experiments.convergence import trained_runs
 from geolab.experiments.runner import flavor_subset, task_subset, variant, variant_key
@@ -185,6 +185,31 @@ def paper_gpu_hours(
     return hours
 
 
+def settled_remedy(name: str, result: dict, reasons: list[str]) -> dict:
+    """What would decide a claim the claimed-quantity rule leaves open (``settled``): where a
+    seed's quantity still moves toward its line, a longer budget — already run where the result
+    reads the same runs at a later budget (a labelled extra) —, else three more seeds."""
+    if not any(settled.UNSETTLED in r for r in reasons):
+        return {
+            "what": f"three more seeds, a narrower interval (`{more_seeds_command(name, result)}`)",
+            "cpu_hours": cpu_hours(result, MORE_SEEDS),
+            "gpu_hours": None,
+        }
+    budgets = result["summary"].get("budgets", [])
+    if len(budgets) > 1:
+        return {
+            "what": f"nothing more at this budget: a seed's claimed quantity still moves toward "
+            f"its line; the same runs read at {budgets[-1]:,} steps are its labelled extra",
+            "cpu_hours": 0.0,
+            "gpu_hours": None,
+        }
+    return {
+        "what": "train twice as many steps: a seed's claimed quantity still moves toward its line",
+        "cpu_hours": cpu_hours(result, convergence.NOT_CONVERGED),
+        "gpu_hours": None,
+    }
+
+
 def remedy(name: str, result: dict, h: dict, folder: str | Path | None = None) -> dict | None:
     """{"what", "cpu_hours", "gpu_hours"} that would decide claim ``h`` of protocol ``name``;
     None for a decided claim. ``folder``: where the paper plans are kept (``paper_gpu_hours``); a
@@ -207,6 +232,8 @@ def remedy(name: str, result: dict, h: dict, folder: str | Path | None = None) -
             "cpu_hours": cpu_hours(result, MORE_SEEDS),
             "gpu_hours": None,
         }
+    if all(settled.is_rule_reason(r) for r in reasons):
+        return settled_remedy(name, result, reasons)
     if any(r not in CPU_REMEDY for r in reasons):
         options = variant_options(result)
         sizes = (
@@ -289,15 +316,13 @@ def plan_source() -> str:
 CPU_PLAN = (
     (
         "reflection",
-        "the six reflection claims: every run that moved learned (validation MSE 0.03–0.05 × "
-        "the best trivial baseline); its last quarter gained 16–22 % at 2000 steps, 0.1–4.7 % "
-        "at 8000 (a plateau: two claims passed there), 4.4–9.0 % at 16,000 and 12.7–20.2 % at "
-        "32,000, the MSE falling about linearly in the steps: the next doubling, not a known "
-        "end",
+        "the four reflection claims under the claimed-quantity rule (settled.py), on seeds "
+        "2001–2003 never used before: one 64,000-step run per operator, read at the published "
+        "2000 steps (counted) and at 64,000 (a labelled extra)",
         {},
         {"steps": 64000, "seeds": 3},
-        "geolab reproduce reflection --scale small --steps {steps} --jobs 2 --threads 1 "
-        "--out data/results-reflection-32x",
+        "geolab reproduce reflection --scale small --jobs 2 --threads 1 "
+        "--out data/results-reflection",
     ),
     (
         "beta_dynamics",

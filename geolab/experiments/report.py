@@ -11,7 +11,7 @@ added to it.
 from collections import Counter
 from pathlib import Path
 
-from geolab.experiments import NAMES, convergence, decide, get_protocol, judging
+from geolab.experiments import NAMES, convergence, decide, get_protocol, judging, settled
 from geolab.experiments import verdicts as v
 from geolab.experiments.convergence import trained_runs
 from geolab.experiments.runner import (
@@ -316,8 +316,6 @@ SETTLED_WHY = (
     "covers the line (the claimed-quantity rule)"
 )
 RULE_WHY = "the evidence is sound, but the 95 % interval over seeds covers the line"
-# the phrases of the claimed-quantity rule's reasons (``settled.judge``)
-SETTLED_MARKS = (" not settled: ", " covers ", "no interval from")
 DECIDED = (v.REPRODUCED, v.NOT_REPRODUCED)
 
 
@@ -330,7 +328,7 @@ def open_why(reason: str) -> str:
     "no model learned the rotation", stands as it is)."""
     if reason in OPEN_WHY:
         return OPEN_WHY[reason]
-    return SETTLED_WHY if any(m in reason for m in SETTLED_MARKS) else reason
+    return SETTLED_WHY if settled.is_rule_reason(reason) else reason
 
 
 def open_markdown(results: dict) -> str:

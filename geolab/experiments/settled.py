@@ -35,6 +35,13 @@ RULE = (
     "side; not reproduced when both hold on the other side; else inconclusive"
 )
 RULE_HASH = hashlib.sha256(RULE.encode()).hexdigest()[:16]
+UNSETTLED = " not settled: "  # in the reason of a claim a seed's run does not settle
+NOT_APART = (" covers ", "no interval from")  # in the reason of an interval on the line
+
+
+def is_rule_reason(reason: str) -> bool:
+    """Whether a verdict's reason is this rule's (``judge``), not a gate's."""
+    return any(mark in reason for mark in (UNSETTLED, *NOT_APART))
 
 
 def reads(budget: int) -> tuple[int, int, int]:
@@ -102,7 +109,7 @@ def judge(
             return out
     claim_side = [settle(x, budget, threshold, side) for x in series]
     unsettled = [
-        f"seed {seed} not settled: {'; '.join(r['failed'])}"
+        f"seed {seed}{UNSETTLED}{'; '.join(r['failed'])}"
         for seed, r in zip(seeds, claim_side, strict=True)
         if not r["settled"]
     ]
