@@ -160,6 +160,78 @@ def delta_update_matrix(X, k, beta, v):
     return X + b * kh.unsqueeze(-1) * (v - erased).unsqueeze(-2)
 
 
+def delta_write(x, k, beta, v):
+    """Write-only delta update `x' = x + β v k̂`: `delta_update` without its erase term −β (k̂ᵀx) k̂.
+
+    Source: the write half of DDL's update (Zhang et al. 2026, Deep Delta Learning,
+    arXiv:2601.00417, §2.1, Eq. (2.2): X' = X + β k (vᵀ − kᵀX)) with the erasure kᵀX removed —
+    the write-only control the DDL paper names as missing (docs/design.md §2.2, §3.2). Nothing
+    is projected out of x, so the step is the identity plus a gated rank-1 write.
+    x: (..., d); k: (..., d); beta, v: numbers or (...) tensors -> (..., d). k is normalised
+    here; k = 0 leaves x unchanged.
+    """
+    _vec("x", x)
+    _vec("k", k, x.shape[-1], "x")
+    lead = _lead(x=x.shape[:-1], k=k.shape[:-1])
+    b = _scalar("beta", beta, x, lead, 1)
+    val = _scalar("v", v, x, lead, 1)
+    _, kh = _unit(k)
+    return x + b * val * kh
+
+
+def state_expand(h, d_v):
+    """DDL's expanded residual state at the embedding: each token's d-vector copied into d_v
+    columns, `X₀ = h 1ᵀ ∈ R^{d×d_v}`.
+
+    Source: the official DDL code, github.com/yifanzhang-pro/deep-delta-learning,
+    `model/DDL-gpt-mha-rope.py` (`GPT.forward`: the token embedding repeated over the d_v value
+    channels). h: (..., d) -> (..., d, d_v), contiguous.
+    """
+    _vec("h", h)
+    if isinstance(d_v, bool) or not isinstance(d_v, int) or d_v < 1:
+        raise ValueError(f"d_v={d_v!r} is not allowed; it must be a positive integer")
+    return h.unsqueeze(-1).expand(*h.shape, d_v).contiguous()
+
+
+def state_compress(X, conv, read):
+    """DDL's compressor: the d-vector a sublayer reads from the expanded state X.
+
+        c_t[i] = Σ_j r_j Σ_{τ=0}^{K−1} w[i, j, τ] · X_{t−K+1+τ}[i, j]     (X_s = 0 for s < 0)
+
+    a causal depthwise short convolution of kernel K along the sequence, one filter per state
+    entry (i, j), then a learned read vector r ∈ R^{d_v} summing the d_v columns. Position t
+    reads positions t−K+1 … t only, so the compressor is causal.
+
+    Source: the official DDL code, github.com/yifanzhang-pro/deep-delta-learning,
+    `model/DDL-gpt-mha-rope.py` (`ResidualShortConvCompressor`: `DepthwiseShortConv1d` over the
+    flattened d·d_v channels, then `sum(conv(X) * read, dim=-1)`; `model/shortconv.py`: the
+    causal kernel, whose last tap w[·, K−1] multiplies the current position).
+
+    X: (..., S, d, d_v), the sequence at dim −3; conv: (d, d_v, K); read: (d_v,) ->
+    (..., S, d).
+    """
+    if not isinstance(X, torch.Tensor) or X.ndim < 3:
+        raise ValueError(f"X: expected a tensor of shape (..., S, d, d_v), got {_shape_of(X)}")
+    _vec("X", X)
+    d, d_v = X.shape[-2:]
+    if not isinstance(conv, torch.Tensor) or conv.ndim != 3 or conv.shape[:2] != (d, d_v):
+        raise ValueError(
+            f"conv: expected a tensor of shape (d, d_v, K) = ({d}, {d_v}, K), got {_shape_of(conv)}"
+        )
+    _vec("read", read, d_v, "X")
+    if read.ndim != 1:
+        raise ValueError(f"read: expected shape (d_v,) = ({d_v},), got {_shape_of(read)}")
+    # The read vector folds into the filters (both are linear in X): one (d, d_v) weight per tap.
+    weight = conv * read.unsqueeze(-1)
+    kernel, seq = conv.shape[-1], X.shape[-3]
+    # K − 1 zero positions before the first: tap τ of position t then reads padded row t + τ.
+    padded = torch.nn.functional.pad(X, (0, 0, 0, 0, kernel - 1, 0))
+    out = (padded[..., kernel - 1 :, :, :] * weight[..., -1]).sum(-1)
+    for tap in range(kernel - 1):
+        out = out + (padded[..., tap : tap + seq, :, :] * weight[..., tap]).sum(-1)
+    return out
+
+
 def _shape_of(t):
     return f"shape {tuple(t.shape)}" if isinstance(t, torch.Tensor) else type(t).__name__
 

@@ -1,6 +1,6 @@
 """The residual-rule registry: ``RESIDUALS`` maps a name to its rule class (docs/design.md §3).
 
-``@register("name")`` on a ``geolab.rules.Rule`` subclass adds it — geolab's seventeen rules, a
+``@register("name")`` on a ``geolab.rules.Rule`` subclass adds it — geolab's nineteen rules, a
 notebook's, a student's or your own file's alike — and from then on ``GeoConfig(residual="name")``,
 ``GeoTransformer``, the trainer, the probes and notebook 04's selector all use it. ``rule_class``
 is the one place a config is turned into its rule class.

@@ -6,7 +6,8 @@ appears; ``terms_markdown(words)`` lists definitions (notebook 00's glossary, no
 table columns). The metric definitions follow ``geolab.train.evaluate`` and
 ``geolab.metrics``; "learned", "converged" and the baseline ratio follow the verdict rules of
 ``geolab.experiments.report`` (docs/design.md §8); "singular values" and "pure attention" are
-notebook 04's (Dong et al. 2021, arXiv:2103.03404).
+notebook 04's (Dong et al. 2021, arXiv:2103.03404); "erase term" and "expanded state" name what
+the DDL controls ``ddl_write`` and ``ddl_state`` change (docs/design.md §3.2).
 """
 
 from __future__ import annotations
@@ -40,6 +41,12 @@ TERMS = {
     "singular values": "the lengths of the axes of the ellipsoid X maps the unit sphere onto: "
     "one per direction the tokens spread along.",
     "pure attention": "attention layers only: no skip connection around them and no MLP.",
+    "erase term": "in DDL's update X' = X + β k (vᵀ − kᵀX), the part −β k kᵀX: it removes the "
+    "state's old content along the direction k before the new value v is written. The rule "
+    "ddl_write drops it and only writes.",
+    "expanded state": "DDL's residual state with d_v = 4 columns per token (a d×4 matrix "
+    "instead of a d-vector). Before each sublayer a short causal convolution and a read vector "
+    "compress it to the d-vector the sublayer reads (the rule ddl_state).",
 }
 
 

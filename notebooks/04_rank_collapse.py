@@ -362,7 +362,7 @@ def _(mo):
     mo.md(r"""
     ## Every rule at this depth
 
-    Drawing the weights of all sixteen rules at 200 layers takes a while on a laptop CPU, so it
+    Drawing the weights of all eighteen rules at 200 layers takes a while on a laptop CPU, so it
     waits for the button. The table lists the effective rank and Dong's residual after the last
     layer (4 significant digits), or why a rule has none. The same numbers from a terminal,
     for the same rule, depth and seed (the same seeded weights and the same 32 random tokens):

@@ -398,7 +398,7 @@ def test_04_layer_0_is_the_input_the_same_for_every_rule_and_colours_stay():
     assert [t.line.color for t in fig.data[:4]] == [colors[k] for k in n["ranks"]]
     alone = explore.rank_view([], 12).figures["rank"]
     assert alone.data[0].line.color == colors[explore.REFERENCE] == fig.data[3].line.color
-    assert len(set(colors.values())) == len(colors)  # sixteen rules, no two alike
+    assert len(set(colors.values())) == len(colors)  # eighteen rules, no two alike
     assert explore.rank_view(["preln"], 12, layer=0).numbers["clouds"]["preln"].shape == (32, 2)
 
 

@@ -220,7 +220,7 @@ def test_one_colour_per_rule_in_every_notebook():
     from geolab.experiments import lab
     from geolab.rules import RESIDUALS
 
-    assert set(F.RULE_COLORS) <= set(RESIDUALS) and len(F.RULE_COLORS) == 17  # the built-ins
+    assert set(F.RULE_COLORS) <= set(RESIDUALS) and len(F.RULE_COLORS) == 19  # the built-ins
     assert len(set(F.RULE_COLORS.values())) == len(F.RULE_COLORS)  # all different
     assert F.rule_color("mine", 3) == F.PALETTE[3]  # a rule you registered: by position
     # 04 and 08 (rule_colors), 05 (mixer families), 06 (lab runs) take the same colours

@@ -17,8 +17,8 @@ DASHES = ["solid", "dash", "dot", "dashdot", "longdash", "longdashdot"]
 # One colour per residual rule in every notebook (04's ranks, 05's mixer families, 06's runs,
 # 07's results, 08's gradients), chosen so the rules plotted together by default differ at a
 # glance (postln/preln/mgt; preln/mgt/ddl; hc/mhc/cayley/jpmhc) and an ablation or variant
-# shares its family's hue (the mgt reds, mhc's purples, the E∆ blues). Pure attention, the
-# reference, is black.
+# shares its family's hue (the mgt reds, the ddl greens, mhc's purples, the E∆ blues). Pure
+# attention, the reference, is black.
 RULE_COLORS = {
     "postln": "#1f77b4",  # blue
     "preln": "#ff7f0e",  # orange
@@ -30,6 +30,8 @@ RULE_COLORS = {
     "mgt_mhc": "#ff9896",  # light red
     "mgt_ddl": "#8b0000",  # dark red
     "ddl": "#2ca02c",  # green
+    "ddl_write": "#98df8a",  # light green: ddl without its erase term
+    "ddl_state": "#005a1e",  # dark green: ddl with its expanded d×4 state
     "hc": "#7f7f7f",  # grey
     "mhc": "#9467bd",  # purple
     "mhc_lite": "#c5b0d5",  # light purple: mhc's family

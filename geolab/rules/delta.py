@@ -1,4 +1,5 @@
-"""The Delta family: MGT's gated updates (Su & You 2026, Eq. 5–7, Algorithm 1) and DDL (d_v = 1).
+"""The Delta family: MGT's gated updates (Su & You 2026, Eq. 5–7, Algorithm 1), DDL (d_v = 1)
+and DDL's write-only control ``ddl_write`` (its update without the erase term).
 
 MGT (Algorithm 1), elementwise over the width D:
     V_raw  = F(LN X)
@@ -159,8 +160,45 @@ class MGT(_MGTBlock):
     init_fields = ("beta0", "lam", "eps", "alpha0")
 
 
+class DDLGates(Rule):
+    """DDL's gates, shared by ``ddl``, ``ddl_write`` and ``ddl_state``: the sublayer's norm, the
+    gate β = 2σ(w_β·RMSNorm(·) + b_β) and ``values`` written values v = 4σ(W_v·(·) + b_v).
+
+    Init (geolab's, docs/design.md §3.2): w_β = 0 and b_β = logit(β₀/2), β₀ = 1 by default, so β
+    starts exactly at β₀; W_v ~ N(0, 0.02²), b_v = 0 so every v starts near 2.
+    """
+
+    values = 1  # d_v, the number of written values per token
+
+    def __init__(self, cfg: GeoConfig):
+        super().__init__(cfg)
+        d = cfg.d_model
+        beta0 = 1.0 if cfg.beta0 is None else cfg.beta0
+        self.norm = nn.RMSNorm(d)
+        self.w_beta = nn.Linear(d, 1)
+        nn.init.zeros_(self.w_beta.weight)
+        nn.init.constant_(self.w_beta.bias, logit(beta0 / 2))
+        self.w_v = nn.Linear(d, self.values)
+        nn.init.normal_(self.w_v.weight, std=0.02)
+        nn.init.zeros_(self.w_v.bias)
+
+    @staticmethod
+    def check(cfg):
+        if cfg.beta0 is not None and not 0 < cfg.beta0 < 2:
+            raise config_error(
+                "beta0",
+                cfg.beta0,
+                f"{cfg.residual}'s β = 2σ(·) needs β₀ in the open interval (0, 2)",
+            )
+
+    @staticmethod
+    def beta_range(cfg):
+        """β = 2σ(·) lives in (0, 2)."""
+        return 0.0, 2.0
+
+
 @register("ddl")
-class DDL(Rule):
+class DDL(DDLGates):
     """Deep Delta Learning, d_v = 1: ``x' = x + β (v − kᵀx) k`` per token, as in the official code
     — Zhang et al. 2026, Deep Delta Learning, arXiv:2601.00417.
 
@@ -171,29 +209,7 @@ class DDL(Rule):
     so β starts exactly at β₀; w_v ~ N(0, 0.02), b_v = 0 so v starts near 2.
     """
 
-    def __init__(self, cfg: GeoConfig):
-        super().__init__(cfg)
-        d = cfg.d_model
-        beta0 = 1.0 if cfg.beta0 is None else cfg.beta0
-        self.norm = nn.RMSNorm(d)
-        self.w_beta = nn.Linear(d, 1)
-        nn.init.zeros_(self.w_beta.weight)
-        nn.init.constant_(self.w_beta.bias, logit(beta0 / 2))
-        self.w_v = nn.Linear(d, 1)
-        nn.init.normal_(self.w_v.weight, std=0.02)
-        nn.init.zeros_(self.w_v.bias)
-
-    @staticmethod
-    def check(cfg):
-        if cfg.beta0 is not None and not 0 < cfg.beta0 < 2:
-            raise config_error(
-                "beta0", cfg.beta0, "ddl's β = 2σ(·) needs β₀ in the open interval (0, 2)"
-            )
-
-    @staticmethod
-    def beta_range(cfg):
-        """β = 2σ(·) lives in (0, 2)."""
-        return 0.0, 2.0
+    erase = True  # the −β (kᵀx) k term; ``ddl_write`` sets it False
 
     def forward(self, x, sublayer):
         xn = self.norm(x)
@@ -203,10 +219,29 @@ class DDL(Rule):
             v = 4 * torch.sigmoid(self.w_v(upcast(x))).squeeze(-1)
             # x + β(v − k̂·x)k̂ with k̂ = k/n, n = max(‖k‖, 1e-12) (F.normalize's k̂), written
             # as x + β(v − (k·x)/n)/n · k: two dot products and one fused multiply-add over
-            # (B, S, D), no normalised copy of k.
+            # (B, S, D), no normalised copy of k. `ddl_write` drops the erased (k·x)/n.
             xf, kf = upcast(x), upcast(k)
             n = torch.linalg.vecdot(kf, kf).sqrt().clamp_min(1e-12)
-            coeff = (beta * (v - torch.linalg.vecdot(kf, xf) / n) / n).unsqueeze(-1)
+            inner = v - torch.linalg.vecdot(kf, xf) / n if self.erase else v
+            coeff = (beta * inner / n).unsqueeze(-1)
             out = torch.addcmul(xf, coeff, kf)
         self.keep(beta=beta, v=v)
         return out.to(x.dtype)
+
+
+@register("ddl_write")
+class DDLWrite(DDL):
+    """DDL's write without its erase term (the write-only control), d_v = 1: ``x' = x + β v k``
+    per token — Zhang et al. 2026, Deep Delta Learning, arXiv:2601.00417.
+
+    DDL's update is X' = X + β k (vᵀ − kᵀX) (arXiv:2601.00417 §2.1, Eq. (2.2), with the Delta
+    operator A = I − β k kᵀ of Eq. (2.1)); this rule keeps the write β k vᵀ and removes the erasure
+    −β k kᵀX, so the shortcut is the plain identity and β only scales what is written: the
+    write-only control of issue 54, which tells what DDL's erasure adds. Same
+    parameters, gates and initialisation as ``ddl`` (k = F(RMSNorm x)/‖·‖, β = 2σ(·) from
+    RMSNorm x with β₀ = 1, v = 4σ(w_v·x + b_v) from the raw x; 3D + 2 parameters per step), so
+    the two differ by the erase term alone. Shapes as ``ddl``: x (B, S, D) -> (B, S, D);
+    ``geolab.operators.delta_write`` is the same update as a pure function.
+    """
+
+    erase = False
