@@ -1,5 +1,5 @@
-"""Experiment protocols (docs/design.md §8): the MGT protocol 1–5, the E∆ benchmark table
-and the E∆ reflection experiment.
+"""Experiment protocols (docs/design.md §8): the MGT protocol 1–5, the E∆ benchmark table,
+the E∆ reflection experiment and DDL's controls (erase or write only, expanded state or not).
 
 ``PROTOCOLS`` maps a name to its module; each runs at scale "tiny" (seconds, CI), "small" (the
 committed CPU results under data/results/) or "paper" (the papers' sizes, for a GPU) through
@@ -16,6 +16,7 @@ NAMES = (
     "language_model",
     "edelta_benchmarks",
     "reflection",
+    "ddl_controls",
 )
 
 

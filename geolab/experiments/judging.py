@@ -39,7 +39,9 @@ RULE_FILES = (
     "geolab/experiments/stats.py",
 )
 # rule modules only some protocols judge by
-OWN_RULE_FILES = {"reflection": ("geolab/experiments/settled.py",)}
+OWN_RULE_FILES = {
+    name: ("geolab/experiments/settled.py",) for name in ("reflection", "ddl_controls")
+}
 ROOT = Path(__file__).resolve().parents[2]
 
 
