@@ -539,3 +539,21 @@ def test_a_reported_gradient_must_be_the_measured_slope():
     fails = {c.name: c.message for c in a4.check_my_rule(Twice) if not c.passed}
     assert list(fails) == ["MyRule: gradients reach x and every parameter"]
     assert "is something detached?" in fails["MyRule: gradients reach x and every parameter"]
+
+
+# --- issue 55: a file the parser cannot read, beside an honest one ----------------------------
+LETHAL = {"minus.py": "-" * 200_000 + "1", "nots.py": "not " * 100_000 + "1"}
+
+
+@pytest.mark.slow
+@GRADES
+def test_a_file_nested_too_deeply_to_parse_is_one_zero_row(tmp_path):
+    solution = _text("A3", "solution")
+    cases = {"honest.py": (solution, "ok", _points("A3"))}
+    for name, expression in LETHAL.items():
+        code = f"def lethal():\n    return {expression}\n"
+        cases[name] = (at_import(solution, code), "error", 0.0)
+    rows = _grade(tmp_path, "A3", cases)
+    for name in LETHAL:
+        assert "cannot parse this file" in rows[name]["error"], rows[name]["error"]
+        assert "\n" not in rows[name]["error"]
