@@ -21,6 +21,8 @@ from dataclasses import asdict, dataclass
 
 import torch
 
+from geolab.assignments.wire import type_name
+
 NOT_IMPLEMENTED = "not implemented yet: replace `raise NotImplementedError` in the stub"
 # "From the formula alone" / "no dense solve", as the grader can measure it: the answer at a size
 # where no d×d float64 matrix fits in the worker's memory (20 GB; 4 GiB by default) and no dense
@@ -112,7 +114,7 @@ def describe(**inputs) -> str:
 def as_tensor(got, what: str, shape: tuple[int, ...] | None = None) -> torch.Tensor:
     """The student's output as a tensor of the expected shape, or a Failed naming the mismatch."""
     if not isinstance(got, torch.Tensor):
-        fail(f"{what} should return a torch.Tensor, got {type(got).__name__}")
+        fail(f"{what} should return a torch.Tensor, got {type_name(got)}")
     if shape is not None and tuple(got.shape) != tuple(shape):
         fail(f"{what} returned shape {tuple(got.shape)}, expected {tuple(shape)}")
     return got
