@@ -822,6 +822,33 @@ def test_the_gradebook_carries_the_flag(tmp_path):
     assert head.split(",")[7] == "flag" and "0.99 alike" in line
 
 
+def test_what_a_teachers_tools_read_cannot_run_or_rewrite_anything(tmp_path):
+    """A name a spreadsheet reads as a formula, a name that rewrites the terminal, and one
+    student id written in two Unicode normalisations (issue 55)."""
+    import csv
+    import unicodedata
+
+    from geolab.assignments.gradebook import check_student_ids, printable
+
+    names = ["=2+5.py", "+1.py", "-x.py", "@sum.py", "\tx.py", "\rx.py", "bob.py"]
+    row = {"status": "ok", "score": 1.0, "max_score": 1.0, "seconds": 0.1, "seed": 1,
+           "error": "=HYPERLINK(1)", "flag": "", "checks": []}  # fmt: skip
+    rows = [{**row, "submission": name} for name in names]
+    paths, _ = write_gradebook(rows, tmp_path / "book.csv")
+    for path in (paths[0], paths[2]):  # the gradebook and the LMS file
+        with open(path, newline="", encoding="utf-8") as f:
+            cells = [c for line in list(csv.reader(f))[1:] for c in line]
+        assert not [c for c in cells if c[:1] in "=+-@\t\r" and c[:1]], (path.name, cells)
+    with open(paths[2], newline="", encoding="utf-8") as f:
+        assert [line[0] for line in csv.reader(f)][1:3] == ["'=2+5", "'+1"]
+    assert printable("ann\r\x1b[8mbob.py") == "ann\\r\\x1b[8mbob.py"
+    nfc, nfd = (unicodedata.normalize(form, "José.py") for form in ("NFC", "NFD"))
+    assert nfc != nfd
+    with pytest.raises(ValueError, match="Unicode normalisation") as err:
+        check_student_ids([nfc, nfd, "bob.py"])
+    assert "\n" not in str(err.value) and ascii(nfd) in str(err.value)
+
+
 def test_trivial_answers_earn_nothing_from_the_hidden_checks():
     hidden = hidden_tasks(REPO / "assignments" / "instructor" / "hidden", "A1")
     for (aid, stub), answers in TRIVIAL.items():

@@ -583,3 +583,25 @@ def test_a_reply_of_many_objects_is_refused_before_it_is_parsed():
         tracemalloc.stop()
     assert peak < 40 * len(line)
     assert wire.type_name(got[0]) == "Foo" and wire.type_name(1.0) == "float"
+
+
+def _straight_through(gamma):
+    """4γ(1 − γ) computed in numpy, with the right first derivative passed straight through."""
+    import numpy as np
+
+    g = np.asarray(gamma.detach())
+    slope = torch.as_tensor(4 - 8 * g)
+    return torch.as_tensor(4 * g * (1 - g)) + gamma * slope - (gamma * slope).detach()
+
+
+def test_a_regulariser_computed_outside_torch_earns_nothing():
+    """README: "a regulariser computed outside torch earns nothing" — its first derivative may be
+    passed straight through, but autograd sees no curvature in it."""
+    from geolab.assignments import a2
+
+    honest = a2.check_gate_regularizer(lambda gamma: 4 * gamma * (1 - gamma), seed=3)
+    assert all(c.passed for c in honest), [c.message for c in honest]
+    results = a2.check_gate_regularizer(_straight_through, seed=3)
+    assert not any(c.passed for c in results)
+    gate = next(c for c in results if c.name.endswith("from autograd"))
+    assert "autograd differentiates it twice" in gate.message, gate.message

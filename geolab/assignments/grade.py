@@ -40,6 +40,7 @@ from geolab.assignments.checks import TaskStopped
 from geolab.assignments.gradebook import (
     check_gradebook,
     check_student_ids,
+    printable,
     read_hand_grades,
     totals,
     write_gradebook,
@@ -251,22 +252,23 @@ def _cmd_grade(args) -> int:
     mode = sandbox.choose(args.sandbox)
     for line in [sandbox.warning(mode), cgroup.probe(mode)[1], *skipped]:
         if line:
-            print(line, file=sys.stderr)
+            print(printable(line), file=sys.stderr)
     rows = grade_dir(
         Path(args.submissions), args.assignment, args.timeout, args.task_timeout, args.jobs,
         args.seed, limits, mode, Path(args.hidden) if args.hidden else None,
     )  # fmt: skip
     paths, notes = write_gradebook(rows, Path(args.out), hand)
     for line in notes:
-        print(line, file=sys.stderr)
+        print(printable(line), file=sys.stderr)
     n = len(rows)
     print(f"{args.assignment} — {get(args.assignment).title}: {n} submission{'s' * (n != 1)}, "
           f"seed {rows[0]['seed']}, sandbox {mode}")  # fmt: skip
     for row in totals(rows, hand)[0]:
-        line = f"{row['submission']:<32} {row['status']:<14} {row['score']:g}/{row['max_score']:g}"
+        name = printable(row["submission"])
+        line = f"{name:<32} {row['status']:<14} {row['score']:g}/{row['max_score']:g}"
         if hand:
             got = "—" if row["hand"] is None else f"{row['hand']:g}"
             line += f"  hand {got}/{hand['max']:g}  total {row['total']:g}/{row['total_max']:g}"
-        print(line + (f"  flagged: {row['flag']}" if row.get("flag") else ""))
+        print(line + (f"  flagged: {printable(row['flag'])}" if row.get("flag") else ""))
     print("gradebook: " + ", ".join(str(p) for p in paths))
     return 0
