@@ -605,3 +605,33 @@ def test_a_regulariser_computed_outside_torch_earns_nothing():
     assert not any(c.passed for c in results)
     gate = next(c for c in results if c.name.endswith("from autograd"))
     assert "autograd differentiates it twice" in gate.message, gate.message
+
+
+def _mean_over_max(X):
+    """A statistic that computes nothing of Eq. 8: 0 for a zero matrix, and scale invariant."""
+    top = X.abs().amax((-2, -1))
+    return torch.where(top > 0, X.abs().mean((-2, -1)) / top.clamp_min(1e-308), 0.0)
+
+
+@pytest.mark.parametrize("seed", [0, 7])
+def test_a3_a_meaningless_statistic_earns_nothing(seed):
+    from geolab.assignments import a3
+
+    solution = load_submission(REPO / "assignments/instructor/A3_rank.py", ["effective_rank"])
+    assert all(c.passed for c in a3.check_effective_rank(solution["effective_rank"], seed))
+    assert not any(c.passed for c in a3.check_effective_rank(_mean_over_max, seed))
+
+
+def test_the_a3_scale_check_reaches_where_an_unscaled_gram_breaks():
+    from geolab.assignments import a3
+
+    def unscaled(X):  # Eq. 8 through the Gram's eigenvalues, without dividing X by its scale
+        gram = X.mT @ X if X.shape[-2] >= X.shape[-1] else X @ X.mT
+        sigma = torch.linalg.eigvalsh(gram).clamp_min(0).sqrt()
+        total = sigma.sum(-1, keepdim=True)
+        p = torch.where(total > 0, sigma / total, 0.0)
+        h = -(torch.where(p > 0, p * p.log(), 0.0)).sum(-1)
+        return torch.where(total[..., 0] > 0, h.exp() / min(X.shape[-2:]), 0.0)
+
+    fails = {c.name for c in a3.check_effective_rank(unscaled, 3) if not c.passed}
+    assert fails == {"effective_rank: scale invariant, from 1e-300 to 1e300"}
