@@ -635,3 +635,36 @@ def test_the_a3_scale_check_reaches_where_an_unscaled_gram_breaks():
 
     fails = {c.name for c in a3.check_effective_rank(unscaled, 3) if not c.passed}
     assert fails == {"effective_rank: scale invariant, from 1e-300 to 1e300"}
+
+
+_PRIVATE_EIG = {
+    "C module": "torch._C._linalg.linalg_eigvals(block)",
+    "aten": "torch.ops.aten.linalg_eigvals(block)",
+    "dispatcher": "torch.ops.aten.linalg_eig.default(block)[0]",
+    "numpy private": "torch.as_tensor(numpy.linalg._linalg.eigvals(block.numpy()))",
+    "numpy gufunc": "torch.as_tensor(numpy.linalg._umath_linalg.eigvals(block.numpy()))",
+}
+
+
+@pytest.mark.parametrize("call", list(_PRIVATE_EIG.values()), ids=list(_PRIVATE_EIG))
+def test_a2_an_eigensolver_is_banned_by_kind_not_by_name(call):
+    """The O(d) attack of issue 55: eigenvalues of Q's 2×2 block in span{u, v}, through a private
+    entry point of a banned solver. The large-d check cannot see an O(d) method: the ban must."""
+    import numpy
+    import numpy.linalg._linalg
+    import numpy.linalg._umath_linalg  # noqa: F401 — the names the stub reaches
+
+    from geolab.assignments import a2
+
+    def minus_one_gap(u, v, beta):
+        e1 = u / u.norm()
+        w = v - (v @ e1) * e1
+        e2 = w / w.norm()
+        basis = torch.stack([e1, e2])  # the block of A = uvᵀ − vuᵀ in span{u, v}
+        a = basis @ (torch.outer(u, v) - torch.outer(v, u)) @ basis.T
+        eye = torch.eye(2, dtype=u.dtype)
+        block = (eye + beta / 2 * a).inverse() @ (eye - beta / 2 * a)  # noqa: F841
+        return (eval(call, {"torch": torch, "numpy": numpy, "block": block}) + 1).abs().min()
+
+    for c in a2.check_minus_one_gap(minus_one_gap, seed=4):
+        assert not c.passed and "your code called" in c.message, (c.name, c.message)
