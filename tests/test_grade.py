@@ -15,7 +15,7 @@ from geolab.assignments import sandbox
 from geolab.assignments.catalog import all_failed
 from geolab.assignments.grade import find_submissions, grade_dir
 from geolab.assignments.gradebook import read_hand_grades
-from geolab.assignments.wire import decode, encode
+from geolab.assignments.wire import decode, encode, type_name
 
 REPO = Path(__file__).resolve().parents[1]
 SOLUTION = (REPO / "assignments" / "instructor" / "A1_delta.py").read_text(encoding="utf-8")
@@ -176,7 +176,7 @@ def test_plain_data_round_trip_and_rejects_anything_else():
     assert isinstance(back, tuple) and back[0].equal(value[0]) and back[1].shape == ()
     assert back[2:6] == value[2:5] + (back[5],) and back[5]["k"].dtype == torch.bool
     assert back[6] != back[6]  # nan survives
-    assert type(decode(encode(object()))).__name__ == "object"
+    assert type_name(decode(encode(object()))) == "object"
     short = {"tensor": {"dtype": "float64", "shape": [3], "data": "AAAAAAAAAAA="}}
     for bad in ({"pickle": "gASV"}, {"tensor": {"dtype": "object", "shape": [1], "data": ""}},
                 short, [1]):  # fmt: skip

@@ -29,7 +29,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from geolab.assignments import a4, cgroup, pasted, sandbox
+from geolab.assignments import a4, cgroup, pasted, remote, sandbox
 from geolab.assignments.catalog import ASSIGNMENTS, all_failed, hidden_tasks
 from geolab.assignments.checks import TimeLimit
 from geolab.assignments.grade import grade_dir, grading_setup, session_for
@@ -822,6 +822,33 @@ def test_the_gradebook_carries_the_flag(tmp_path):
     assert head.split(",")[7] == "flag" and "0.99 alike" in line
 
 
+def test_what_a_teachers_tools_read_cannot_run_or_rewrite_anything(tmp_path):
+    """A name a spreadsheet reads as a formula, a name that rewrites the terminal, and one
+    student id written in two Unicode normalisations (issue 55)."""
+    import csv
+    import unicodedata
+
+    from geolab.assignments.gradebook import check_student_ids, printable
+
+    names = ["=2+5.py", "+1.py", "-x.py", "@sum.py", "\tx.py", "\rx.py", "bob.py"]
+    row = {"status": "ok", "score": 1.0, "max_score": 1.0, "seconds": 0.1, "seed": 1,
+           "error": "=HYPERLINK(1)", "flag": "", "checks": []}  # fmt: skip
+    rows = [{**row, "submission": name} for name in names]
+    paths, _ = write_gradebook(rows, tmp_path / "book.csv")
+    for path in (paths[0], paths[2]):  # the gradebook and the LMS file
+        with open(path, newline="", encoding="utf-8") as f:
+            cells = [c for line in list(csv.reader(f))[1:] for c in line]
+        assert not [c for c in cells if c[:1] in "=+-@\t\r" and c[:1]], (path.name, cells)
+    with open(paths[2], newline="", encoding="utf-8") as f:
+        assert [line[0] for line in csv.reader(f)][1:3] == ["'=2+5", "'+1"]
+    assert printable("ann\r\x1b[8mbob.py") == "ann\\r\\x1b[8mbob.py"
+    nfc, nfd = (unicodedata.normalize(form, "José.py") for form in ("NFC", "NFD"))
+    assert nfc != nfd
+    with pytest.raises(ValueError, match="Unicode normalisation") as err:
+        check_student_ids([nfc, nfd, "bob.py"])
+    assert "\n" not in str(err.value) and ascii(nfd) in str(err.value)
+
+
 def test_trivial_answers_earn_nothing_from_the_hidden_checks():
     hidden = hidden_tasks(REPO / "assignments" / "instructor" / "hidden", "A1")
     for (aid, stub), answers in TRIVIAL.items():
@@ -1075,7 +1102,7 @@ def delta_operator(k, beta):  # answers once; then its process never reads a req
 def test_a_child_that_stops_reading_a_large_request_costs_its_stub_only(tmp_path):
     """The grader's write of a request larger than the pipe holds to a child that no longer
     reads ends at the stub's limit: its CPU time (the grader's encoding counts) or the wall-clock
-    backstop (4 s on an idle machine, longer under load: remote.backstop)."""
+    backstop (4 s, whatever the load: remote.backstop)."""
     text, stopped = at_import(SOLUTION, STOPS_READING), []
 
     def two_calls(session):
@@ -1125,3 +1152,38 @@ def test_a4_requests_are_bounded_in_count_and_size(tmp_path):
         failed = [c["message"] for c in row["checks"] if not c["passed"]]
         assert row["status"] == "ok" and row["score"] == 0, (name, row["error"], failed)
         assert all(words in m for m in failed), (name, failed)
+
+
+SLEEPER = """
+import time
+
+def delta_operator(k, beta):  # waits at no CPU: only the wall-clock backstop ends it
+    time.sleep(3600)
+"""
+
+
+@GRADES
+def test_a_sleeper_is_stopped_at_a_wall_time_the_load_cannot_stretch(tmp_path, monkeypatch):
+    """A submission can raise the load average from inside the sandbox (processes blocked in D
+    state count, at no CPU); here the grader sees 1000 runnable processes per CPU. A stub that
+    sleeps still ends at 4 times its 1 s limit, not at 4000 times."""
+    monkeypatch.setattr(remote.os, "getloadavg", lambda: (1000.0 * (os.cpu_count() or 1),) * 3)
+    text, stopped = at_import(SOLUTION, SLEEPER), []
+
+    def one_call(session):
+        try:
+            with session.limit(1.0)("delta_operator"):
+                Stub(session, "delta_operator")(torch.ones(3), 0.5)
+        except TimeLimit as err:
+            stopped.append(str(err))
+
+    with grading_setup("A1", TIMEOUT, 1.0) as setup, session_for(text, setup) as session:
+        assert "loaded" in session.open(None)
+        start = time.monotonic()
+        thread = threading.Thread(target=one_call, args=(session,), daemon=True)
+        thread.start()
+        thread.join(timeout=120)
+        took = time.monotonic() - start
+    assert not thread.is_alive() and stopped, "the sleeper held its slot past the backstop"
+    assert "wall-clock backstop" in stopped[0], stopped
+    assert took < remote.BACKSTOP * 1.0 + 30  # the stub's 4 s, and the start of a fresh child

@@ -379,7 +379,7 @@ def test_a4_verdicts_are_the_graders(tmp_path):
 
 def test_wire_rejects_deep_and_malformed_lines():
     with pytest.raises(ValueError, match="deeply"):
-        wire.loads(b"[" * 200_000 + b"]" * 200_000)
+        wire.loads(b"[" * 150_000 + b"]" * 150_000)  # under MAX_VALUES: the parser refuses
     with pytest.raises(ValueError):
         wire.decode({"float": [1]})
     odd = {"tensor": {"dtype": "bool", "shape": [2], "data": "AgA="}}  # bytes 2, 0
@@ -539,3 +539,132 @@ def test_a_reported_gradient_must_be_the_measured_slope():
     fails = {c.name: c.message for c in a4.check_my_rule(Twice) if not c.passed}
     assert list(fails) == ["MyRule: gradients reach x and every parameter"]
     assert "is something detached?" in fails["MyRule: gradients reach x and every parameter"]
+
+
+# --- issue 55: a file the parser cannot read, beside an honest one ----------------------------
+LETHAL = {"minus.py": "-" * 200_000 + "1", "nots.py": "not " * 100_000 + "1"}
+
+
+@pytest.mark.slow
+@GRADES
+def test_a_file_nested_too_deeply_to_parse_is_one_zero_row(tmp_path):
+    solution = _text("A3", "solution")
+    cases = {"honest.py": (solution, "ok", _points("A3"))}
+    for name, expression in LETHAL.items():
+        code = f"def lethal():\n    return {expression}\n"
+        cases[name] = (at_import(solution, code), "error", 0.0)
+    rows = _grade(tmp_path, "A3", cases)
+    for name in LETHAL:
+        assert "cannot parse this file" in rows[name]["error"], rows[name]["error"]
+        assert "\n" not in rows[name]["error"]
+
+
+def test_a_reply_of_many_objects_is_refused_before_it_is_parsed():
+    """500,000 plain objects (an 11 MB line) used to build a class each: 1.3 GiB, two minutes."""
+    import tracemalloc
+
+    many = wire.dumps({"value": {"list": [{"opaque": f"Foo{i}"} for i in range(500_000)]}})
+    assert len(many) > 10 * 2**20
+    tracemalloc.start()
+    try:
+        with pytest.raises(ValueError, match="at most 200,000"):
+            wire.loads(many)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < 0.1 * 2**20
+    # at the limit, decoding costs a small multiple of the reply's bytes, one Opaque per object
+    line = wire.dumps({"value": {"list": [{"opaque": "Foo"}] * (wire.MAX_VALUES // 2 - 2)}})
+    tracemalloc.start()
+    try:
+        got = wire.decode(wire.loads(line)["value"])
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < 40 * len(line)
+    assert wire.type_name(got[0]) == "Foo" and wire.type_name(1.0) == "float"
+
+
+def _straight_through(gamma):
+    """4γ(1 − γ) computed in numpy, with the right first derivative passed straight through."""
+    import numpy as np
+
+    g = np.asarray(gamma.detach())
+    slope = torch.as_tensor(4 - 8 * g)
+    return torch.as_tensor(4 * g * (1 - g)) + gamma * slope - (gamma * slope).detach()
+
+
+def test_a_regulariser_computed_outside_torch_earns_nothing():
+    """README: "a regulariser computed outside torch earns nothing" — its first derivative may be
+    passed straight through, but autograd sees no curvature in it."""
+    from geolab.assignments import a2
+
+    honest = a2.check_gate_regularizer(lambda gamma: 4 * gamma * (1 - gamma), seed=3)
+    assert all(c.passed for c in honest), [c.message for c in honest]
+    results = a2.check_gate_regularizer(_straight_through, seed=3)
+    assert not any(c.passed for c in results)
+    gate = next(c for c in results if c.name.endswith("from autograd"))
+    assert "autograd differentiates it twice" in gate.message, gate.message
+
+
+def _mean_over_max(X):
+    """A statistic that computes nothing of Eq. 8: 0 for a zero matrix, and scale invariant."""
+    top = X.abs().amax((-2, -1))
+    return torch.where(top > 0, X.abs().mean((-2, -1)) / top.clamp_min(1e-308), 0.0)
+
+
+@pytest.mark.parametrize("seed", [0, 7])
+def test_a3_a_meaningless_statistic_earns_nothing(seed):
+    from geolab.assignments import a3
+
+    solution = load_submission(REPO / "assignments/instructor/A3_rank.py", ["effective_rank"])
+    assert all(c.passed for c in a3.check_effective_rank(solution["effective_rank"], seed))
+    assert not any(c.passed for c in a3.check_effective_rank(_mean_over_max, seed))
+
+
+def test_the_a3_scale_check_reaches_where_an_unscaled_gram_breaks():
+    from geolab.assignments import a3
+
+    def unscaled(X):  # Eq. 8 through the Gram's eigenvalues, without dividing X by its scale
+        gram = X.mT @ X if X.shape[-2] >= X.shape[-1] else X @ X.mT
+        sigma = torch.linalg.eigvalsh(gram).clamp_min(0).sqrt()
+        total = sigma.sum(-1, keepdim=True)
+        p = torch.where(total > 0, sigma / total, 0.0)
+        h = -(torch.where(p > 0, p * p.log(), 0.0)).sum(-1)
+        return torch.where(total[..., 0] > 0, h.exp() / min(X.shape[-2:]), 0.0)
+
+    fails = {c.name for c in a3.check_effective_rank(unscaled, 3) if not c.passed}
+    assert fails == {"effective_rank: scale invariant, from 1e-300 to 1e300"}
+
+
+_PRIVATE_EIG = {
+    "C module": "torch._C._linalg.linalg_eigvals(block)",
+    "aten": "torch.ops.aten.linalg_eigvals(block)",
+    "dispatcher": "torch.ops.aten.linalg_eig.default(block)[0]",
+    "numpy private": "torch.as_tensor(numpy.linalg._linalg.eigvals(block.numpy()))",
+    "numpy gufunc": "torch.as_tensor(numpy.linalg._umath_linalg.eigvals(block.numpy()))",
+}
+
+
+@pytest.mark.parametrize("call", list(_PRIVATE_EIG.values()), ids=list(_PRIVATE_EIG))
+def test_a2_an_eigensolver_is_banned_by_kind_not_by_name(call):
+    """The O(d) attack of issue 55: eigenvalues of Q's 2×2 block in span{u, v}, through a private
+    entry point of a banned solver. The large-d check cannot see an O(d) method: the ban must."""
+    import numpy
+    import numpy.linalg._linalg
+    import numpy.linalg._umath_linalg  # noqa: F401 — the names the stub reaches
+
+    from geolab.assignments import a2
+
+    def minus_one_gap(u, v, beta):
+        e1 = u / u.norm()
+        w = v - (v @ e1) * e1
+        e2 = w / w.norm()
+        basis = torch.stack([e1, e2])  # the block of A = uvᵀ − vuᵀ in span{u, v}
+        a = basis @ (torch.outer(u, v) - torch.outer(v, u)) @ basis.T
+        eye = torch.eye(2, dtype=u.dtype)
+        block = (eye + beta / 2 * a).inverse() @ (eye - beta / 2 * a)  # noqa: F841
+        return (eval(call, {"torch": torch, "numpy": numpy, "block": block}) + 1).abs().min()
+
+    for c in a2.check_minus_one_gap(minus_one_gap, seed=4):
+        assert not c.passed and "your code called" in c.message, (c.name, c.message)

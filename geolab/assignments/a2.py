@@ -420,9 +420,11 @@ def check_gate_regularizer(fn, seed: int = 0):
         slope = (as_tensor(call(half + h), "gate_regularizer", ()) - call(half)) / h
         if not abs(float(slope)) < 1e-3:
             fail(f"the slope of r at γ = ½ is {float(slope):.3g} (E∆ Theorem 7.3: exactly 0)")
+        curvature = []
         for point in [half, *off_half]:
             with forbid([OPS + "gate_regularizer"], fn, label=f"gate_regularizer(γ = {point:.3g})"):
                 seen = observe(fn, "value_and_grad", point)
+            curvature.append((point, seen["second"]))
             as_tensor(seen["out"], "gate_regularizer", ())
             if seen["differentiable"] is not True:
                 fail("gate_regularizer(γ) must be differentiable in γ (use torch operations)")
@@ -432,8 +434,25 @@ def check_gate_regularizer(fn, seed: int = 0):
             if point != half and not abs(float(numeric)) > 0.1:
                 fail(f"the slope of r at γ = {point:.3g} is {float(numeric):.3g}: only γ = ½ is "
                      "flat (dr/dγ = 4 − 8γ)")  # fmt: skip
+        for point, second in curvature:  # after every slope: a wrong slope is named first
+            _second_derivative(call, point, second)
 
     return checks.run()
+
+
+def _second_derivative(call, point: torch.Tensor, reported) -> None:
+    """Fail unless autograd's d²r/dγ² at ``point`` (``reported``) equals the curvature measured
+    from the outputs, (r(γ+h) − 2r(γ) + r(γ−h)) / h² (−8 for 4γ(1 − γ)). A value computed
+    outside torch with a straight-through gradient (``γ·c`` with c = 4 − 8γ from numpy) has the
+    right first derivative, but autograd sees no curvature in it: it earns nothing, like a
+    regulariser with no gradient at all."""
+    if reported is None:
+        fail(f"dr/dγ at γ = {point:.3g} has no derivative from autograd: compute r with torch "
+             "operations, so autograd differentiates it twice")  # fmt: skip
+    h = 1e-3
+    numeric = (call(point + h) - 2 * call(point) + call(point - h)) / h**2
+    close(reported, numeric, f"d²r/dγ² from autograd at γ = {point:.3g} vs the curvature of "
+          "your r there (compute r with torch operations)", atol=1e-3)  # fmt: skip
 
 
 TASKS = stubs(

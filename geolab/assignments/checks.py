@@ -16,10 +16,13 @@ comparison with the reference happens where the student's code cannot reach it.
 import importlib
 import sys
 from collections.abc import Callable, Iterable
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from dataclasses import asdict, dataclass
 
 import torch
+from torch.utils._python_dispatch import TorchDispatchMode
+
+from geolab.assignments.wire import type_name
 
 NOT_IMPLEMENTED = "not implemented yet: replace `raise NotImplementedError` in the stub"
 # "From the formula alone" / "no dense solve", as the grader can measure it: the answer at a size
@@ -27,6 +30,32 @@ NOT_IMPLEMENTED = "not implemented yet: replace `raise NotImplementedError` in t
 # O(d³) method ends within a stub's time limit, whatever function the code calls. In a notebook
 # (no memory limit) the same property runs at SMALL_D and the guard names forbidden calls.
 BIG_D, SMALL_D = 50_000, 1_000
+
+
+# Bans by kind: what a banned solver is below its public name. A torch solver reaches ATen's
+# kernel of its kind whatever entry point calls it (torch.linalg, torch.inverse, torch.ops.aten,
+# torch._C._linalg): the ops seen at the dispatcher, measured with torch 2.x (eigvals and eig both
+# run linalg_eig). A numpy solver runs a gufunc of numpy.linalg._umath_linalg, which its private
+# module (numpy.linalg._linalg) calls through that module.
+ATEN_KINDS = {
+    "eigvals": ("linalg_eig",), "eig": ("linalg_eig",), "eigvalsh": ("_linalg_eigh",),
+    "eigh": ("_linalg_eigh",), "svdvals": ("_linalg_svd",), "svd": ("_linalg_svd",),
+    "solve": ("_linalg_solve_ex",), "solve_ex": ("_linalg_solve_ex",),
+    "inv": ("linalg_inv_ex",), "inv_ex": ("linalg_inv_ex",), "inverse": ("linalg_inv_ex",),
+    "lu_factor": ("linalg_lu_factor_ex",), "lu_solve": ("linalg_lu_solve",),
+    "solve_triangular": ("linalg_solve_triangular", "triangular_solve"),
+    "cholesky_solve": ("cholesky_solve", "_cholesky_solve_helper"),
+    "matrix_exp": ("linalg_matrix_exp",), "lstsq": ("linalg_lstsq",), "pinv": ("linalg_pinv",),
+    "det": ("_linalg_det",), "slogdet": ("_linalg_slogdet",),
+}  # fmt: skip
+GUFUNC_KINDS = {
+    "eigvals": ("eigvals",), "eig": ("eig",), "eigvalsh": ("eigvalsh_lo", "eigvalsh_up"),
+    "eigh": ("eigh_lo", "eigh_up"), "solve": ("solve", "solve1"), "inv": ("inv",),
+    "lstsq": ("lstsq",), "pinv": ("svd", "svd_f", "svd_s"), "det": ("det",),
+    "slogdet": ("slogdet",),
+}  # fmt: skip
+# the private modules that hold the banned solvers under their own names (aliases by identity)
+SOLVER_MODULES = ("torch.linalg", "torch._C._linalg", "numpy.linalg", "scipy.linalg")
 
 
 def big_d(obj) -> int:
@@ -63,6 +92,44 @@ class TaskStopped(BaseException):
 
 class TimeLimit(TaskStopped):
     """A task ran past the grader's per-task time limit."""
+
+
+class _RefuseKinds(TorchDispatchMode):
+    """Raise ForbiddenCall when an ATen op of a banned kind runs (``ops``: {"aten::name": the
+    banned path it stands for}), whichever Python entry point called it."""
+
+    def __init__(self, ops: dict[str, str]):
+        super().__init__()
+        self.ops = ops
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        if (path := self.ops.get(func._schema.name)) is not None:
+            raise ForbiddenCall(
+                f"your code called {path} (as {func._schema.name}, by whatever name); the point "
+                "of this exercise is to write it yourself (use torch operations instead)"
+            )
+        return func(*args, **(kwargs or {}))
+
+
+def _aten_kinds(paths: list[str]) -> dict[str, str]:
+    """{"aten::op": banned path} of the banned torch solvers in ``paths``."""
+    return {f"aten::{op}": path for path in paths if path.startswith("torch.")
+            for op in ATEN_KINDS.get(path.rsplit(".", 1)[1], ())}  # fmt: skip
+
+
+def _gufuncs(path: str) -> list[tuple[object, str]]:
+    """(module, name) of the numpy gufuncs a banned ``numpy.linalg`` solver runs."""
+    if not path.startswith("numpy.linalg.") or "numpy" not in sys.modules:
+        return []
+    module = importlib.import_module("numpy.linalg._umath_linalg")
+    names = GUFUNC_KINDS.get(path.rsplit(".", 1)[1], ())
+    return [(module, name) for name in names if hasattr(module, name)]
+
+
+def _solver_modules() -> list:
+    """The loaded modules of the banned solvers' libraries, their private ones included."""
+    return [m for name, m in list(sys.modules.items()) if m is not None
+            and any(name == p or name.startswith(p + ".") for p in SOLVER_MODULES)]  # fmt: skip
 
 
 def observe(obj, probe: str, *args):
@@ -112,7 +179,7 @@ def describe(**inputs) -> str:
 def as_tensor(got, what: str, shape: tuple[int, ...] | None = None) -> torch.Tensor:
     """The student's output as a tensor of the expected shape, or a Failed naming the mismatch."""
     if not isinstance(got, torch.Tensor):
-        fail(f"{what} should return a torch.Tensor, got {type(got).__name__}")
+        fail(f"{what} should return a torch.Tensor, got {type_name(got)}")
     if shape is not None and tuple(got.shape) != tuple(shape):
         fail(f"{what} returned shape {tuple(got.shape)}, expected {tuple(shape)}")
     return got
@@ -161,6 +228,11 @@ def forbid(paths: Iterable[str], *student, label: str | None = None):
     With ``label`` (the call with its inputs, e.g. "skew(u of shape (2, 5), …)") an error
     raised in the block becomes a Failed that names the input.
 
+    A banned solver is also refused by kind, under names no one bound: a torch solver's ATen ops
+    (:data:`ATEN_KINDS`, whatever entry point calls them: ``torch._C._linalg.linalg_eigvals``,
+    ``torch.ops.aten``), a numpy solver's gufuncs (``numpy.linalg._umath_linalg``), and every
+    alias of its function in the libraries' private modules (``numpy.linalg._linalg``).
+
     Checks compute their reference values outside the block (the paths are patched in place).
     A proxy for a sandboxed submission gets the paths instead: they are guarded in its process.
     """
@@ -194,7 +266,10 @@ def forbid(paths: Iterable[str], *student, label: str | None = None):
                 guard()
 
             patch(module, attr, original, setattr, guard)
-            for owner in _geolab_modules():  # every alias: geolab.probe.effective_rank, ...
+            for owner, name in _gufuncs(path):  # what numpy's solver runs, by any name
+                patch(owner, name, getattr(owner, name), setattr, guard)
+            # every alias: geolab.probe.effective_rank, numpy.linalg._linalg.eigvals, ...
+            for owner in _geolab_modules() + _solver_modules():
                 for key, value in list(vars(owner).items()):
                     if value is original:
                         patch(owner, key, value, setattr, guard)
@@ -210,7 +285,9 @@ def forbid(paths: Iterable[str], *student, label: str | None = None):
                 if any(v is original for v in kw.values()):
                     new = {k: guard if v is original else v for k, v in kw.items()}
                     patch(fn, "__kwdefaults__", kw, setattr, new)
-        yield
+        kinds = {} if remote else _aten_kinds(paths)
+        with _RefuseKinds(kinds) if kinds else nullcontext():
+            yield
     except (Failed, ForbiddenCall, NotImplementedError):
         raise
     except Exception as err:

@@ -23,6 +23,7 @@ cgroups (``cgroup``: as root with bwrap, usually), else by rlimits and polling (
 one line on stderr says which, and why.
 """
 
+import ast
 import math
 import os
 import secrets
@@ -39,6 +40,7 @@ from geolab.assignments.checks import TaskStopped
 from geolab.assignments.gradebook import (
     check_gradebook,
     check_student_ids,
+    printable,
     read_hand_grades,
     totals,
     write_gradebook,
@@ -83,8 +85,13 @@ def grade_text(name: str, text: str, assignment: str, setup: dict) -> dict:
     Whatever the worker does or sends, the row comes back: a failure of this submission's
     process (or of the grader on it) is this submission's status, never the class's."""
     start = time.monotonic()
-    try:
-        status, error, checks = _run(text, assignment, setup)
+    flag = ""
+    try:  # every step that reads the submission's text: its own failure is this file's row
+        if (why := unparsable(text)) is not None:
+            status, error, checks = "error", why, []
+        else:
+            flag = "; ".join(pasted(text, assignment))
+            status, error, checks = _run(text, assignment, setup)
     except Exception as err:  # noqa: BLE001 — one submission must not stop the class
         status, error, checks = "crash", f"the grader could not grade this file: {err!r}", []
     if status != "ok":
@@ -99,9 +106,24 @@ def grade_text(name: str, text: str, assignment: str, setup: dict) -> dict:
         "seconds": round(time.monotonic() - start, 2),
         "seed": setup["seed"],
         "error": error,
-        "flag": "; ".join(pasted(text, assignment)),
+        "flag": flag,
         "checks": checks,
     }
+
+
+def unparsable(text: str) -> str | None:
+    """Why Python's parser cannot read ``text`` at all (None when it can, or when it stops at a
+    syntax error, which loading the submission reports with its line). ``-(-(-…1))`` or
+    ``not not … 1`` nested some 100,000 deep makes the parser raise MemoryError or
+    RecursionError: such a file is graded 0 with this line, before anything runs it."""
+    try:
+        ast.parse(text)
+    except (SyntaxError, ValueError):
+        return None
+    except (MemoryError, RecursionError) as err:
+        return (f"Python cannot parse this file ({type(err).__name__}): an expression is nested "
+                "too deeply for the parser; write it without such nesting")  # fmt: skip
+    return None
 
 
 @contextmanager
@@ -230,22 +252,23 @@ def _cmd_grade(args) -> int:
     mode = sandbox.choose(args.sandbox)
     for line in [sandbox.warning(mode), cgroup.probe(mode)[1], *skipped]:
         if line:
-            print(line, file=sys.stderr)
+            print(printable(line), file=sys.stderr)
     rows = grade_dir(
         Path(args.submissions), args.assignment, args.timeout, args.task_timeout, args.jobs,
         args.seed, limits, mode, Path(args.hidden) if args.hidden else None,
     )  # fmt: skip
     paths, notes = write_gradebook(rows, Path(args.out), hand)
     for line in notes:
-        print(line, file=sys.stderr)
+        print(printable(line), file=sys.stderr)
     n = len(rows)
     print(f"{args.assignment} — {get(args.assignment).title}: {n} submission{'s' * (n != 1)}, "
           f"seed {rows[0]['seed']}, sandbox {mode}")  # fmt: skip
     for row in totals(rows, hand)[0]:
-        line = f"{row['submission']:<32} {row['status']:<14} {row['score']:g}/{row['max_score']:g}"
+        name = printable(row["submission"])
+        line = f"{name:<32} {row['status']:<14} {row['score']:g}/{row['max_score']:g}"
         if hand:
             got = "—" if row["hand"] is None else f"{row['hand']:g}"
             line += f"  hand {got}/{hand['max']:g}  total {row['total']:g}/{row['total_max']:g}"
-        print(line + (f"  flagged: {row['flag']}" if row.get("flag") else ""))
+        print(line + (f"  flagged: {printable(row['flag'])}" if row.get("flag") else ""))
     print("gradebook: " + ", ".join(str(p) for p in paths))
     return 0

@@ -8,17 +8,34 @@ the submission's file name without ``.py``); its points are added to the total.
 import csv
 import json
 import math
+import unicodedata
 from pathlib import Path
 
 from geolab.assignments.feedback import write_feedback
 from geolab.outputs import check_dir, check_file
 
+FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")  # what makes a spreadsheet read a formula
 HEAD = ["submission", "status", "score", "max_score", "seconds", "seed", "error", "flag"]
 
 
 def student_id(submission: str) -> str:
     """``alice.py`` -> ``alice`` (the id in the LMS file and the hand-graded CSV)."""
     return submission.rsplit(".", 1)[0]
+
+
+def cell(value):
+    """A CSV cell no spreadsheet reads as a formula: text starting with ``= + - @``, a tab or a
+    carriage return gets a leading ``'`` (OWASP's CSV-injection advice); numbers stay numbers.
+    A file named ``=2+5.py`` would otherwise put a live formula in the LMS file."""
+    if isinstance(value, str) and value.startswith(FORMULA_STARTS):
+        return "'" + value
+    return value
+
+
+def printable(text: str) -> str:
+    """``text`` with every control or other non-printable character escaped (``\\r``,
+    ``\\x1b``), so a file name cannot move the terminal's cursor or hide lines of a summary."""
+    return "".join(c if c.isprintable() else c.encode("unicode_escape").decode() for c in text)
 
 
 def read_hand_grades(path: Path) -> dict:
@@ -117,18 +134,21 @@ def check_gradebook(out: Path, force: bool = False) -> None:
 
 
 def check_student_ids(submissions) -> None:
-    """ValueError when two submissions share a student id (``alice.py`` and ``Alice.PY``): their
-    gradebook rows, LMS line and feedback file would collide. Case is ignored, as it is by the
-    file systems of macOS and Windows that the feedback folder may be opened on."""
+    """ValueError when two submissions share a student id (``alice.py`` and ``Alice.PY``, or
+    ``José.py`` written in NFC and in NFD): their gradebook rows, LMS line and feedback file
+    would collide. Case and Unicode normalisation are ignored, as they are by the file systems
+    of macOS and Windows that the feedback folder may be opened on. The names are listed
+    escaped (``ascii``), so two that print alike are told apart."""
     owners: dict[str, list[str]] = {}
     for name in submissions:
-        owners.setdefault(student_id(name).casefold(), []).append(name)
+        key = unicodedata.normalize("NFC", student_id(name)).casefold()
+        owners.setdefault(key, []).append(name)
     clashes = [names for names in owners.values() if len(names) > 1]
     if clashes:
-        listed = "; ".join(" and ".join(names) for names in clashes)
+        listed = "; ".join(" and ".join(ascii(n) for n in names) for names in clashes)
         raise ValueError(
-            f"SUBMISSIONS_DIR holds submissions of one student id: {listed}; rename or remove "
-            "all but one of each"
+            f"SUBMISSIONS_DIR holds submissions of one student id (names equal up to case or "
+            f"Unicode normalisation): {listed}; rename or remove all but one of each"
         )
 
 
@@ -152,17 +172,17 @@ def write_gradebook(rows: list[dict], out: Path, hand: dict | None = None):
     head = HEAD + (["hand"] if hand else []) + ["total", "total_max"]
     with open(csv_path, "w", newline="", encoding="utf-8") as f:
         writer = csv.writer(f)
-        writer.writerow(head + names)
+        writer.writerow([cell(name) for name in head + names])
         for row in rows:
             passed = {c["name"]: int(c["passed"]) for c in row["checks"]}
             cells = ["" if row.get(k) is None else row[k] for k in head]
-            writer.writerow(cells + [passed.get(n, 0) for n in names])
+            writer.writerow([cell(v) for v in cells + [passed.get(n, 0) for n in names]])
     with open(json_path, "w", encoding="utf-8") as f:
         json.dump(rows, f, indent=1, ensure_ascii=False)
     with open(lms_path, "w", newline="", encoding="utf-8") as f:
         writer = csv.writer(f)
         writer.writerow(["student_id", "total", "max"])
         for row in rows:
-            writer.writerow([student_id(row["submission"]), row["total"], row["total_max"]])
+            writer.writerow([cell(student_id(row["submission"])), row["total"], row["total_max"]])
     folder = write_feedback(rows, feedback)
     return [csv_path, json_path, lms_path, folder], notes

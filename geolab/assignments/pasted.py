@@ -83,8 +83,8 @@ def pasted(text: str, assignment: str) -> list[str]:
         return []
     try:
         tree = ast.parse(text)
-    except (SyntaxError, ValueError, RecursionError):
-        return []
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return []  # a file nested too deeply to parse is refused by grade.unparsable
     lines = []
     for fn in _functions(tree):
         tokens = shape(fn)

@@ -17,12 +17,16 @@ def call(fn, *args):
 
 
 def value_and_grad(fn, x: torch.Tensor) -> dict:
-    """``fn(x)`` for a scalar-valued ``fn`` and, when it is differentiable, d fn / d x."""
+    """``fn(x)`` for a scalar-valued ``fn`` and, when it is differentiable, d fn / d x and, when
+    that is differentiable too, d² fn / d x² (both from autograd; None where it has none)."""
     x = x.detach().clone().requires_grad_(True)
     out = fn(x)
     differentiable = isinstance(out, torch.Tensor) and out.requires_grad
-    grad = torch.autograd.grad(out.sum(), x)[0] if differentiable else None
-    return {"out": out, "differentiable": differentiable, "grad": grad}
+    grad = torch.autograd.grad(out.sum(), x, create_graph=True)[0] if differentiable else None
+    twice = grad is not None and grad.requires_grad
+    second = torch.autograd.grad(grad.sum(), x)[0] if twice else None
+    return {"out": out, "differentiable": differentiable,
+            "grad": None if grad is None else grad.detach(), "second": second}  # fmt: skip
 
 
 def rank_profile_on_stack(fn, residual: str, depth: int, seed: int):

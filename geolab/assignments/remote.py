@@ -12,7 +12,7 @@ process); a submission past its whole time limit raises :class:`SubmissionTimeou
 The limits are CPU time — of every process the submission's workers ran and of the grader's own
 thread working for it — so a loaded machine, which slows an honest stub down, does not fail it;
 a wall-clock backstop stops code that waits instead of computing: ``BACKSTOP`` times the limit,
-times the load per CPU when the machine has more runnable processes than CPUs (:func:`backstop`).
+a fixed bound the submission cannot stretch by raising the machine's load (:func:`backstop`).
 Requests go to the worker through a non-blocking pipe under the same limits (a child that stops
 reading cannot hold the grader in a write), and what the worker sends is bounded before
 anything is served: a line of at most ``MAX_LINE`` bytes, at most ``MAX_ASKS`` questions
@@ -45,11 +45,12 @@ POLL_SECONDS = 0.25  # how often the CPU time is measured while the grader waits
 
 def backstop(seconds: float) -> float:
     """Wall-clock seconds allowed for a limit of ``seconds`` of CPU time: BACKSTOP times as many,
-    times the 1-minute load average per CPU when it is above 1 (on a machine with 9 runnable
-    processes per CPU an honest process gets a ninth of one). A submission cannot raise it by
-    computing, which its CPU limit counts, nor by waiting, which adds no load."""
-    load = os.getloadavg()[0] / (os.cpu_count() or 1)
-    return BACKSTOP * max(1.0, load) * seconds
+    whatever the machine's load. Not scaled by the load average: a submission can raise that
+    from inside the sandbox (processes blocked in uninterruptible sleep count as load, and cost
+    no CPU), and so stretch the time it holds a job slot while it sleeps. An honest stub needs a
+    few CPU seconds of its limit; on a machine with 4 runnable processes per CPU it still ends
+    within the backstop."""
+    return BACKSTOP * seconds
 
 
 class SubmissionTimeout(BaseException):

@@ -3,8 +3,13 @@
 The grader never unpickles anything a submission produced: a value crosses the boundary as JSON
 whose only non-JSON parts are numeric arrays, sent as ``{"array": dtype, "shape", "data"}``
 (base64 of the C-ordered bytes) and rebuilt with ``numpy.frombuffer`` for a fixed set of dtypes.
-Tensors come back as tensors, tuples as tuples; any other object becomes a value of an empty
-class carrying only its type's name (so "should return a torch.Tensor, got Foo" still reads).
+Tensors come back as tensors, tuples as tuples; any other object becomes an :class:`Opaque`
+carrying only its type's name (so "should return a torch.Tensor, got Foo" still reads).
+
+A line holds at most ``MAX_VALUES`` values, counted on its raw bytes before it is parsed
+(:func:`loads`): parsing and decoding then cost a bounded amount of memory, a few hundred bytes
+per value and a few times the bytes of each array, whatever a worker sends (one class built per
+object made a 10 MB reply of 500,000 objects cost 1.3 GiB and two minutes).
 """
 
 import base64
@@ -17,15 +22,30 @@ import torch
 DTYPES = ("bool", "uint8", "int8", "int16", "int32", "int64", "float16", "float32", "float64")
 DTYPES += ("complex64", "complex128")
 MAX_DEPTH = 20
+MAX_VALUES = 200_000  # values in one line; an honest reply holds a few dozen (tensors are one)
 
 
 class Opaque:
-    """Stands in for an object that is not plain data; only its type name crossed."""
+    """Stands in for an object that is not plain data; only its type name crossed. One small
+    instance per object (no class per object: a class costs about 1 KB)."""
+
+    __slots__ = ("type_name",)
+
+    def __init__(self, type_name: str):
+        self.type_name = type_name
+
+    def __repr__(self) -> str:
+        return f"<{self.type_name} object>"
 
 
-def _opaque(type_name: str):
+def _opaque(type_name: str) -> Opaque:
     name = "".join(c for c in str(type_name) if c.isidentifier() or c.isalnum())[:80] or "object"
-    return type(name, (Opaque,), {})()
+    return Opaque(name)
+
+
+def type_name(value) -> str:
+    """The type name of a decoded value: an :class:`Opaque`'s own, else its class's."""
+    return value.type_name if isinstance(value, Opaque) else type(value).__name__
 
 
 def encode(value, depth: int = 0):
@@ -102,9 +122,20 @@ def dumps(message: dict) -> bytes:
     return json.dumps(message, separators=(",", ":")).encode() + b"\n"
 
 
+def values_at_most(line: bytes) -> int:
+    """An upper bound of the values a JSON line holds, read off its raw bytes: each value but
+    the first follows a ``,`` (next item), a ``:`` (a key's value) or a ``[`` (first item).
+    Those bytes inside strings count too, so it never undercounts."""
+    return 1 + line.count(b",") + line.count(b":") + line.count(b"[")
+
+
 def loads(line: bytes) -> dict:
-    """One protocol line back; ValueError unless it is a JSON object (nested too deeply for the
-    parser included: a worker's line is untrusted data)."""
+    """One protocol line back; ValueError unless it is a JSON object of at most MAX_VALUES values
+    (nested too deeply for the parser included: a worker's line is untrusted data)."""
+    if (count := values_at_most(line)) > MAX_VALUES:
+        raise ValueError(f"it holds up to {count:,} values in {len(line):,} bytes; a reply may "
+                         f"hold at most {MAX_VALUES:,} (return tensors, not many small "
+                         "objects)")  # fmt: skip
     try:
         message = json.loads(line)
     except RecursionError:

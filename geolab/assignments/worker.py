@@ -258,7 +258,7 @@ def serve_stub(path: Path, stub: str | None, limits: dict, fd_in: int, fd_out: i
     probes.ask = ask
     table = sealed(vars(probes), list(probes.PROBES))
     codec = sealed(vars(wire), ["encode", "_array", "_opaque", "decode", "_from_array", "dumps",
-                                "loads"])  # fmt: skip
+                                "values_at_most", "loads"])  # fmt: skip
     encode, decode, loads = codec["encode"], codec["decode"], codec["loads"]
     own = sealed(globals(), ["_send", "_readline"])
     readline = own["_readline"]

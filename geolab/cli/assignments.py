@@ -13,8 +13,8 @@ from geolab.lock import hold
 # the grader's resource limits: flag, default, what it bounds, the largest value allowed
 # (timers and setrlimit take finite, bounded numbers: inf or 1e300 would overflow them)
 LIMITS = (
-    ("--timeout", 120.0, "CPU seconds per submission (wall-clock backstop: 4x or more)", 1e6),
-    ("--task-timeout", 30.0, "CPU seconds per stub (wall-clock: 4x or more)", 1e6),
+    ("--timeout", 120.0, "CPU seconds per submission (wall-clock backstop: 4x)", 1e6),
+    ("--task-timeout", 30.0, "CPU seconds per stub (wall-clock backstop: 4x)", 1e6),
     ("--memory-gb", 4.0, "GiB per student process, and per stub for all its processes", 1e6),
 )
 
