@@ -10,11 +10,16 @@ The paper predicts a sign "phase transition": E[β] > 0 in early layers (accumul
 fraction β < 0 in deep ones (erasure), sharpening as training goes on. Verdict rules (geolab's):
 
 * transition — reproduced if at the end of training the first quarter of layers has mean β > 0,
-  the last quarter has fraction negative ≥ 0.1 and above the first quarter's, and the Spearman
-  correlation of layer index and fraction negative is > 0.5; not reproduced if the last quarter's
-  fraction negative is < 0.1 (no sizeable erasure anywhere deep); inconclusive otherwise.
+  the last quarter has fraction negative ≥ 0.1 and above the first quarter's (seed-averaged
+  profile), and *every seed's* Spearman correlation of layer index and fraction negative is
+  > 0.5 (a seed's draw moves the profile: a mean profile can correlate where two of three seeds
+  do not); not reproduced if the last quarter's fraction negative is < 0.1 (no sizeable erasure
+  anywhere deep); inconclusive otherwise.
 * sharpening — reproduced if the deep-minus-shallow gap in fraction negative grows at every
   snapshot and ends ≥ 0.1; not reproduced if it ends < 0.1; inconclusive otherwise.
+
+A value within 1 % of its line (``verdicts.knife_edge``, e.g. a gap of 0.1004 against 0.1) is
+named in the verdict as a knife edge.
 
 The trained model's effective rank per layer (``geolab.rank_profile`` on the same probe, as
 ``rank_evolution`` measures it) is recorded too ("trained_rank"), so the same long runs judge H2
@@ -211,6 +216,7 @@ def judge(per_seed: dict, n_layer: int) -> tuple[dict, list[v.Hypothesis]]:
     """Summary numbers (seed-averaged per snapshot) and the two verdicts."""
     labels = list(next(iter(per_seed.values()))["snapshots"])
     summary = {}
+    layers = list(range(n_layer))
     for label in labels:
         snaps = [p["snapshots"][label] for p in per_seed.values()]
         mean = [sum(s["mean"][i] for s in snaps) / len(snaps) for i in range(n_layer)]
@@ -221,22 +227,17 @@ def judge(per_seed: dict, n_layer: int) -> tuple[dict, list[v.Hypothesis]]:
             "frac_negative_first_quarter": neg_first,
             "frac_negative_last_quarter": neg_last,
             "gap": neg_last - neg_first,
-            "spearman_layer_frac_negative": spearman(list(range(n_layer)), neg),
+            "spearman_layer_frac_negative": spearman(layers, neg),
+            "spearman_per_seed": {
+                seed: spearman(layers, p["snapshots"][label]["frac_negative"])
+                for seed, p in per_seed.items()
+            },
             "frac_negative_overall": sum(neg) / n_layer,
         }
     end = summary[labels[-1]]
     rho = end["spearman_layer_frac_negative"]
-    if end["frac_negative_last_quarter"] < SIZEABLE:
-        v1 = v.NOT_REPRODUCED
-    elif (
-        end["mean_beta_first_quarter"] > 0
-        and end["gap"] > 0
-        and rho is not None
-        and rho > CORRELATED
-    ):
-        v1 = v.REPRODUCED
-    else:
-        v1 = v.INCONCLUSIVE
+    rhos = list(end["spearman_per_seed"].values())
+    v1 = transition_verdict(end, rhos)
     gaps = [summary[k]["gap"] for k in labels]
     if gaps[-1] < SIZEABLE:
         v2 = v.NOT_REPRODUCED
@@ -245,6 +246,11 @@ def judge(per_seed: dict, n_layer: int) -> tuple[dict, list[v.Hypothesis]]:
     else:
         v2 = v.INCONCLUSIVE
     rho_text = "undefined (constant)" if rho is None else v.fmt(rho)
+    seeds_text = ", ".join(
+        f"{seed} {'undefined' if r is None else v.fmt(r)}"
+        for seed, r in end["spearman_per_seed"].items()
+    )
+    passing = sum(r is not None and r > CORRELATED for r in rhos)
     move = summary["movement"] = movement(per_seed)
     span = move["range_covered"]
     span_text = "none" if span is None else f"[{v.fmt(span[0])}, {v.fmt(span[1])}]"
@@ -256,13 +262,22 @@ def judge(per_seed: dict, n_layer: int) -> tuple[dict, list[v.Hypothesis]]:
             f"{v.fmt(end['mean_beta_first_quarter'])}, fraction β<0 first/last quarter "
             f"{v.fmt(end['frac_negative_first_quarter'])}/"
             f"{v.fmt(end['frac_negative_last_quarter'])}, "
-            f"Spearman(layer, fraction β<0) {rho_text}; "
+            f"Spearman(layer, fraction β<0) per seed {seeds_text} (above {CORRELATED} in "
+            f"{passing} of {len(rhos)}; mean profile's {rho_text}); "
             f"mean β moved at most {v.fmt(move['max_abs_shift'])} from its start in any layer, β "
             f"covered {span_text} at the end",
             verdict=v1,
             rule=f"reproduced: first-quarter mean β > 0, last-quarter fraction β<0 ≥ {SIZEABLE} "
-            f"and above the first quarter's, Spearman > {CORRELATED}; not reproduced: last-quarter "
-            f"fraction < {SIZEABLE}",
+            f"and above the first quarter's (seed-averaged), every seed's Spearman > "
+            f"{CORRELATED}; not reproduced: last-quarter fraction < {SIZEABLE}",
+            edges=edges(
+                [(end["frac_negative_last_quarter"], SIZEABLE, "last-quarter fraction β<0")]
+                + [
+                    (r, CORRELATED, f"seed {s} Spearman")
+                    for s, r in end["spearman_per_seed"].items()
+                    if r is not None
+                ]
+            ),
         ),
         v.Hypothesis(
             id="β transition sharpens",
@@ -272,9 +287,26 @@ def judge(per_seed: dict, n_layer: int) -> tuple[dict, list[v.Hypothesis]]:
             verdict=v2,
             rule=f"reproduced: the gap grows at every snapshot and ends ≥ {SIZEABLE}; not "
             f"reproduced: it ends < {SIZEABLE}",
+            edges=edges([(gaps[-1], SIZEABLE, "final gap")]),
         ),
     ]
     return summary, hyps
+
+
+def transition_verdict(end: dict, rhos: list) -> str:
+    """The transition rule (module docstring) on the end snapshot's seed-averaged numbers ``end``
+    and each seed's Spearman correlation ``rhos`` (None for a constant profile)."""
+    if end["frac_negative_last_quarter"] < SIZEABLE:
+        return v.NOT_REPRODUCED
+    every_seed = all(r is not None and r > CORRELATED for r in rhos)
+    if end["mean_beta_first_quarter"] > 0 and end["gap"] > 0 and every_seed:
+        return v.REPRODUCED
+    return v.INCONCLUSIVE
+
+
+def edges(margins: list[tuple]) -> list[str]:
+    """The knife edges (``verdicts.knife_edge``) among (value, line, name) margins."""
+    return [e for value, line, name in margins if (e := v.knife_edge(value, line, name))]
 
 
 def findings(result: dict) -> list[str]:

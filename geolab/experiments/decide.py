@@ -13,7 +13,14 @@ lacks, and each has a remedy priced from what was measured:
 * "not learned", and any reason a protocol names itself (a width, no model learning the task):
   the papers' sizes, a GPU job — the paper scale's plan (``plan.protocol_plan``: FLOPs over an
   assumed sustained throughput, ``plan.ASSUMPTION``, or the one measured in the results folder);
-* "undecidable on this task": no compute decides it; the task setting must change;
+* "undecidable on this task": no compute decides it (the remedy repeats why, e.g. the published
+  MSEs above the learned line at the published setting); the task setting must change;
+* "not learned" on tiny-shakespeare's 32-character windows: the learned line (0.9 × the best
+  n-gram perplexity, in nats per character) lies below what nanoGPT's 10.7 M-parameter model
+  reaches with 256 characters of context (``NANOGPT_CHAR_LOSS``), so no size at this context
+  reaches it (``out_of_reach``): the remedy says so, then gives the WikiText-2 paper scale;
+* a WikiText-2 paper scale (every text protocol's) is given as a one-seed pilot command first,
+  then the full one (its runs drop out at 0.1, ``scales.PAPER``, fixed before any GPU run);
 * an interval that covers the line (the rule alone inconclusive): three more seeds
   (``more_seeds_command``; past the scale's seeds, ``runner.pick_seeds`` adds 1001, 1002, …) —
   one seed's recorded seconds (all its runs over the seeds) times three.
@@ -30,14 +37,24 @@ planned again only when those settings change.
 import bisect
 import hashlib
 import json
+import math
 from pathlib import Path
 
-from geolab.experiments import convergence, get_protocol, plan, settled
+from geolab.experiments import baselines, convergence, get_protocol, plan, settled
 from geolab.experiments import verdicts as v
 from geolab.experiments.convergence import trained_runs
 from geolab.experiments.runner import flavor_subset, task_subset, variant, variant_key
 
 MORE_SEEDS = "three more seeds"
+# nanoGPT's character-level tiny-shakespeare model (Karpathy, nanoGPT README, "baby GPT":
+# 6 layers, 6 heads, 384 wide, 10.7 M parameters, 256 characters of context, dropout 0.2):
+# validation loss 1.4697 nats per character
+NANOGPT_CHAR_LOSS = 1.4697
+NANOGPT_CONTEXT = 256
+NANOGPT = (
+    "nanoGPT's 10.7 M-parameter character model reaches with {context} characters of context "
+    "(Karpathy, nanoGPT README, shakespeare_char)"
+)
 CPU_REMEDY = {
     v.FEW_SEEDS: "train the missing seeds at the same settings",
     convergence.NOT_CONVERGED: "train twice as many steps",
@@ -216,9 +233,10 @@ def remedy(name: str, result: dict, h: dict, folder: str | Path | None = None) -
     variant's paper scale is that variant's."""
     kind = v.kind(h["verdict"])
     if kind == v.UNDECIDABLE:
+        why = h.get("undecidable") or h["verdict"].partition(": ")[2]
         return {
-            "what": "no compute: a task setting where the gate can hold (e.g. an echo gated on "
-            "the excess over its noise floor)",
+            "what": f"no run at any scale: {why}; only a task setting where the gate can hold "
+            "would (e.g. an echo gated on the excess over its noise floor)",
             "cpu_hours": 0.0,
             "gpu_hours": 0.0,
         }
@@ -242,9 +260,10 @@ def remedy(name: str, result: dict, h: dict, folder: str | Path | None = None) -
             if v.SIZES_DIFFER in reasons and not options.get("match_sizes")
             else ""
         )
-        command = reproduce_command(name, "paper", options_flags(options))
+        command = paper_commands(name, options_flags(options))
+        reach = out_of_reach(result) if v.NOT_LEARNED in reasons else ""
         return {
-            "what": f"the paper scale (`{command}`){sizes}",
+            "what": f"{reach}the paper scale ({command}){sizes}",
             "cpu_hours": None,
             "gpu_hours": paper_gpu_hours(name, folder, options),
         }
@@ -254,6 +273,40 @@ def remedy(name: str, result: dict, h: dict, folder: str | Path | None = None) -
         "cpu_hours": sum(cpu_hours(result, r) for r in dict.fromkeys(map(_remedy_of, reasons))),
         "gpu_hours": None,
     }
+
+
+def paper_commands(name: str, flags: str) -> str:
+    """The paper-scale command(s) in backticks: for a WikiText-2 protocol a one-seed pilot first
+    (a GPU run's first check: that the loss falls and the dropout keeps the validation loss
+    from turning up), then the full one; a single command otherwise."""
+    full = reproduce_command(name, "paper", flags)
+    if get_protocol(name).SCALES["paper"].get("task") != "wikitext2":
+        return f"`{full}`"
+    pilot = reproduce_command(name, "paper", flags, "--seeds 1")
+    return f"a one-seed pilot `{pilot}`, then `{full}`"
+
+
+def out_of_reach(result: dict) -> str:
+    """ "out of reach at this context: …; " when ``result`` is judged on tiny-shakespeare windows
+    shorter than nanoGPT's whose learned line, ln(``baselines.PPL_FRACTION`` × the stored best
+    n-gram perplexity) nats per character, lies below ``NANOGPT_CHAR_LOSS``; "" otherwise (another
+    corpus, no stored baseline)."""
+    config = result.get("config", {})
+    found = result.get("summary", {}).get("baselines", {}).get("tasks", {}).get("shakespeare")
+    context = config.get("seq_len")
+    if config.get("task") != "shakespeare" or not found or not context:
+        return ""
+    line = math.log(baselines.PPL_FRACTION * found["value"])
+    if line >= NANOGPT_CHAR_LOSS or context >= NANOGPT_CONTEXT:
+        return ""
+    nano = NANOGPT.format(context=NANOGPT_CONTEXT)
+    return (
+        f"out of reach at this context: the learned line ({baselines.PPL_FRACTION:g} × the "
+        f"{found['best']}'s perplexity {found['value']:.4g}) is {line:.3f} nats per character on "
+        f"{context}-character windows, below the {NANOGPT_CHAR_LOSS} nats per character that "
+        f"{nano}, so no size "
+        f"decides the claim on tiny-shakespeare at this context; "
+    )
 
 
 def halfway(curve: dict, total_steps: int) -> dict:

@@ -139,14 +139,15 @@ def parallel_map(fn, jobs: list[tuple], settings: dict, log) -> list:
 def model_config(settings: dict, task, rule: str, **changes):
     """The protocol's ``GeoConfig`` for residual rule ``rule`` on ``task``, sized as it asks.
 
-    The scale's ``n_layer``, ``d_model`` and ``n_head`` (those it sets) and ``grad_checkpoint``
-    (off unless set), then ``changes``, plus the task's fields (``task.model_fields()``). A scale
-    that sets ``vary`` (fields of ``model.VARY``) then moves those fields, in order, with
-    ``match_params`` to the parameter count ``budget``, or, with ``size_of``, to that rule's count
-    under the same fields: compared models of different rules then differ by well under 1 %
-    (the 3 % of ``verdicts.gate``), instead of by the extra parameters one rule's gates bring.
+    The scale's ``n_layer``, ``d_model``, ``n_head`` and ``dropout`` (those it sets) and
+    ``grad_checkpoint`` (off unless set), then ``changes``, plus the task's fields
+    (``task.model_fields()``). A scale that sets ``vary`` (fields of ``model.VARY``) then moves
+    those fields, in order, with ``match_params`` to the parameter count ``budget``, or, with
+    ``size_of``, to that rule's count under the same fields: compared models of different rules
+    then differ by well under 1 % (the 3 % of ``verdicts.gate``), instead of by the extra
+    parameters one rule's gates bring.
     """
-    fields = {k: settings[k] for k in ("n_layer", "d_model", "n_head") if k in settings}
+    fields = {k: settings[k] for k in ("n_layer", "d_model", "n_head", "dropout") if k in settings}
     fields["grad_checkpoint"] = settings.get("grad_checkpoint", False)
     cfg = GeoConfig(residual=rule, **{**fields, **changes}, **task.model_fields())
     vary = settings.get("vary", ())

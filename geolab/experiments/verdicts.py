@@ -17,6 +17,10 @@ setting, not more compute). A rule's verdict stands only when the claim's eviden
 * "not learned" — a run the claim needs did not beat its task's best trivial baseline by the
   stated margin (``geolab.experiments.baselines``).
 
+A margin within ``KNIFE_EDGE`` (1 %) of its line is a *knife edge*: the verdict stands, but its
+text says so ("reproduced — knife edge: 0.1004 vs line 0.1", ``knife_edge``), since a hair's
+difference in the measurement would flip it.
+
 A fixed-budget comparison (the E∆ table: every model trained for the same number of steps, as
 published) is gated on learning, not on convergence; its runs' convergence states are still shown.
 
@@ -38,6 +42,7 @@ NOT_REPRODUCED = "not reproduced at this scale"
 INCONCLUSIVE = "inconclusive"
 UNDECIDABLE = "undecidable on this task"
 SIZE_TOLERANCE = 0.03
+KNIFE_EDGE = 0.01  # a value within 1 % of its (nonzero) line decides its rule by a hair
 FEW_SEEDS = f"fewer than {MIN_SEEDS} seeds"
 SIZES_DIFFER = "sizes differ"
 NOT_LEARNED = "not learned"
@@ -61,7 +66,8 @@ class Hypothesis:
     model's ratio to its task's best trivial baseline), ``sizes`` (parameter counts compared),
     ``margins`` (the runs' gains and ratios against the gates' lines) and ``gated_on``. Set by
     the protocol: ``undecidable`` (why no run can decide the claim on this task; it then reads
-    "undecidable on this task: …") and ``extra`` (a labelled extra, outside the claim count)."""
+    "undecidable on this task: …"), ``extra`` (a labelled extra, outside the claim count) and
+    ``edges`` (the rule's knife-edge margins, ``knife_edge``, added to the verdict's text)."""
 
     id: str
     claim: str
@@ -79,6 +85,7 @@ class Hypothesis:
     undecidable: str = ""
     extra: bool = False
     gated_on: list = field(default_factory=list)
+    edges: list = field(default_factory=list)
 
 
 def inconclusive(reasons: list[str]) -> str:
@@ -91,6 +98,21 @@ def undecided(reason: str) -> str:
     return f"{UNDECIDABLE}: {reason}"
 
 
+def knife_edge(value: float, line: float, name: str = "") -> str:
+    """ "knife edge: NAME 0.1004 vs line 0.1" when ``value`` lies within ``KNIFE_EDGE`` × |line|
+    of a nonzero ``line`` (|value − line| ≤ 0.01 |line|); "" otherwise (a line at 0 has no
+    relative margin)."""
+    if line == 0 or abs(value - line) > KNIFE_EDGE * abs(line):
+        return ""
+    what = f"{name} " if name else ""
+    return f"knife edge: {what}{value:.4g} vs line {line:g}"
+
+
+def with_edges(verdict: str, edges: list[str]) -> str:
+    """ "VERDICT — EDGE; EDGE": the verdict with its knife-edge margins; unchanged without."""
+    return f"{verdict} — " + "; ".join(edges) if edges else verdict
+
+
 def counted(hypotheses: list[dict]) -> list[dict]:
     """The hypotheses that count as claims (labelled extras left out)."""
     return [h for h in hypotheses if not h.get("extra")]
@@ -98,8 +120,8 @@ def counted(hypotheses: list[dict]) -> list[dict]:
 
 def kind(verdict: str) -> str:
     """The verdict's kind: reproduced, not reproduced at this scale, inconclusive or
-    undecidable on this task (the reasons stripped)."""
-    for k in (UNDECIDABLE, INCONCLUSIVE):
+    undecidable on this task (the reasons and knife edges stripped)."""
+    for k in (UNDECIDABLE, INCONCLUSIVE, NOT_REPRODUCED, REPRODUCED):
         if verdict.startswith(k):
             return k
     return verdict
@@ -181,12 +203,14 @@ def gate(
     h.baseline = ", ".join(f"{k} {fmt(sum(v) / len(v))}" for k, v in ratios.items() if v)
     h.margins = margins(every)
     h.gated_on = list(on)
-    h.rule_verdict = h.verdict
+    h.rule_verdict = with_edges(h.verdict, h.edges)
     h.reasons = reasons
     if h.undecidable:
         h.verdict = undecided(h.undecidable)
     elif reasons:
-        h.verdict = inconclusive(reasons)
+        h.verdict = with_edges(inconclusive(reasons), h.edges)
+    else:
+        h.verdict = h.rule_verdict
     return h
 
 
