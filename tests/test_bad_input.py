@@ -9,6 +9,7 @@ which needs processes, has its own test below.
 import json
 import math
 import os
+import re
 import shutil
 import signal
 import socket
@@ -1012,7 +1013,7 @@ def test_text_data_that_cannot_be_read_is_one_line(tmp_path, monkeypatch):
     path = tmp_path / "input.txt"
     path.write_text("text\n")
     if os.geteuid() == 0:  # root reads any file: make the read itself fail as it would
-        monkeypatch.setattr(Path, "read_bytes", lambda self: (_ for _ in ()).throw(
+        monkeypatch.setattr(Path, "open", lambda self, *a: (_ for _ in ()).throw(
             PermissionError(13, "Permission denied")))  # fmt: skip
     else:
         path.chmod(0)
@@ -1759,3 +1760,129 @@ def test_a_task_takes_numpy_counts():
 
     task = get_task("copy", seed=np.int64(1), n_train=np.int64(64), n_val=np.int32(8))
     assert (task.n_samples("train"), task.n_samples("val")) == (64, 8)
+
+
+# issue 55, items 7-13: the faults a user still met end in one clear line, nothing lost
+
+
+def test_a_full_disk_after_training_writes_the_result_and_keeps_the_runs(small_disk, capsys):
+    """1 MiB: room for the runs and the result, not for plotly.min.js (≈ 4.6 MB): one line
+    that says what was written and what to run, no cut file; with room, --force trains none of
+    the saved runs again and draws the figures."""
+    disk = small_disk(1 << 20)
+    argv = ["reproduce", "ablation", "--scale", "tiny", "--no-png", "--out", str(disk / "res")]
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "Traceback" not in err, err
+    assert "wrote '" in err and "but not all its figures (No space left on device)" in err
+    assert "the trained runs are kept in" in err and "with --force" in err
+    names = sorted(p.name for p in (disk / "res").iterdir())
+    assert names == ["ablation-tiny-runs", "ablation-tiny.json", "throughput.json"], names
+    assert json.loads((disk / "res" / "ablation-tiny.json").read_text())["figures"] == []
+    subprocess.run(["mount", "-o", "remount,size=64m", str(disk)], check=True)
+    assert main([*argv, "--force"]) == 0
+    result = json.loads((disk / "res" / "ablation-tiny.json").read_text())
+    assert result["provenance"]["runs"]["trained"] == 0 and result["figures"]
+    from plotly.offline import get_plotlyjs
+
+    assert (disk / "res" / "plotly.min.js").read_text() == get_plotlyjs()
+
+
+def test_a_cut_plotly_bundle_is_replaced(tmp_path):
+    import plotly.graph_objects as go
+
+    from geolab.experiments.export import save_figures
+
+    (tmp_path / "plotly.min.js").write_text("/* cut short by a full disk")
+    save_figures({"f": go.Figure()}, tmp_path, "x", False, print)
+    from plotly.offline import get_plotlyjs
+
+    assert (tmp_path / "plotly.min.js").read_text() == get_plotlyjs()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["plotly.min.js", "x-f.html"]
+
+
+def test_a_lock_that_cannot_be_removed_adds_no_second_traceback(tmp_path, monkeypatch, capsys):
+    """The run folder made read-only mid-run (root writes anyway, so the unlink is made to fail
+    as it would): the command's own outcome stands, and the next writer takes the lock."""
+    from geolab.lock import LOCK, hold
+
+    unlink = Path.unlink
+
+    def refuse(self, missing_ok=False):
+        if self.name == LOCK:
+            raise PermissionError(13, "Permission denied", str(self))
+        return unlink(self, missing_ok=missing_ok)
+
+    monkeypatch.setattr(Path, "unlink", refuse)
+    with pytest.raises(ValueError, match="the command's own error"), hold(tmp_path, "--out"):
+        raise ValueError("the command's own error")
+    assert main([*TINY, "--out", str(tmp_path / "run")]) == 0
+    assert "Traceback" not in capsys.readouterr().err
+    with hold(tmp_path / "run", "--out"):  # the flock went with the descriptor
+        pass
+
+
+def test_a_2_gib_data_file_of_nul_bytes_is_refused_from_its_first_chunk(tmp_path):
+    import tracemalloc
+
+    from geolab.data import check_text
+
+    path = tmp_path / "input.txt"
+    with open(path, "wb") as f:
+        f.truncate(2 << 30)  # sparse: 2 GiB of NUL bytes, no disk used
+    tracemalloc.start()
+    t0 = time.process_time()
+    with pytest.raises(ValueError, match=r"input.txt' holds a NUL byte \(offset 0\)"):
+        check_text(path)
+    peak = tracemalloc.get_traced_memory()[1]
+    tracemalloc.stop()
+    assert peak < 8 << 20 and time.process_time() - t0 < 2, (peak, time.process_time() - t0)
+
+
+@pytest.mark.parametrize(
+    "content, fragment",
+    [
+        ("ab" + "é" * 10, None),  # every 2-byte character cut at a 1-byte chunk's end
+        (b"ab\xc3\xa9\xff", "not UTF-8 text (byte 0xff at offset 4)"),
+        (b"ab\xc3", "not UTF-8 text (byte 0xc3 at offset 2)"),  # cut at the end of the file
+        (b"abc\xc3\x00", "not UTF-8 text (byte 0xc3 at offset 3)"),
+        (b"abcd\x00\xff", "holds a NUL byte (offset 4)"),
+        (b" \n\t", "holds no text"),
+    ],
+    ids=["split-char", "bad-byte", "cut-end", "cut-before-nul", "nul", "blank"],
+)
+def test_the_streamed_data_check_finds_the_first_fault_at_any_chunk_size(
+    content, fragment, tmp_path, monkeypatch
+):
+    import hashlib
+
+    from geolab import data
+
+    raw = content.encode() if isinstance(content, str) else content
+    path = tmp_path / "input.txt"
+    path.write_bytes(raw)
+    for chunk in (1, 2, 3, 1 << 20):
+        monkeypatch.setattr(data, "CHUNK_BYTES", chunk)
+        if fragment is None:
+            assert data.check_text(path) == hashlib.sha256(raw).digest()
+        else:
+            with pytest.raises(ValueError, match=re.escape(fragment)):
+                data.check_text(path)
+
+
+@pytest.mark.parametrize("where", ["file", "under-file", "uncreatable"])
+def test_a_cache_folder_that_cannot_be_one_is_one_line(where, tmp_path, monkeypatch, capsys):
+    (tmp_path / "file").write_text("x")
+    cache = {
+        "file": tmp_path / "file",
+        "under-file": tmp_path / "file" / "cache",
+        "uncreatable": Path("/proc/geolab-cache"),
+    }[where]
+    monkeypatch.setenv("GEOLAB_CACHE", str(cache))
+    monkeypatch.delenv("GEOLAB_DATA", raising=False)
+    argv = ["train", "--task", "shakespeare", "--layers", "1", "--d-model", "16", "--heads", "2"]
+    assert main([*argv, "--steps", "1", "--out", str(tmp_path / "run"), "--no-progress"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and f"GEOLAB_CACHE={str(cache)!r} is not allowed" in err, err
+    assert "it must name a folder geolab can create and write" in err
+    assert not (tmp_path / "run").exists()
