@@ -1886,3 +1886,20 @@ def test_a_cache_folder_that_cannot_be_one_is_one_line(where, tmp_path, monkeypa
     assert err.count("\n") == 1 and f"GEOLAB_CACHE={str(cache)!r} is not allowed" in err, err
     assert "it must name a folder geolab can create and write" in err
     assert not (tmp_path / "run").exists()
+
+
+def test_a_closed_pipe_on_stdout_trains_on_and_saves(tmp_path):
+    """`geolab train … | head -1`: the reader leaves (here before the first line), the run
+    trains its steps, saves its checkpoint and says so on stderr once; never exit 0 with
+    nothing saved."""
+    read, write = os.pipe()
+    os.close(read)  # every write to stdout now meets a broken pipe
+    cmd = [sys.executable, "-m", "geolab", *TINY, "--eval-every", "1", "--out", str(tmp_path)]
+    env = {**os.environ, "OMP_NUM_THREADS": "1"}
+    try:
+        done = subprocess.run(cmd, stdout=write, stderr=subprocess.PIPE, text=True, env=env)
+    finally:
+        os.close(write)
+    assert done.returncode == 0 and "Traceback" not in done.stderr, done.stderr
+    assert done.stderr.count("standard output was closed") == 1
+    assert load_checkpoint(tmp_path / "ckpt.pt")["step"] == 3

@@ -113,7 +113,48 @@ def note(text: str) -> None:
     print(f"geolab train: note: {text}", file=sys.stderr)
 
 
+class KeptStdout:
+    """``sys.stdout`` while ``geolab train`` runs: when its reader leaves (``geolab train … |
+    head -1`` closes the pipe), the next write would raise BrokenPipeError and abandon the run.
+    Instead standard output goes to the null device from then on, stderr says so once, and the
+    run trains on and saves its checkpoints; its numbers are in metrics.jsonl."""
+
+    def __init__(self, stream):
+        self.stream, self.gone = stream, False
+
+    def write(self, text: str) -> int:
+        try:
+            return self.stream.write(text)
+        except BrokenPipeError:
+            self._reader_left()
+            return len(text)
+
+    def flush(self) -> None:
+        try:
+            self.stream.flush()
+        except BrokenPipeError:
+            self._reader_left()
+
+    def _reader_left(self) -> None:
+        os.dup2(os.open(os.devnull, os.O_WRONLY), self.stream.fileno())  # the rest: nowhere
+        if not self.gone:
+            self.gone = True
+            note("standard output was closed (the reader of the pipe left); training goes on, "
+                 "saves its checkpoints, and its numbers are in metrics.jsonl")  # fmt: skip
+
+    def __getattr__(self, name: str):
+        return getattr(self.stream, name)
+
+
 def _train(args, cfg, task, tc: TrainConfig, out: str) -> int:
+    stdout, sys.stdout = sys.stdout, KeptStdout(sys.stdout)
+    try:
+        return _train_kept(args, cfg, task, tc, out)
+    finally:
+        sys.stdout = stdout
+
+
+def _train_kept(args, cfg, task, tc: TrainConfig, out: str) -> int:
     plan = prepare(cfg, task, tc)
     lead = plan.rank == 0
     if lead:
