@@ -6,6 +6,7 @@ wires them together. ``args`` holds the shared model flags and the one GeoConfig
 
 import argparse
 
+from geolab.cli.args import LazyParser
 from geolab.cli.assignments import add_grade_cli, add_release_cli
 from geolab.cli.bench import add_bench_cli
 from geolab.cli.errors import run
@@ -39,7 +40,7 @@ def build_parser() -> argparse.ArgumentParser:
         epilog=EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    sub = parser.add_subparsers(dest="command", required=True)
+    sub = parser.add_subparsers(dest="command", required=True, parser_class=LazyParser)
     add_info_cli(sub)
     add_tasks_cli(sub)
     add_train_cli(sub)

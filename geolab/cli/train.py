@@ -6,8 +6,6 @@ import signal
 import sys
 from contextlib import nullcontext
 
-import torch
-
 from geolab.cli.args import (
     add_compile_mode_argument,
     add_model_arguments,
@@ -16,13 +14,8 @@ from geolab.cli.args import (
     geo_config,
 )
 from geolab.cli.errors import flag_names, run
-from geolab.data import bundled_dir
 from geolab.lock import hold
-from geolab.model import param_count
-from geolab.rules import RESIDUALS
-from geolab.tasks import get_task
-from geolab.train import TrainConfig, TrainingDiverged, TrainingInterrupted, train
-from geolab.train.loop import prepare, summary
+from geolab.train.config import TrainConfig
 
 
 def add_train_arguments(parser: argparse.ArgumentParser) -> None:
@@ -64,7 +57,29 @@ def add_train_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run_train_cli(args: argparse.Namespace) -> int:
-    """``geolab train``: check everything (``prepare``), then train and print the final metrics."""
+    """``geolab train``: check everything (``prepare``), then train and print the final metrics.
+
+    Ctrl-C at any moment ends in one line and exit 130 (``errors.run`` prints it): in the loop
+    the step in flight finishes and is saved (``TrainingInterrupted``); before the loop, while
+    torch loads or the data is read, the line says that nothing was trained.
+    """
+    try:
+        return _checked_and_trained(args)
+    except KeyboardInterrupt as stop:
+        if type(stop) is not KeyboardInterrupt or str(stop):  # a line of its own already
+            raise
+        raise KeyboardInterrupt(
+            "interrupted before training started: nothing was trained, nothing written"
+        ) from None
+
+
+def _checked_and_trained(args: argparse.Namespace) -> int:
+    # torch and the model load here, after the parser: `geolab --help` and the other commands
+    # never pay for them
+    from geolab.data import bundled_dir
+    from geolab.rules import RESIDUALS
+    from geolab.tasks import get_task
+
     if args.residual not in RESIDUALS:
         raise ValueError(
             f"--residual {args.residual!r} is not allowed; allowed: {', '.join(RESIDUALS)}"
@@ -155,6 +170,17 @@ def _train(args, cfg, task, tc: TrainConfig, out: str) -> int:
 
 
 def _train_kept(args, cfg, task, tc: TrainConfig, out: str) -> int:
+    import torch
+
+    from geolab.model import param_count
+    from geolab.train.loop import (
+        TrainingDiverged,
+        TrainingInterrupted,
+        prepare,
+        summary,
+        train,
+    )
+
     plan = prepare(cfg, task, tc)
     lead = plan.rank == 0
     if lead:
@@ -180,12 +206,23 @@ def _train_kept(args, cfg, task, tc: TrainConfig, out: str) -> int:
                 file=sys.stderr,
             )
         return 128 + stop.signum
+    except KeyboardInterrupt:  # not the loop's own stop: before its first step, or a second
+        raise KeyboardInterrupt(f"interrupted; {_kept(out)}") from None
     if lead and result.trained_steps == 0:
         print(f"done: {out} had already finished its {tc.steps} steps; nothing to train")
         print(f"last evaluation: {summary(result.metrics)}")
     elif lead:
         print(f"done: {summary(result.metrics)}  ({result.steps_per_s:.3g} steps/s)")
     return 0
+
+
+def _kept(out: str) -> str:
+    """What a Ctrl-C outside the loop's own handling (before its first step, or a second one
+    while a checkpoint is saved, which is written whole or not at all) leaves in ``out``."""
+    ckpt = os.path.join(out, "ckpt.pt")
+    if os.path.isfile(ckpt):
+        return f"{ckpt!r} holds the last saved step; continue with the same command and --resume"
+    return "no checkpoint was saved, so nothing of this run is kept"
 
 
 def add_train_cli(subparsers: argparse._SubParsersAction) -> None:

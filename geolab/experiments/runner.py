@@ -40,12 +40,12 @@ from pathlib import Path
 import torch
 import torch.distributed as dist
 
+from geolab.choices import SCALE_NAMES
 from geolab.experiments import convergence, get_protocol, judging, pack, plan
 from geolab.experiments.export import save_figures
 from geolab.experiments.provenance import device_name, git_revision, versions
 from geolab.outputs import check_dir, replace_atomically
 
-SCALE_NAMES = ("tiny", "small", "paper")
 # Reruns: bit-identical on the host that wrote a result (same torch build, deterministic kernels,
 # one thread); on another host (other SIMD, e.g. AVX-512) the curves drift at ≈ 1e-6 relative
 # within the first steps and the final metrics agree within this relative tolerance

@@ -8,7 +8,7 @@ import math
 import re
 from dataclasses import dataclass, fields
 
-from geolab.compiling import MODES
+from geolab.choices import MODES
 from geolab.config import check_seed, finite_number, plain
 from geolab.registry import FLAVORS
 from geolab.threads import check_threads
