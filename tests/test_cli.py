@@ -166,8 +166,7 @@ def test_ctrl_c_before_training_says_nothing_was_trained(tmp_path, capsys, monke
     assert main([*argv.split(), "--out", str(tmp_path / "run")]) == 130
     err = capsys.readouterr().err
     assert err == (
-        "geolab train: interrupted before training started: nothing was trained, nothing "
-        "written\n"
+        "geolab train: interrupted before training started: nothing was trained, nothing written\n"
     )
     assert not (tmp_path / "run").exists()
 

@@ -40,7 +40,6 @@ from pathlib import Path
 import torch
 import torch.distributed as dist
 
-from geolab.choices import SCALE_NAMES
 from geolab.experiments import convergence, get_protocol, judging, pack, plan
 from geolab.experiments.export import save_figures
 from geolab.experiments.provenance import device_name, git_revision, versions
