@@ -1903,3 +1903,51 @@ def test_a_closed_pipe_on_stdout_trains_on_and_saves(tmp_path):
     assert done.returncode == 0 and "Traceback" not in done.stderr, done.stderr
     assert done.stderr.count("standard output was closed") == 1
     assert load_checkpoint(tmp_path / "ckpt.pt")["step"] == 3
+
+
+def test_a_tiny_lr_names_both_rates(tmp_path, capsys):
+    """--lr 4.9e-324 is under the default --min-lr: the line names both, not only the one the
+    user never typed."""
+    assert main([*TINY, "--lr", "4.9e-324", "--out", str(tmp_path / "run")]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "--lr 5e-324 with --min-lr 0.0001 is not allowed" in err, err
+
+
+@pytest.mark.parametrize(
+    "damage, fragment",
+    [
+        (b'{"step": 1, "lo\n', "line 4 is not JSON (Unterminated string"),
+        (b"[1, 2]\n", "line 4 is not a step's record"),
+        (b"\xff\xfe\n", "it is not UTF-8 text"),
+    ],
+    ids=["cut-line", "not-a-record", "not-utf8"],
+)
+def test_a_damaged_log_on_resume_names_the_file(damage, fragment, tmp_path, finished_run, capsys):
+    ckpt = _run_copy(tmp_path, finished_run)
+    log = ckpt.parent / "metrics.jsonl"
+    log.write_bytes(log.read_bytes() + damage)
+    assert main([*TINY, "--steps", "4", "--resume", "--out", str(ckpt.parent)]) == 2
+    err = capsys.readouterr().err.splitlines()[-1]
+    assert f"the run's log {str(log)!r} is damaged" in err and fragment in err, err
+    assert load_checkpoint(ckpt)["step"] == 3
+
+
+def test_a_hand_graded_csv_that_is_not_utf8_names_the_file(tmp_path):
+    from geolab.assignments.gradebook import read_hand_grades
+
+    path = tmp_path / "hand.csv"
+    path.write_bytes(b"student,points,max\n\xff\xfe,1,2\n")
+    with pytest.raises(ValueError, match=re.escape(f"hand_graded={str(path)!r} is not UTF-8")):
+        read_hand_grades(path)
+
+
+@pytest.mark.parametrize("command", ["tasks", "info"])
+def test_a_cp1252_console_prints_every_line(command):
+    env = {**os.environ, "PYTHONIOENCODING": "cp1252"}
+    done = subprocess.run(
+        [sys.executable, "-m", "geolab", command], capture_output=True, env=env, timeout=120
+    )
+    assert done.returncode == 0 and not done.stderr, done.stderr
+    lines = done.stdout.decode("cp1252").splitlines()
+    assert lines[-1].startswith("shakespeare" if command == "tasks" else "  "), lines[-3:]
+    assert "rotation by ? = 3.14" in done.stdout.decode("cp1252") or command == "info"
