@@ -194,3 +194,13 @@ def test_ctrl_c_while_torch_imports_is_one_line_and_exit_130(tmp_path):
             "geolab train: interrupted before training started: nothing was trained, nothing "
             "written"
         ]
+
+
+def test_a_reproduce_printout_says_what_converged_and_learned_mean(tmp_path, capsys):
+    from geolab.terms import TERMS
+
+    argv = ["reproduce", "ablation", "--scale", "tiny", "--no-png", "--out", str(tmp_path)]
+    assert main(argv) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert "(converged)" in "\n".join(out) and "not learned" in "\n".join(out)
+    assert out[-2:] == [f"converged: {TERMS['converged']}", f"learned: {TERMS['learned']}"]

@@ -366,7 +366,13 @@ def test_a_signal_saves_a_checkpoint_says_where_and_resume_continues(signum, tmp
 def test_resuming_a_finished_run_reports_its_last_evaluation(tmp_path, capsys):
     argv = [*TINY_TRAIN, "--out", str(tmp_path / "run")]
     assert main(argv) == 0
-    first = capsys.readouterr().out.splitlines()[-1]
+    lines = capsys.readouterr().out.splitlines()
+    first = next(line for line in lines if line.startswith("done: "))
+    from geolab.terms import TERMS
+
+    assert lines[-1] == (  # the columns in words (issue 53)
+        f"columns (validation set): mse = {TERMS['mse']} norm_dev = {TERMS['norm_dev']}"
+    )
     assert main([*argv, "--resume"]) == 0
     again = capsys.readouterr().out
     assert "had already finished its 3 steps; nothing to train" in again

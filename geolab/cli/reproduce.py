@@ -51,6 +51,7 @@ from geolab.cli.args import add_compile_mode_argument, add_threads_argument, com
 from geolab.experiments import NAMES, get_protocol
 from geolab.lock import hold
 from geolab.registry import FLAVORS
+from geolab.terms import TERMS
 from geolab.threads import thread_count, use_threads
 
 INCOMPLETE = 3  # exit status when --time-limit left runs out (the finished ones are saved)
@@ -275,7 +276,18 @@ def run_locked(args: argparse.Namespace, module, options: dict, time_limit) -> i
     if os.environ.get("RANK", "0") == "0":  # under torchrun, rank 0 speaks
         for h in result["hypotheses"]:
             print(f"{h['id']}: {h['verdict']} — {h['measured']}")
+        for line in words_used(result):
+            print(line)
     return 0
+
+
+def words_used(result: dict) -> list[str]:
+    """A line per verdict word the printout used ("converged", "learned"), saying what it means
+    (``geolab.terms``): a run can converge, its loss flat, without having learned anything."""
+    text = json.dumps(result["hypotheses"], ensure_ascii=False) + json.dumps(
+        result.get("per_seed"), default=str
+    )
+    return [f"{w}: {TERMS[w]}" for w in ("converged", "learned") if w in text]
 
 
 def estimate(args: argparse.Namespace, module, settings: dict, device: str) -> str:

@@ -15,6 +15,7 @@ from geolab.cli.args import (
 )
 from geolab.cli.errors import flag_names, run
 from geolab.lock import hold
+from geolab.terms import TERMS
 from geolab.train.config import TrainConfig
 
 
@@ -213,7 +214,16 @@ def _train_kept(args, cfg, task, tc: TrainConfig, out: str) -> int:
         print(f"last evaluation: {summary(result.metrics)}")
     elif lead:
         print(f"done: {summary(result.metrics)}  ({result.steps_per_s:.3g} steps/s)")
+    if lead:
+        print(legend(result.metrics))
     return 0
+
+
+def legend(metrics: dict) -> str:
+    """One line naming the printed columns in words (``geolab.terms``, the notebooks' glossary,
+    for each it defines)."""
+    named = [f"{k} = {TERMS[k]}" for k in metrics if k in TERMS]
+    return "columns (validation set): " + " ".join(named)
 
 
 def _kept(out: str) -> str:
