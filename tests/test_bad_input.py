@@ -1951,3 +1951,32 @@ def test_a_cp1252_console_prints_every_line(command):
     lines = done.stdout.decode("cp1252").splitlines()
     assert lines[-1].startswith("shakespeare" if command == "tasks" else "  "), lines[-3:]
     assert "rotation by ? = 3.14" in done.stdout.decode("cp1252") or command == "info"
+
+
+def test_rank_view_with_a_huge_alpha0_names_the_growth():
+    from geolab.explore.rank import rank_view
+
+    view = rank_view(["mgt"], n_layer=12, alpha0=1e30, d_model=8, seq_len=4, reference=False)
+    note = view.numbers["rejected"]["mgt"]
+    assert "grows 5e+29^24 ≈ 6.0e712 times" in note and "a smaller α₀" in note
+
+
+@pytest.mark.parametrize(
+    "tokens, draw_depth, fragment",
+    [
+        (torch.zeros(3, dtype=torch.long), None, "tokens of shape (3,) are not allowed"),
+        (torch.zeros(1, 9, dtype=torch.long), None, "tokens of shape (1, 9) are not allowed"),
+        (torch.zeros(0, 4, dtype=torch.long), None, "tokens of shape (0, 4) are not allowed"),
+        ([[1, 2]], None, "tokens of type list are not allowed"),
+        (torch.zeros(1, 4, dtype=torch.long), -1, "draw_depth=-1 is not allowed"),
+        (torch.zeros(1, 4, dtype=torch.long), 2.5, "draw_depth=2.5 is not allowed"),
+        (torch.zeros(1, 4, dtype=torch.long), 10**12, "draw_depth=1000000000000 is not allowed"),
+    ],
+    ids=["1d", "too-long", "no-batch", "a-list", "negative", "float", "huge"],
+)
+def test_the_stack_refuses_bad_tokens_and_depths_in_one_line(tokens, draw_depth, fragment):
+    from geolab.stack import stack_states
+
+    cfg = GeoConfig(residual="preln", n_layer=2, d_model=16, n_head=2, vocab_size=32, seq_len=8)
+    with pytest.raises(ValueError, match=re.escape(fragment)):
+        stack_states(cfg, 0, tokens, draw_depth=draw_depth)
