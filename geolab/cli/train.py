@@ -16,10 +16,11 @@ from geolab.cli.args import (
 from geolab.cli.errors import flag_names, run
 from geolab.lock import hold
 from geolab.terms import TERMS
-from geolab.train.config import TrainConfig
 
 
 def add_train_arguments(parser: argparse.ArgumentParser) -> None:
+    from geolab.train.config import TrainConfig
+
     d = TrainConfig()
     parser.add_argument("--task", required=True, help="task name (see `geolab tasks`)")
     add_model_arguments(parser, layers=6)
@@ -80,6 +81,7 @@ def _checked_and_trained(args: argparse.Namespace) -> int:
     from geolab.data import bundled_dir
     from geolab.rules import RESIDUALS
     from geolab.tasks import get_task
+    from geolab.train.config import TrainConfig
 
     if args.residual not in RESIDUALS:
         raise ValueError(
@@ -162,7 +164,7 @@ class KeptStdout:
         return getattr(self.stream, name)
 
 
-def _train(args, cfg, task, tc: TrainConfig, out: str) -> int:
+def _train(args, cfg, task, tc, out: str) -> int:
     stdout, sys.stdout = sys.stdout, KeptStdout(sys.stdout)
     try:
         return _train_kept(args, cfg, task, tc, out)
@@ -170,7 +172,7 @@ def _train(args, cfg, task, tc: TrainConfig, out: str) -> int:
         sys.stdout = stdout
 
 
-def _train_kept(args, cfg, task, tc: TrainConfig, out: str) -> int:
+def _train_kept(args, cfg, task, tc, out: str) -> int:
     import torch
 
     from geolab.model import param_count
@@ -237,7 +239,13 @@ def _kept(out: str) -> str:
 
 def add_train_cli(subparsers: argparse._SubParsersAction) -> None:
     """Register ``geolab train``."""
-    parser = subparsers.add_parser("train", help="train a model on a task (CPU, GPU, torchrun)")
+    # its flags read TrainConfig's defaults (geolab.train loads torch): added on first use
+    subparsers.add_parser(
+        "train", help="train a model on a task (CPU, GPU, torchrun)", fill=_train_parser
+    )
+
+
+def _train_parser(parser: argparse.ArgumentParser) -> None:
     add_train_arguments(parser)
     parser.set_defaults(func=run_train_cli)
 

@@ -77,34 +77,29 @@ under ``torchrun`` it is ``-m geolab train``. Every ``torch.load`` uses
 ``weights_only=True``.
 """
 
-import importlib
+from geolab.train.checkpoint import load_checkpoint
+from geolab.train.config import TrainConfig, lr_at
+from geolab.train.evaluate import evaluate
+from geolab.train.loop import (
+    Plan,
+    TrainingDiverged,
+    TrainingInterrupted,
+    TrainResult,
+    param_groups,
+    prepare,
+    train,
+)
 
-# name -> its module, imported on first use (PEP 562): ``geolab train``'s parser reads
-# TrainConfig's defaults (geolab.train.config, no torch) without loading the loop and torch.
-_HOMES = {
-    "load_checkpoint": "geolab.train.checkpoint",
-    "TrainConfig": "geolab.train.config",
-    "lr_at": "geolab.train.config",
-    "evaluate": "geolab.train.evaluate",
-    "Plan": "geolab.train.loop",
-    "TrainingDiverged": "geolab.train.loop",
-    "TrainingInterrupted": "geolab.train.loop",
-    "TrainResult": "geolab.train.loop",
-    "param_groups": "geolab.train.loop",
-    "prepare": "geolab.train.loop",
-    "train": "geolab.train.loop",
-}
-
-__all__ = sorted(_HOMES)
-
-
-def __getattr__(name: str):
-    """``geolab.train.NAME``, imported from its module on first use."""
-    home = _HOMES.get(name)
-    if home is None:
-        raise AttributeError(f"module 'geolab.train' has no attribute {name!r}")
-    return getattr(importlib.import_module(home), name)
-
-
-def __dir__() -> list[str]:
-    return sorted([*globals(), *_HOMES])
+__all__ = [
+    "Plan",
+    "TrainConfig",
+    "TrainResult",
+    "TrainingDiverged",
+    "TrainingInterrupted",
+    "evaluate",
+    "load_checkpoint",
+    "lr_at",
+    "param_groups",
+    "prepare",
+    "train",
+]
