@@ -371,7 +371,8 @@ def test_resuming_a_finished_run_reports_its_last_evaluation(tmp_path, capsys):
     from geolab.terms import TERMS
 
     assert lines[-1] == (  # the columns in words (issue 53)
-        f"columns (validation set): mse = {TERMS['mse']} norm_dev = {TERMS['norm_dev']}"
+        f"columns (validation set): mse = {TERMS['mse']} norm_dev = {TERMS['norm_dev']} "
+        f"norm_dev_ref = {TERMS['norm_dev_ref']}"
     )
     assert main([*argv, "--resume"]) == 0
     again = capsys.readouterr().out
