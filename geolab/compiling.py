@@ -35,6 +35,7 @@ import os
 
 import torch
 
+from geolab.choices import MODE_NAMES, MODES
 from geolab.data import cache_root
 from geolab.operators import deferring, take_deferred
 
@@ -46,8 +47,6 @@ ENV = "GEOLAB_COMPILE"
 # of ddl, mhc and mhc_lite then ran at 3.8, 5.8 and 4.8× their floors, with the limit raised at
 # 2.6, 3.6 and 2.9× (bench/README.md, "Ninth pass"); "compare all" traces 16 rules.
 GRAPHS_PER_FUNCTION = 128
-MODES = (None, "reduce-overhead")  # inductor's default, or CUDA graphs on top (a GPU)
-MODE_NAMES = {"default": None, "reduce-overhead": "reduce-overhead"}  # --compile-mode's values
 
 
 def compile_mode(value: str, flag: str = "--compile-mode") -> str | None:

@@ -9,7 +9,7 @@ import math
 import numbers
 from dataclasses import asdict, dataclass, fields, replace
 
-from geolab.layers import NORMS
+from geolab.choices import NORMS
 from geolab.registry import config_error, rule_class
 
 POS = ("learned", "rope", "none")

@@ -28,6 +28,7 @@ Tokenised streams are cached as ``<cache>/<corpus>-<sha256 of the sources>.pt`` 
 ``~/.cache/geolab``. The ``datasets`` arrow cache lives in ``<cache>/hf``.
 """
 
+import codecs
 import hashlib
 import os
 import socket
@@ -39,7 +40,7 @@ from urllib.parse import urlparse
 
 import torch
 
-from geolab.outputs import replace_atomically
+from geolab.outputs import check_dir, replace_atomically
 
 WIKITEXT2_FILES = {"train": "train.txt", "val": "valid.txt", "test": "test.txt"}
 SHAKESPEARE_FILE = "input.txt"
@@ -81,14 +82,13 @@ def load_shakespeare(data_dir=None, cache_dir=None) -> Corpus:
 
 
 def _load(corpus: str, data_dir, cache_dir) -> Corpus:
-    root = cache_root(cache_dir)
+    root = cache_folder(cache_dir)
     directory = data_dir if data_dir is not None else os.environ.get("GEOLAB_DATA") or None
     if directory is not None:
         files = local_files(corpus, Path(directory))
-        raw = [check_text(path) for path in files.values()]
-        key = _digest(raw)
+        key = _digest([check_text(path) for path in files.values()])
     else:
-        files, key = None, _digest([repr(HUB[corpus]).encode()])
+        files, key = None, _digest([hashlib.sha256(repr(HUB[corpus]).encode()).digest()])
     cached = root / f"{corpus}-{key[:16]}.pt"
     if cached.exists():
         corpus_cached = read_cache(cached)
@@ -155,6 +155,22 @@ def cache_root(cache_dir=None) -> Path:
     return Path(env) if env else Path.home() / ".cache" / "geolab"
 
 
+def cache_folder(cache_dir=None) -> Path:
+    """``cache_root(cache_dir)``, checked before any work (``outputs.check_dir``: created and
+    written later, only when a corpus is saved): a one-line ValueError naming where it came from,
+    ``GEOLAB_CACHE`` or the folder, when it is a file, lies under one or cannot be written."""
+    root = cache_root(cache_dir)
+    env = os.environ.get("GEOLAB_CACHE")
+    what = "GEOLAB_CACHE" if cache_dir is None and env else "cache_dir"
+    try:
+        return check_dir(root, what)
+    except ValueError as err:
+        raise ValueError(
+            f"{err}; it must name a folder geolab can create and write (unset GEOLAB_CACHE for "
+            "~/.cache/geolab)"
+        ) from None
+
+
 def local_files(corpus: str, directory: Path) -> dict[str, Path]:
     """The source files of ``corpus`` under ``directory`` (or its conventional subdirectory)."""
     names = WIKITEXT2_FILES if corpus == "wikitext2" else {"train": SHAKESPEARE_FILE}
@@ -165,28 +181,53 @@ def local_files(corpus: str, directory: Path) -> dict[str, Path]:
     raise DataNotFound(_how_to(corpus, f"the data directory {str(directory)!r} lacks them"))
 
 
+CHUNK_BYTES = 1 << 20  # the data check reads a file this many bytes at a time
+
+
 def check_text(path: Path) -> bytes:
-    """The bytes of data file ``path``; ValueError naming it if it holds no text or is not UTF-8
-    (the ``datasets`` text builder would fail on it with a long traceback)."""
+    """The SHA-256 digest of data file ``path``; ValueError naming it if it holds no text, is not
+    UTF-8 or holds a NUL byte (the ``datasets`` text builder would fail on it with a long
+    traceback).
+
+    The file is read in chunks of ``CHUNK_BYTES``: a bad byte stops the read where it is (a
+    2 GiB file of NUL bytes is refused after its first chunk), and memory stays one chunk
+    whatever the file's size.
+    """
+    decoder = codecs.getincrementaldecoder("utf-8")()
+    digest, offset, has_text = hashlib.sha256(), 0, False
     try:
-        raw = path.read_bytes()
+        with path.open("rb") as f:
+            while chunk := f.read(CHUNK_BYTES):
+                _check_chunk(path, chunk, offset, decoder)
+                digest.update(chunk)
+                has_text = has_text or bool(chunk.strip())
+                offset += len(chunk)
     except OSError as err:
         raise ValueError(f"data file {str(path)!r} cannot be read ({err.strerror})") from None
-    if not raw.strip():
+    _check_chunk(path, b"", offset, decoder, final=True)
+    if not has_text:
         raise ValueError(f"data file {str(path)!r} holds no text; it must hold UTF-8 text")
+    return digest.digest()
+
+
+def _check_chunk(path: Path, chunk: bytes, offset: int, decoder, final: bool = False) -> None:
+    """ValueError for the first NUL byte or invalid UTF-8 of ``chunk`` (at file ``offset``);
+    ``decoder`` carries a character cut at the chunk's end over to the next one."""
+    nul = chunk.find(NUL)
+    end = len(chunk) if nul < 0 else nul
     try:
-        raw.decode("utf-8")
+        decoder.decode(chunk[:end], final=final or nul >= 0)
     except UnicodeDecodeError as err:
+        at = offset + err.start - len(err.object) + end  # err.object: the cut-over bytes + ours
         raise ValueError(
-            f"data file {str(path)!r} is not UTF-8 text (byte 0x{raw[err.start]:02x} at offset "
-            f"{err.start}); convert it to UTF-8"
+            f"data file {str(path)!r} is not UTF-8 text (byte 0x{err.object[err.start]:02x} at "
+            f"offset {at}); convert it to UTF-8"
         ) from None
-    if NUL in raw:
+    if nul >= 0:
         raise ValueError(
-            f"data file {str(path)!r} holds a NUL byte (offset {raw.index(NUL)}): it is not "
+            f"data file {str(path)!r} holds a NUL byte (offset {offset + nul}): it is not "
             "plain text (a binary or damaged file?); it must hold UTF-8 text"
         )
-    return raw
 
 
 def _how_to(corpus: str, why: str) -> str:
@@ -229,10 +270,12 @@ def hub_reachable(timeout: float = PROBE_TIMEOUT_S) -> tuple[bool, str]:
     return False, f"the Hugging Face hub at {address[0]}:{address[1]} is unreachable ({reason})"
 
 
-def _digest(parts: list[bytes]) -> str:
+def _digest(digests: list[bytes]) -> str:
+    """The cache key of sources with these SHA-256 digests (``check_text``'s), for this cache
+    version."""
     h = hashlib.sha256(f"geolab-data-v{CACHE_VERSION}".encode())
-    for part in parts:
-        h.update(hashlib.sha256(part).digest())
+    for part in digests:
+        h.update(part)
     return h.hexdigest()
 
 

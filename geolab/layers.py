@@ -11,7 +11,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-NORMS = ("layernorm", "rmsnorm")
+from geolab.choices import NORMS
 
 
 def make_norm(kind: str, dim: int, bias: bool = True) -> nn.Module:

@@ -60,9 +60,20 @@ def hold(folder, what: str, note=None):
     try:
         yield path
     finally:
-        path.unlink(missing_ok=True)
-        os.close(fd)  # the flock goes with the last descriptor
+        _release(path, fd)
         _remove_empty(made)
+
+
+def _release(path: Path, fd: int) -> None:
+    """Unlock: remove the lock file, then close it. A folder made read-only (or taken away)
+    while the command ran keeps its lock file: the command's own message about that folder is
+    the one the user needs, not a second traceback from here. The flock goes with the
+    descriptor either way, so the next writer takes the file over."""
+    try:
+        path.unlink(missing_ok=True)
+    except OSError:
+        pass
+    os.close(fd)  # the flock goes with the last descriptor
 
 
 def _named(what: str, folder: Path) -> str:

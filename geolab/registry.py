@@ -9,14 +9,20 @@ Flavors: ``RESIDUALS`` holds geolab's own rules (``GeoConfig.flavor="geolab"``, 
 ``REFERENCE`` holds the E∆ table's models rebuilt as the public E∆ code builds them
 (``flavor="reference"``, ``@register("edelta", flavor="reference")``; docs/design.md §12).
 
-This module imports nothing from geolab, and sits below both ``GeoConfig`` and the rules:
-``GeoConfig`` asks it (to validate ``residual`` and let the rule check the fields it reads) and
-the rules (``geolab.rules``, which read configs) fill it, so no import runs upwards.
+This module imports neither torch nor anything of geolab at its top, and sits below both
+``GeoConfig`` and the rules: ``GeoConfig`` asks it (to validate ``residual`` and let the rule
+check the fields it reads) and the rules (``geolab.rules``, which read configs) fill it. The
+one import upwards is ``rule_class``'s first lookup, which loads geolab's own rules (torch with
+them): ``import geolab`` no longer does, so that the command line starts without torch.
 """
 
-import re
+from __future__ import annotations
 
-from torch import nn
+import re
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # torch loads with the rules; the registry's names must not need it
+    from torch import nn
 
 FLAVORS = ("geolab", "reference")
 RESIDUALS: dict[str, type[nn.Module]] = {}
@@ -58,6 +64,8 @@ def register(name: str, flavor: str = "geolab"):
     table = RESIDUALS if flavor == "geolab" else REFERENCE
 
     def add(cls):
+        from torch import nn
+
         api_ok = isinstance(cls, type) and issubclass(cls, nn.Module)
         if not api_ok or not all(hasattr(cls, attr) for attr in RULE_API):
             raise ValueError(f"rule class {cls!r} is not allowed; subclass geolab.rules.Rule")
@@ -80,7 +88,10 @@ def unregister(name: str) -> None:
 
 
 def rule_class(cfg) -> type[nn.Module]:
-    """The rule class ``cfg.residual`` names, in ``cfg.flavor``'s table."""
+    """The rule class ``cfg.residual`` names, in ``cfg.flavor``'s table (geolab's own rules
+    registered first: ``geolab.rules`` fills the tables when it is imported)."""
+    import geolab.rules  # noqa: F401
+
     if cfg.flavor not in FLAVORS:
         raise config_error("flavor", cfg.flavor, f"allowed: {', '.join(FLAVORS)}")
     table = RESIDUALS if cfg.flavor == "geolab" else REFERENCE

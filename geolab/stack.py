@@ -37,6 +37,7 @@ import torch
 from geolab.compiling import checked, views_compile
 from geolab.config import GeoConfig
 from geolab.layers import attention, gpt2_proj_std, mlp
+from geolab.memory import check_allocation
 from geolab.model import GeoTransformer, check_tokens
 from geolab.rules import Rule, rule_class
 
@@ -189,6 +190,7 @@ def stack_weights(cfg: GeoConfig, seed: int, draw_depth: int | None = None):
     width = rule_cls.sublayer_width(cfg)
     # Attention-only stacks (pure attention) read the same attention weights as the others.
     hidden = cfg.mlp_hidden(width)
+    check_draw_depth(draw_depth, depth, 4 * width * width + 2 * width * hidden)
     sub_key = (width, hidden, cfg.d_model, cfg.vocab_size, cfg.seq_len, cfg.flavor, seed)
 
     def deep_enough(sub):
@@ -211,6 +213,34 @@ def stack_weights(cfg: GeoConfig, seed: int, draw_depth: int | None = None):
         for rule in rules[: cfg.n_steps]:
             rule.reset_init(cfg)
     return sub, rules
+
+
+def check_draw_depth(draw_depth, depth: int, floats_per_layer: int) -> None:
+    """A one-line ValueError for a ``draw_depth`` that is not a whole number >= 0, or whose
+    ``depth`` layers of float32 sublayer weights (qkv 3w·w, projection w·w, MLP 2·w·hidden) do
+    not fit in free memory: ``draw_depth=10**6`` would otherwise draw for hours, then fail."""
+    if draw_depth is None:
+        return
+    if isinstance(draw_depth, bool) or not isinstance(draw_depth, int) or draw_depth < 0:
+        raise ValueError(
+            f"draw_depth={draw_depth!r} is not allowed; it must be a whole number >= 0 (the "
+            "layers of weights drawn ahead)"
+        )
+    check_allocation(
+        4 * depth * floats_per_layer, f"draw_depth={draw_depth}", "draw fewer layers ahead"
+    )
+
+
+def check_token_shape(tokens, cfg: GeoConfig) -> None:
+    """A one-line ValueError unless ``tokens`` is a (B, S) tensor with B >= 1 and
+    1 <= S <= ``cfg.seq_len`` (the positions the stack has weights for)."""
+    shape = tuple(tokens.shape) if isinstance(tokens, torch.Tensor) else None
+    if shape is None or len(shape) != 2 or shape[0] < 1 or not 1 <= shape[1] <= cfg.seq_len:
+        what = f"of shape {shape}" if shape is not None else f"of type {type(tokens).__name__}"
+        raise ValueError(
+            f"tokens {what} are not allowed; the stack takes a (B, S) tensor of ids with B >= 1 "
+            f"and 1 <= S <= GeoConfig.seq_len={cfg.seq_len}"
+        )
 
 
 def _sublayer_weights(sub: Sublayers, cfg: GeoConfig) -> Sublayers:
@@ -257,6 +287,7 @@ def stack_states(
     rule_cls = rule_class(cfg)
     scale = proj_scale(cfg)
     rope = cfg.pos == "rope"
+    check_token_shape(tokens, cfg)
     check_tokens(tokens, cfg.vocab_size)  # −1 would index the last row, silently
     seq = tokens.shape[1]
     h = sub.embed[tokens]

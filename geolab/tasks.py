@@ -34,6 +34,7 @@ import torch
 import torch.nn.functional as F
 
 from geolab import data
+from geolab.choices import TASK_LINES
 from geolab.config import check_seed, plain
 from geolab.memory import check_allocation
 from geolab.registry import FLAVORS
@@ -440,17 +441,6 @@ def shakespeare(seed: int = 0, seq_len: int = 256, data_dir=None, cache_dir=None
     """Character-level tiny-shakespeare, first 90 % train, last 10 % val (nanoGPT). seed unused."""
     return _text_task("shakespeare", data.load_shakespeare(data_dir, cache_dir), seq_len)
 
-
-TASK_LINES = {
-    "copy": "copy m tokens after seeing them; loss on the second half only (MGT synthetic copy)",
-    "echo": "predict the next step of a noisy repeated unit key in R^64 (E∆ stability)",
-    "gyroscope": "predict the next step of a plane rotation by θ ~ U[0.1, 2.5] in R^16 (E∆)",
-    "inversion": "map x to y = −x in R^64; cosine alignment and final γ (E∆ reflection test)",
-    "near_pi": "rotation by θ = 3.10 in plane (0,1) of R^64, close to π (E∆ near-π single)",
-    "near_pi_multi": "rotation by θ = 3.14 in all 32 planes of R^64 (E∆ near-π multi)",
-    "wikitext2": "word-level WikiText-2 language modelling, 33,278-word vocabulary",
-    "shakespeare": "character-level tiny-shakespeare language modelling",
-}
 
 TASKS: dict[str, Callable[..., Task]] = {
     "copy": copy,

@@ -21,8 +21,6 @@ wall time with one thread and 9.0 s with two; 20 training steps of notebook 06's
 import os
 import re
 
-import torch
-
 ENV = "GEOLAB_THREADS"
 DEFAULT = 1
 # torch takes a thread count as a C int (99999999999 overflows it); far more threads than cores
@@ -57,6 +55,8 @@ def use_threads(n: int | None = None, flag: str = "--threads") -> None:
 
     Returns nothing, so that a notebook cell ending with this call displays nothing.
     """
+    import torch  # here: the thread settings are read by commands that never load torch
+
     count = thread_count() if n is None else check_threads(n, flag)
     if torch.get_num_threads() != count:
         torch.set_num_threads(count)

@@ -9,6 +9,7 @@ which needs processes, has its own test below.
 import json
 import math
 import os
+import re
 import shutil
 import signal
 import socket
@@ -1012,7 +1013,7 @@ def test_text_data_that_cannot_be_read_is_one_line(tmp_path, monkeypatch):
     path = tmp_path / "input.txt"
     path.write_text("text\n")
     if os.geteuid() == 0:  # root reads any file: make the read itself fail as it would
-        monkeypatch.setattr(Path, "read_bytes", lambda self: (_ for _ in ()).throw(
+        monkeypatch.setattr(Path, "open", lambda self, *a: (_ for _ in ()).throw(
             PermissionError(13, "Permission denied")))  # fmt: skip
     else:
         path.chmod(0)
@@ -1759,3 +1760,223 @@ def test_a_task_takes_numpy_counts():
 
     task = get_task("copy", seed=np.int64(1), n_train=np.int64(64), n_val=np.int32(8))
     assert (task.n_samples("train"), task.n_samples("val")) == (64, 8)
+
+
+# issue 55, items 7-13: the faults a user still met end in one clear line, nothing lost
+
+
+def test_a_full_disk_after_training_writes_the_result_and_keeps_the_runs(small_disk, capsys):
+    """1 MiB: room for the runs and the result, not for plotly.min.js (≈ 4.6 MB): one line
+    that says what was written and what to run, no cut file; with room, --force trains none of
+    the saved runs again and draws the figures."""
+    disk = small_disk(1 << 20)
+    argv = ["reproduce", "ablation", "--scale", "tiny", "--no-png", "--out", str(disk / "res")]
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "Traceback" not in err, err
+    assert "wrote '" in err and "but not all its figures (No space left on device)" in err
+    assert "the trained runs are kept in" in err and "with --force" in err
+    names = sorted(p.name for p in (disk / "res").iterdir())
+    assert names == ["ablation-tiny-runs", "ablation-tiny.json", "throughput.json"], names
+    assert json.loads((disk / "res" / "ablation-tiny.json").read_text())["figures"] == []
+    subprocess.run(["mount", "-o", "remount,size=64m", str(disk)], check=True)
+    assert main([*argv, "--force"]) == 0
+    result = json.loads((disk / "res" / "ablation-tiny.json").read_text())
+    assert result["provenance"]["runs"]["trained"] == 0 and result["figures"]
+    from plotly.offline import get_plotlyjs
+
+    assert (disk / "res" / "plotly.min.js").read_text() == get_plotlyjs()
+
+
+def test_a_cut_plotly_bundle_is_replaced(tmp_path):
+    import plotly.graph_objects as go
+
+    from geolab.experiments.export import save_figures
+
+    (tmp_path / "plotly.min.js").write_text("/* cut short by a full disk")
+    save_figures({"f": go.Figure()}, tmp_path, "x", False, print)
+    from plotly.offline import get_plotlyjs
+
+    assert (tmp_path / "plotly.min.js").read_text() == get_plotlyjs()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["plotly.min.js", "x-f.html"]
+
+
+def test_a_lock_that_cannot_be_removed_adds_no_second_traceback(tmp_path, monkeypatch, capsys):
+    """The run folder made read-only mid-run (root writes anyway, so the unlink is made to fail
+    as it would): the command's own outcome stands, and the next writer takes the lock."""
+    from geolab.lock import LOCK, hold
+
+    unlink = Path.unlink
+
+    def refuse(self, missing_ok=False):
+        if self.name == LOCK:
+            raise PermissionError(13, "Permission denied", str(self))
+        return unlink(self, missing_ok=missing_ok)
+
+    monkeypatch.setattr(Path, "unlink", refuse)
+    with pytest.raises(ValueError, match="the command's own error"), hold(tmp_path, "--out"):
+        raise ValueError("the command's own error")
+    assert main([*TINY, "--out", str(tmp_path / "run")]) == 0
+    assert "Traceback" not in capsys.readouterr().err
+    with hold(tmp_path / "run", "--out"):  # the flock went with the descriptor
+        pass
+
+
+def test_a_2_gib_data_file_of_nul_bytes_is_refused_from_its_first_chunk(tmp_path):
+    import tracemalloc
+
+    from geolab.data import check_text
+
+    path = tmp_path / "input.txt"
+    with open(path, "wb") as f:
+        f.truncate(2 << 30)  # sparse: 2 GiB of NUL bytes, no disk used
+    tracemalloc.start()
+    t0 = time.process_time()
+    with pytest.raises(ValueError, match=r"input.txt' holds a NUL byte \(offset 0\)"):
+        check_text(path)
+    peak = tracemalloc.get_traced_memory()[1]
+    tracemalloc.stop()
+    assert peak < 8 << 20 and time.process_time() - t0 < 2, (peak, time.process_time() - t0)
+
+
+@pytest.mark.parametrize(
+    "content, fragment",
+    [
+        ("ab" + "é" * 10, None),  # every 2-byte character cut at a 1-byte chunk's end
+        (b"ab\xc3\xa9\xff", "not UTF-8 text (byte 0xff at offset 4)"),
+        (b"ab\xc3", "not UTF-8 text (byte 0xc3 at offset 2)"),  # cut at the end of the file
+        (b"abc\xc3\x00", "not UTF-8 text (byte 0xc3 at offset 3)"),
+        (b"abcd\x00\xff", "holds a NUL byte (offset 4)"),
+        (b" \n\t", "holds no text"),
+    ],
+    ids=["split-char", "bad-byte", "cut-end", "cut-before-nul", "nul", "blank"],
+)
+def test_the_streamed_data_check_finds_the_first_fault_at_any_chunk_size(
+    content, fragment, tmp_path, monkeypatch
+):
+    import hashlib
+
+    from geolab import data
+
+    raw = content.encode() if isinstance(content, str) else content
+    path = tmp_path / "input.txt"
+    path.write_bytes(raw)
+    for chunk in (1, 2, 3, 1 << 20):
+        monkeypatch.setattr(data, "CHUNK_BYTES", chunk)
+        if fragment is None:
+            assert data.check_text(path) == hashlib.sha256(raw).digest()
+        else:
+            with pytest.raises(ValueError, match=re.escape(fragment)):
+                data.check_text(path)
+
+
+@pytest.mark.parametrize("where", ["file", "under-file", "uncreatable"])
+def test_a_cache_folder_that_cannot_be_one_is_one_line(where, tmp_path, monkeypatch, capsys):
+    (tmp_path / "file").write_text("x")
+    cache = {
+        "file": tmp_path / "file",
+        "under-file": tmp_path / "file" / "cache",
+        "uncreatable": Path("/proc/geolab-cache"),
+    }[where]
+    monkeypatch.setenv("GEOLAB_CACHE", str(cache))
+    monkeypatch.delenv("GEOLAB_DATA", raising=False)
+    argv = ["train", "--task", "shakespeare", "--layers", "1", "--d-model", "16", "--heads", "2"]
+    assert main([*argv, "--steps", "1", "--out", str(tmp_path / "run"), "--no-progress"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and f"GEOLAB_CACHE={str(cache)!r} is not allowed" in err, err
+    assert "it must name a folder geolab can create and write" in err
+    assert not (tmp_path / "run").exists()
+
+
+def test_a_closed_pipe_on_stdout_trains_on_and_saves(tmp_path):
+    """`geolab train … | head -1`: the reader leaves (here before the first line), the run
+    trains its steps, saves its checkpoint and says so on stderr once; never exit 0 with
+    nothing saved."""
+    read, write = os.pipe()
+    os.close(read)  # every write to stdout now meets a broken pipe
+    cmd = [sys.executable, "-m", "geolab", *TINY, "--eval-every", "1", "--out", str(tmp_path)]
+    env = {**os.environ, "OMP_NUM_THREADS": "1"}
+    try:
+        done = subprocess.run(cmd, stdout=write, stderr=subprocess.PIPE, text=True, env=env)
+    finally:
+        os.close(write)
+    assert done.returncode == 0 and "Traceback" not in done.stderr, done.stderr
+    assert done.stderr.count("standard output was closed") == 1
+    assert load_checkpoint(tmp_path / "ckpt.pt")["step"] == 3
+
+
+def test_a_tiny_lr_names_both_rates(tmp_path, capsys):
+    """--lr 4.9e-324 is under the default --min-lr: the line names both, not only the one the
+    user never typed."""
+    assert main([*TINY, "--lr", "4.9e-324", "--out", str(tmp_path / "run")]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "--lr 5e-324 with --min-lr 0.0001 is not allowed" in err, err
+
+
+@pytest.mark.parametrize(
+    "damage, fragment",
+    [
+        (b'{"step": 1, "lo\n', "line 4 is not JSON (Unterminated string"),
+        (b"[1, 2]\n", "line 4 is not a step's record"),
+        (b"\xff\xfe\n", "it is not UTF-8 text"),
+    ],
+    ids=["cut-line", "not-a-record", "not-utf8"],
+)
+def test_a_damaged_log_on_resume_names_the_file(damage, fragment, tmp_path, finished_run, capsys):
+    ckpt = _run_copy(tmp_path, finished_run)
+    log = ckpt.parent / "metrics.jsonl"
+    log.write_bytes(log.read_bytes() + damage)
+    assert main([*TINY, "--steps", "4", "--resume", "--out", str(ckpt.parent)]) == 2
+    err = capsys.readouterr().err.splitlines()[-1]
+    assert f"the run's log {str(log)!r} is damaged" in err and fragment in err, err
+    assert load_checkpoint(ckpt)["step"] == 3
+
+
+def test_a_hand_graded_csv_that_is_not_utf8_names_the_file(tmp_path):
+    from geolab.assignments.gradebook import read_hand_grades
+
+    path = tmp_path / "hand.csv"
+    path.write_bytes(b"student,points,max\n\xff\xfe,1,2\n")
+    with pytest.raises(ValueError, match=re.escape(f"hand_graded={str(path)!r} is not UTF-8")):
+        read_hand_grades(path)
+
+
+@pytest.mark.parametrize("command", ["tasks", "info"])
+def test_a_cp1252_console_prints_every_line(command):
+    env = {**os.environ, "PYTHONIOENCODING": "cp1252"}
+    done = subprocess.run(
+        [sys.executable, "-m", "geolab", command], capture_output=True, env=env, timeout=120
+    )
+    assert done.returncode == 0 and not done.stderr, done.stderr
+    lines = done.stdout.decode("cp1252").splitlines()
+    assert lines[-1].startswith("shakespeare" if command == "tasks" else "  "), lines[-3:]
+    assert "rotation by ? = 3.14" in done.stdout.decode("cp1252") or command == "info"
+
+
+def test_rank_view_with_a_huge_alpha0_names_the_growth():
+    from geolab.explore.rank import rank_view
+
+    view = rank_view(["mgt"], n_layer=12, alpha0=1e30, d_model=8, seq_len=4, reference=False)
+    note = view.numbers["rejected"]["mgt"]
+    assert "grows 5e+29^24 ≈ 6.0e712 times" in note and "a smaller α₀" in note
+
+
+@pytest.mark.parametrize(
+    "tokens, draw_depth, fragment",
+    [
+        (torch.zeros(3, dtype=torch.long), None, "tokens of shape (3,) are not allowed"),
+        (torch.zeros(1, 9, dtype=torch.long), None, "tokens of shape (1, 9) are not allowed"),
+        (torch.zeros(0, 4, dtype=torch.long), None, "tokens of shape (0, 4) are not allowed"),
+        ([[1, 2]], None, "tokens of type list are not allowed"),
+        (torch.zeros(1, 4, dtype=torch.long), -1, "draw_depth=-1 is not allowed"),
+        (torch.zeros(1, 4, dtype=torch.long), 2.5, "draw_depth=2.5 is not allowed"),
+        (torch.zeros(1, 4, dtype=torch.long), 10**12, "draw_depth=1000000000000 is not allowed"),
+    ],
+    ids=["1d", "too-long", "no-batch", "a-list", "negative", "float", "huge"],
+)
+def test_the_stack_refuses_bad_tokens_and_depths_in_one_line(tokens, draw_depth, fragment):
+    from geolab.stack import stack_states
+
+    cfg = GeoConfig(residual="preln", n_layer=2, d_model=16, n_head=2, vocab_size=32, seq_len=8)
+    with pytest.raises(ValueError, match=re.escape(fragment)):
+        stack_states(cfg, 0, tokens, draw_depth=draw_depth)

@@ -114,3 +114,93 @@ def test_info_sentences_end_whole_and_a_closed_pipe_is_no_error(tmp_path):
         executable="/bin/bash",
     )
     assert head.stdout.startswith("geolab ") and "Traceback" not in head.stderr
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [["--help"], ["tasks"], ["reproduce", "--list"], ["train", "--foo"]],
+    ids=["help", "tasks", "reproduce-list", "train-parser"],
+)
+def test_commands_that_need_no_torch_start_without_it(argv):
+    """Issue 53: `geolab --help`, `tasks`, `reproduce --list` do not pay ≈ 3 s of CPU for
+    importing torch; train's flags (TrainConfig's defaults) load torch only for `geolab train`."""
+    code = (
+        "import sys\nfrom geolab.cli import main\n"
+        f"try:\n    main({argv!r})\nexcept SystemExit:\n    pass\n"
+        "mods = [m for m in ('torch',) if m in sys.modules]\n"
+        "print('loaded:', mods)"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    loaded = done.stdout.strip().splitlines()[-1]
+    if argv[0] == "train":  # its flags read geolab.train, which loads torch
+        assert "'torch'" in loaded, done
+    else:
+        assert loaded == "loaded: []", done
+
+
+def test_reproduce_list_reads_each_protocol_s_own_title(capsys):
+    from geolab.experiments import NAMES, get_protocol
+
+    assert main(["reproduce", "--list"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines == [f"{name:<18} {get_protocol(name).TITLE}" for name in NAMES]
+
+
+def test_info_reports_the_threads_geolab_uses(capsys, monkeypatch):
+    monkeypatch.delenv("GEOLAB_THREADS", raising=False)
+    assert main(["info"]) == 0
+    assert "threads: 1 (the default; set GEOLAB_THREADS=N" in capsys.readouterr().out
+    monkeypatch.setenv("GEOLAB_THREADS", "3")
+    assert main(["info"]) == 0
+    assert "threads: 3 (from GEOLAB_THREADS" in capsys.readouterr().out
+
+
+def test_ctrl_c_before_training_says_nothing_was_trained(tmp_path, capsys, monkeypatch):
+    import geolab.tasks
+
+    def interrupted(*args, **kwargs):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(geolab.tasks, "get_task", interrupted)
+    argv = "train --task gyroscope --residual preln --layers 1 --d-model 16 --heads 2"
+    assert main([*argv.split(), "--out", str(tmp_path / "run")]) == 130
+    err = capsys.readouterr().err
+    assert err == (
+        "geolab train: interrupted before training started: nothing was trained, nothing written\n"
+    )
+    assert not (tmp_path / "run").exists()
+
+
+def test_ctrl_c_while_torch_imports_is_one_line_and_exit_130(tmp_path):
+    """SIGINT while torch loads (``-X importtime`` reports each module as it finishes: the
+    first of torch's is seconds before torch is done), so nothing was trained."""
+    import signal
+
+    argv = "train --task gyroscope --residual preln --layers 1 --d-model 16 --heads 2"
+    cmd = [sys.executable, "-X", "importtime", "-m", "geolab", *argv.split()]
+    cmd += ["--out", str(tmp_path / "run")]
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    for line in proc.stderr:
+        if line.rpartition("|")[2].strip().startswith("torch."):
+            break
+    proc.send_signal(signal.SIGINT)
+    out, rest = proc.communicate(timeout=120)
+    err = [x for x in rest.splitlines() if not x.startswith("import time:")]
+    assert proc.returncode == 130 and len(err) == 1, rest[-3000:]
+    if (tmp_path / "run").exists():  # a fast machine: already training, so it saved a step
+        assert "SIGINT at step" in err[0] and "saved" in err[0], err
+    else:
+        assert err == [
+            "geolab train: interrupted before training started: nothing was trained, nothing "
+            "written"
+        ]
+
+
+def test_a_reproduce_printout_says_what_converged_and_learned_mean(tmp_path, capsys):
+    from geolab.terms import TERMS
+
+    argv = ["reproduce", "ablation", "--scale", "tiny", "--no-png", "--out", str(tmp_path)]
+    assert main(argv) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert "(converged)" in "\n".join(out) and "not learned" in "\n".join(out)
+    assert out[-2:] == [f"converged: {TERMS['converged']}", f"learned: {TERMS['learned']}"]

@@ -1,6 +1,7 @@
 """Text data through HF ``datasets`` (docs/design.md §6): local copies, token counts, cache,
 fast failure."""
 
+import hashlib
 import socket
 import threading
 
@@ -176,7 +177,7 @@ def test_hub_probe_gives_up_after_its_timeout(monkeypatch, tmp_path):
 
 
 def test_a_corpus_fetched_from_the_hub_once_loads_offline(tmp_path):
-    key = data._digest([repr(data.HUB["shakespeare"]).encode()])
+    key = data._digest([hashlib.sha256(repr(data.HUB["shakespeare"]).encode()).digest()])
     splits = {"train": torch.tensor([0, 1, 1]), "val": torch.tensor([1])}
     blob = {"version": data.CACHE_VERSION, "splits": splits, "vocab": ["a", "b"]}
     torch.save(blob, tmp_path / f"shakespeare-{key[:16]}.pt")

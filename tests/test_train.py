@@ -48,7 +48,8 @@ def gyro():
         ("batch_size", 0, "batch_size=0"),
         ("lr", -1e-3, "lr=-0.001"),
         ("lr", math.nan, "lr=nan"),
-        ("min_lr", 1.0, r"min_lr=1.0 .* \[0, lr=0.001\]"),
+        ("min_lr", 1.0, r"lr=0.001 with TrainConfig.min_lr=1.0 is not allowed; the peak rate"),
+        ("min_lr", -1.0, r"min_lr=-1.0 is not allowed; must be a finite number >= 0"),
         ("clip", 0.0, "clip=0.0"),
         ("device", "tpu", "device='tpu' .* auto, cpu, cuda, cuda:N, mps"),
         ("eval_batches", 0, "eval_batches=0"),
@@ -365,7 +366,14 @@ def test_a_signal_saves_a_checkpoint_says_where_and_resume_continues(signum, tmp
 def test_resuming_a_finished_run_reports_its_last_evaluation(tmp_path, capsys):
     argv = [*TINY_TRAIN, "--out", str(tmp_path / "run")]
     assert main(argv) == 0
-    first = capsys.readouterr().out.splitlines()[-1]
+    lines = capsys.readouterr().out.splitlines()
+    first = next(line for line in lines if line.startswith("done: "))
+    from geolab.terms import TERMS
+
+    assert lines[-1] == (  # the columns in words (issue 53)
+        f"columns (validation set): mse = {TERMS['mse']} norm_dev = {TERMS['norm_dev']} "
+        f"norm_dev_ref = {TERMS['norm_dev_ref']}"
+    )
     assert main([*argv, "--resume"]) == 0
     again = capsys.readouterr().out
     assert "had already finished its 3 steps; nothing to train" in again

@@ -44,6 +44,16 @@ def read_hand_grades(path: Path) -> dict:
     path = Path(path)
     if not path.is_file():
         raise ValueError(f"hand_graded={str(path)!r} is not a file")
+    try:
+        return _read_hand_grades(path)
+    except UnicodeDecodeError as err:  # the file, not a row: name it
+        raise ValueError(
+            f"hand_graded={str(path)!r} is not UTF-8 text (byte 0x{err.object[err.start]:02x}); "
+            "save it as UTF-8 CSV"
+        ) from None
+
+
+def _read_hand_grades(path: Path) -> dict:
     with open(path, newline="", encoding="utf-8-sig") as f:
         reader = csv.DictReader(f)
         if not reader.fieldnames or not {"student", "points", "max"} <= set(reader.fieldnames):

@@ -5,7 +5,9 @@ wires them together. ``args`` holds the shared model flags and the one GeoConfig
 """
 
 import argparse
+import sys
 
+from geolab.cli.args import LazyParser
 from geolab.cli.assignments import add_grade_cli, add_release_cli
 from geolab.cli.bench import add_bench_cli
 from geolab.cli.errors import run
@@ -32,6 +34,14 @@ EPILOG = """first steps (each about a minute or less on a laptop CPU):
 `geolab COMMAND --help` lists a command's flags; README.md has the notebooks (make tour)."""
 
 
+def console_safe() -> None:
+    """A character the console cannot show (θ, −, ∆ on a Windows cp1252 console) prints as
+    "?" instead of stopping the command with UnicodeEncodeError halfway through its output."""
+    for stream in (sys.stdout, sys.stderr):
+        if hasattr(stream, "reconfigure"):  # a TextIOWrapper (not a replaced stream)
+            stream.reconfigure(errors="replace")
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="geolab",
@@ -39,7 +49,7 @@ def build_parser() -> argparse.ArgumentParser:
         epilog=EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    sub = parser.add_subparsers(dest="command", required=True)
+    sub = parser.add_subparsers(dest="command", required=True, parser_class=LazyParser)
     add_info_cli(sub)
     add_tasks_cli(sub)
     add_train_cli(sub)
@@ -52,6 +62,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
+    console_safe()
     parser = build_parser()
     args, unknown = parser.parse_known_args(argv)
     if unknown:  # argparse would print the top-level usage; the subcommand's is the helpful one

@@ -5,8 +5,6 @@ import math
 import sys
 from pathlib import Path
 
-from geolab.assignments import catalog, grade, release, sandbox
-from geolab.assignments.gradebook import check_gradebook
 from geolab.config import check_seed
 from geolab.lock import hold
 
@@ -35,6 +33,9 @@ def check_limits(args) -> None:
 
 
 def _cmd_grade(args) -> int:
+    from geolab.assignments import grade
+    from geolab.assignments.gradebook import check_gradebook
+
     check_limits(args)
     check_gradebook(Path(args.out), args.force)  # its paths first, again under the lock
     with hold(Path(args.out).parent, "--out", _note("grade")):  # one grader per gradebook folder
@@ -42,6 +43,8 @@ def _cmd_grade(args) -> int:
 
 
 def _cmd_release(args) -> int:
+    from geolab.assignments import release
+
     if args.check:  # reads only
         return release._cmd_release(args)
     with hold(args.out, "--out", _note("release")):
@@ -53,12 +56,19 @@ def _note(command: str):
 
 
 def add_grade_cli(subparsers: argparse._SubParsersAction) -> None:
-    """Register ``geolab grade``."""
-    p = subparsers.add_parser(
+    """Register ``geolab grade`` (its flags, which read the grader's modules and so torch, are
+    added when it is used: ``LazyParser``)."""
+    subparsers.add_parser(
         "grade",
         help="grade a folder of assignment notebooks into a CSV/JSON gradebook",
-        description=grade.__doc__.splitlines()[0],
+        fill=_grade_arguments,
     )
+
+
+def _grade_arguments(p: argparse.ArgumentParser) -> None:
+    from geolab.assignments import catalog, grade, sandbox
+
+    p.description = grade.__doc__.splitlines()[0]
     p.add_argument("submissions", metavar="SUBMISSIONS_DIR", help="folder of submitted *.py")
     p.add_argument("--assignment", required=True, help="A1, A2, A3 or A4")
     for flag, default, what, _ in LIMITS:
@@ -97,12 +107,18 @@ def add_grade_cli(subparsers: argparse._SubParsersAction) -> None:
 
 
 def add_release_cli(subparsers: argparse._SubParsersAction) -> None:
-    """Register ``geolab release``."""
-    p = subparsers.add_parser(
+    """Register ``geolab release`` (its flags added when it is used, as grade's)."""
+    subparsers.add_parser(
         "release",
         help="build the student assignment notebooks from the instructor sources",
-        description=release.__doc__.splitlines()[0],
+        fill=_release_arguments,
     )
+
+
+def _release_arguments(p: argparse.ArgumentParser) -> None:
+    from geolab.assignments import release
+
+    p.description = release.__doc__.splitlines()[0]
     p.add_argument("--src", default=str(release.SRC_DIR), help="instructor notebooks (%(default)s)")
     p.add_argument("--out", default=str(release.OUT_DIR), help="student release (%(default)s)")
     p.add_argument("--check", action="store_true", help="only report out-of-date release files")

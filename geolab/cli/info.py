@@ -1,37 +1,50 @@
 """``geolab info`` (versions, device, the rule registry) and ``geolab rank`` (rank at init)."""
 
 import json
+import os
 import platform
 import sys
 
-import torch
-
 from geolab.cli.args import add_model_arguments, geo_config
 from geolab.config import check_seed
-from geolab.device import describe_device, pick_device
-from geolab.memory import check_fits
-from geolab.metrics import effective_rank, rank_collapse_residual
-from geolab.rules import RESIDUALS, describe
-from geolab.threads import use_threads
+from geolab.threads import ENV, thread_count, use_threads
 
 RANK_MAX_LAYERS = 10_000
 
 
 def cmd_info(args) -> int:
+    # torch here, not at the top: the device and the rules need it, `geolab tasks` does not
+    import torch
+
     import geolab
+    from geolab.device import describe_device, pick_device
+    from geolab.rules import RESIDUALS, describe
 
     versions = f"python {platform.python_version()}  torch {torch.__version__}"
     print(f"geolab {geolab.__version__}  {versions}")
-    print(f"device: {describe_device(pick_device())}  threads: {torch.get_num_threads()}")
+    print(f"device: {describe_device(pick_device())}  {threads_line()}")
     print(f"\nresidual rules ({len(RESIDUALS)}):")
     for name in RESIDUALS:
         print(f"  {name:<12} {describe(name)}")
     return 0
 
 
+def threads_line() -> str:
+    """The CPU threads geolab's commands use (``geolab.threads``): $GEOLAB_THREADS, else 1;
+    ``--threads`` of train, rank and reproduce sets them for one command."""
+    count = thread_count()
+    source = f"from {ENV}" if os.environ.get(ENV, "").strip() else f"the default; set {ENV}=N"
+    return f"threads: {count} ({source}, or --threads N per command)"
+
+
 def cmd_rank(args) -> int:
-    # The views' imports (plotly among them) stay out of every other subcommand's start-up.
+    # The views' imports (plotly among them) and torch stay out of every other subcommand's
+    # start-up.
+    import torch
+
     from geolab.explore.rank import RANK_VOCAB, rank_tokens
+    from geolab.memory import check_fits
+    from geolab.metrics import effective_rank, rank_collapse_residual
     from geolab.stack import stack_states
 
     if args.batch < 1:

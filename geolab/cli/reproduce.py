@@ -37,6 +37,8 @@ split across them, so the global batch must divide by their count) and rank 0 wr
 """
 
 import argparse
+import ast
+import importlib.util
 import json
 import os
 import shutil
@@ -44,21 +46,12 @@ import sys
 from contextlib import nullcontext
 from pathlib import Path
 
+from geolab.choices import SCALE_NAMES
 from geolab.cli.args import add_compile_mode_argument, add_threads_argument, compile_option
-from geolab.experiments import NAMES, get_protocol, pack, plan, report
-from geolab.experiments.export import save_figures
-from geolab.experiments.provenance import device_name
-from geolab.experiments.runner import (
-    SCALE_NAMES,
-    pick_seeds,
-    rejudge,
-    result_stem,
-    run_protocol,
-    scale_settings,
-    variant,
-)
+from geolab.experiments import NAMES, get_protocol
 from geolab.lock import hold
 from geolab.registry import FLAVORS
+from geolab.terms import TERMS
 from geolab.threads import thread_count, use_threads
 
 INCOMPLETE = 3  # exit status when --time-limit left runs out (the finished ones are saved)
@@ -69,6 +62,8 @@ def budget_options(args: argparse.Namespace, module) -> dict:
     """The settings ``--steps``, ``--tasks`` and ``--match-sizes`` override (a longer budget, a
     subset of the E∆ table's tasks, its matched-size variant), checked against the scale; {}
     when none is given."""
+    from geolab.experiments.runner import scale_settings
+
     out = {}
     settings = scale_settings(module, args.scale)
     if args.steps is not None:
@@ -101,8 +96,19 @@ def budget_options(args: argparse.Namespace, module) -> dict:
 
 
 def list_protocols() -> list[tuple[str, str]]:
-    """(name, title) of every protocol."""
-    return [(name, get_protocol(name).TITLE) for name in NAMES]
+    """(name, title) of every protocol, each title read from its module's source (the literal
+    ``TITLE = "…"``) without running it: importing a protocol loads the trainer and torch,
+    and ``--list`` needs neither."""
+    return [(name, _title(name)) for name in NAMES]
+
+
+def _title(name: str) -> str:
+    source = Path(importlib.util.find_spec(f"geolab.experiments.{name}").origin).read_text()
+    for node in ast.parse(source).body:
+        targets = [getattr(t, "id", None) for t in getattr(node, "targets", ())]
+        if targets == ["TITLE"]:
+            return ast.literal_eval(node.value)
+    raise LookupError(f"geolab.experiments.{name} has no TITLE = '...' line")
 
 
 def run_reproduce_cli(args: argparse.Namespace) -> int:
@@ -111,6 +117,8 @@ def run_reproduce_cli(args: argparse.Namespace) -> int:
             print(f"{name:<18} {title}")
         return 0
     if args.readme:
+        from geolab.experiments import report
+
         results = report.load_results(args.out)
         if not results:
             raise ValueError(f"--out {args.out!r} holds no NAME-small.json results")
@@ -127,6 +135,10 @@ def note(text: str) -> None:
 
 def write_readme(args: argparse.Namespace, results: dict) -> int:
     """``--readme``: judge again (``--rejudge``), redraw every figure, write OUT/README.md."""
+    from geolab.experiments import report
+    from geolab.experiments.export import save_figures
+    from geolab.experiments.runner import rejudge, result_stem
+
     stems = {key: result_stem(r["protocol"], "small", r["config"]) for key, r in results.items()}
     if args.rejudge:  # every file judged again before any figure is drawn from it
         for key, result in results.items():
@@ -160,6 +172,9 @@ def write_readme(args: argparse.Namespace, results: dict) -> int:
 
 def reproduce(args: argparse.Namespace) -> int:
     """A protocol's run (or its plan, ``--dry-run``)."""
+    from geolab.experiments.provenance import device_name
+    from geolab.experiments.runner import scale_settings
+
     if args.rejudge:
         raise ValueError("--rejudge is only allowed with --readme")
     if args.name is None:
@@ -213,6 +228,9 @@ def reproduce(args: argparse.Namespace) -> int:
 
 def run_locked(args: argparse.Namespace, module, options: dict, time_limit) -> int:
     """Train the protocol into --out (held by this process) and print its verdicts."""
+    from geolab.experiments import pack
+    from geolab.experiments.runner import result_stem, run_protocol, variant
+
     previous = Path(args.out) / f"{result_stem(args.name, args.scale, options)}.json"
     if not args.force and previous.exists():
         which = variant(args.name, args.scale, options)
@@ -258,12 +276,26 @@ def run_locked(args: argparse.Namespace, module, options: dict, time_limit) -> i
     if os.environ.get("RANK", "0") == "0":  # under torchrun, rank 0 speaks
         for h in result["hypotheses"]:
             print(f"{h['id']}: {h['verdict']} — {h['measured']}")
+        for line in words_used(result):
+            print(line)
     return 0
+
+
+def words_used(result: dict) -> list[str]:
+    """A line per verdict word the printout used ("converged", "learned"), saying what it means
+    (``geolab.terms``): a run can converge, its loss flat, without having learned anything."""
+    text = json.dumps(result["hypotheses"], ensure_ascii=False) + json.dumps(
+        result.get("per_seed"), default=str
+    )
+    return [f"{w}: {TERMS[w]}" for w in ("converged", "learned") if w in text]
 
 
 def estimate(args: argparse.Namespace, module, settings: dict, device: str) -> str:
     """The dry run's printout: every run with its sizes and the GPU-hours (a throughput
     measured in --out when there is one, else the stated assumption)."""
+    from geolab.experiments import plan
+    from geolab.experiments.runner import pick_seeds
+
     n_seeds = len(pick_seeds(settings, args.seeds))
     measured = plan.measured(args.out, device, note)
     flops, source = measured or (plan.SUSTAINED_FLOPS, plan.ASSUMPTION)

@@ -2,12 +2,12 @@
 
 import argparse
 
-from geolab.tasks import TASK_LINES, TASKS
+from geolab.choices import TASK_LINES
 
 
 def _list_tasks(args) -> int:
-    width = max(map(len, TASKS))
-    for name in TASKS:
+    width = max(map(len, TASK_LINES))
+    for name in TASK_LINES:  # geolab.tasks.TASKS's names, without loading torch
         print(f"{name:<{width}}  {TASK_LINES[name]}")
     return 0
 

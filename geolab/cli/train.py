@@ -6,8 +6,6 @@ import signal
 import sys
 from contextlib import nullcontext
 
-import torch
-
 from geolab.cli.args import (
     add_compile_mode_argument,
     add_model_arguments,
@@ -16,16 +14,13 @@ from geolab.cli.args import (
     geo_config,
 )
 from geolab.cli.errors import flag_names, run
-from geolab.data import bundled_dir
 from geolab.lock import hold
-from geolab.model import param_count
-from geolab.rules import RESIDUALS
-from geolab.tasks import get_task
-from geolab.train import TrainConfig, TrainingDiverged, TrainingInterrupted, train
-from geolab.train.loop import prepare, summary
+from geolab.terms import TERMS
 
 
 def add_train_arguments(parser: argparse.ArgumentParser) -> None:
+    from geolab.train.config import TrainConfig
+
     d = TrainConfig()
     parser.add_argument("--task", required=True, help="task name (see `geolab tasks`)")
     add_model_arguments(parser, layers=6)
@@ -64,7 +59,30 @@ def add_train_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run_train_cli(args: argparse.Namespace) -> int:
-    """``geolab train``: check everything (``prepare``), then train and print the final metrics."""
+    """``geolab train``: check everything (``prepare``), then train and print the final metrics.
+
+    Ctrl-C at any moment ends in one line and exit 130 (``errors.run`` prints it): in the loop
+    the step in flight finishes and is saved (``TrainingInterrupted``); before the loop, while
+    torch loads or the data is read, the line says that nothing was trained.
+    """
+    try:
+        return _checked_and_trained(args)
+    except KeyboardInterrupt as stop:
+        if type(stop) is not KeyboardInterrupt or str(stop):  # a line of its own already
+            raise
+        raise KeyboardInterrupt(
+            "interrupted before training started: nothing was trained, nothing written"
+        ) from None
+
+
+def _checked_and_trained(args: argparse.Namespace) -> int:
+    # torch and the model load here, after the parser: `geolab --help` and the other commands
+    # never pay for them
+    from geolab.data import bundled_dir
+    from geolab.rules import RESIDUALS
+    from geolab.tasks import get_task
+    from geolab.train.config import TrainConfig
+
     if args.residual not in RESIDUALS:
         raise ValueError(
             f"--residual {args.residual!r} is not allowed; allowed: {', '.join(RESIDUALS)}"
@@ -113,7 +131,59 @@ def note(text: str) -> None:
     print(f"geolab train: note: {text}", file=sys.stderr)
 
 
-def _train(args, cfg, task, tc: TrainConfig, out: str) -> int:
+class KeptStdout:
+    """``sys.stdout`` while ``geolab train`` runs: when its reader leaves (``geolab train … |
+    head -1`` closes the pipe), the next write would raise BrokenPipeError and abandon the run.
+    Instead standard output goes to the null device from then on, stderr says so once, and the
+    run trains on and saves its checkpoints; its numbers are in metrics.jsonl."""
+
+    def __init__(self, stream):
+        self.stream, self.gone = stream, False
+
+    def write(self, text: str) -> int:
+        try:
+            return self.stream.write(text)
+        except BrokenPipeError:
+            self._reader_left()
+            return len(text)
+
+    def flush(self) -> None:
+        try:
+            self.stream.flush()
+        except BrokenPipeError:
+            self._reader_left()
+
+    def _reader_left(self) -> None:
+        os.dup2(os.open(os.devnull, os.O_WRONLY), self.stream.fileno())  # the rest: nowhere
+        if not self.gone:
+            self.gone = True
+            note("standard output was closed (the reader of the pipe left); training goes on, "
+                 "saves its checkpoints, and its numbers are in metrics.jsonl")  # fmt: skip
+
+    def __getattr__(self, name: str):
+        return getattr(self.stream, name)
+
+
+def _train(args, cfg, task, tc, out: str) -> int:
+    stdout, sys.stdout = sys.stdout, KeptStdout(sys.stdout)
+    try:
+        return _train_kept(args, cfg, task, tc, out)
+    finally:
+        sys.stdout = stdout
+
+
+def _train_kept(args, cfg, task, tc, out: str) -> int:
+    import torch
+
+    from geolab.model import param_count
+    from geolab.train.loop import (
+        TrainingDiverged,
+        TrainingInterrupted,
+        prepare,
+        summary,
+        train,
+    )
+
     plan = prepare(cfg, task, tc)
     lead = plan.rank == 0
     if lead:
@@ -139,17 +209,43 @@ def _train(args, cfg, task, tc: TrainConfig, out: str) -> int:
                 file=sys.stderr,
             )
         return 128 + stop.signum
+    except KeyboardInterrupt:  # not the loop's own stop: before its first step, or a second
+        raise KeyboardInterrupt(f"interrupted; {_kept(out)}") from None
     if lead and result.trained_steps == 0:
         print(f"done: {out} had already finished its {tc.steps} steps; nothing to train")
         print(f"last evaluation: {summary(result.metrics)}")
     elif lead:
         print(f"done: {summary(result.metrics)}  ({result.steps_per_s:.3g} steps/s)")
+    if lead:
+        print(legend(result.metrics))
     return 0
+
+
+def legend(metrics: dict) -> str:
+    """One line naming the printed columns in words (``geolab.terms``, the notebooks' glossary,
+    for each it defines)."""
+    named = [f"{k} = {TERMS[k]}" for k in metrics if k in TERMS]
+    return "columns (validation set): " + " ".join(named)
+
+
+def _kept(out: str) -> str:
+    """What a Ctrl-C outside the loop's own handling (before its first step, or a second one
+    while a checkpoint is saved, which is written whole or not at all) leaves in ``out``."""
+    ckpt = os.path.join(out, "ckpt.pt")
+    if os.path.isfile(ckpt):
+        return f"{ckpt!r} holds the last saved step; continue with the same command and --resume"
+    return "no checkpoint was saved, so nothing of this run is kept"
 
 
 def add_train_cli(subparsers: argparse._SubParsersAction) -> None:
     """Register ``geolab train``."""
-    parser = subparsers.add_parser("train", help="train a model on a task (CPU, GPU, torchrun)")
+    # its flags read TrainConfig's defaults (geolab.train loads torch): added on first use
+    subparsers.add_parser(
+        "train", help="train a model on a task (CPU, GPU, torchrun)", fill=_train_parser
+    )
+
+
+def _train_parser(parser: argparse.ArgumentParser) -> None:
     add_train_arguments(parser)
     parser.set_defaults(func=run_train_cli)
 

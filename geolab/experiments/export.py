@@ -1,12 +1,17 @@
 """Figure files: every figure as HTML, and as PNG when kaleido finds a Chrome/Chromium.
 
-The HTML files open offline: they load ``plotly.min.js`` from their own folder, written there
-once by plotly (``include_plotlyjs="directory"``), never from a CDN.
+The HTML files open offline: they load ``plotly.min.js`` from their own folder, never from a
+CDN (``include_plotlyjs="directory"``). Every file is written to a temporary name and renamed
+over its own (``outputs.replace_atomically``), so a full disk leaves the earlier file or none,
+never a cut one: plotly itself would write ``plotly.min.js`` in place, and then keep a cut copy
+forever, since it writes the bundle only when none is there.
 """
 
 import os
 import shutil
 from pathlib import Path
+
+from geolab.outputs import replace_atomically
 
 
 def chrome_path() -> str | None:
@@ -35,11 +40,13 @@ def save_figures(figures: dict, out: Path, stem: str, png: bool, log) -> dict:
             chrome, note = None, "PNG skipped: kaleido is not installed (HTML written)"
     if note:
         log(note)
+    if figures:
+        write_plotly_bundle(out)
     for name, fig in figures.items():
         html = out / f"{stem}-{name}.html"
         # a fixed div id (plotly draws a random one) keeps a redrawn, unchanged figure's file
         # byte-identical, so regenerating the results README touches only what changed
-        fig.write_html(html, include_plotlyjs="directory", full_html=True, div_id=html.stem)
+        replace_atomically(html, lambda tmp, fig=fig, html=html: write_html(fig, tmp, html.stem))
         written.append(html.name)
         if chrome is not None:
             os.environ.setdefault("BROWSER_PATH", chrome)
@@ -54,6 +61,24 @@ def save_figures(figures: dict, out: Path, stem: str, png: bool, log) -> dict:
     return {"files": written, "png_note": note}
 
 
+def write_plotly_bundle(out: Path) -> None:
+    """``out/plotly.min.js``, the plotly.js the HTML files load, written unless the same bundle
+    is there (a file of another size, cut short by a full disk or of another plotly version, is
+    replaced)."""
+    from plotly.offline import get_plotlyjs
+
+    bundle = get_plotlyjs().encode()
+    path = out / "plotly.min.js"
+    if path.is_file() and path.stat().st_size == len(bundle):
+        return
+    replace_atomically(path, lambda tmp: tmp.write_bytes(bundle))
+
+
+def write_html(fig, tmp: Path, div_id: str) -> None:
+    """``fig`` as a full HTML page in ``tmp`` that loads plotly.min.js from its folder."""
+    fig.write_html(tmp, include_plotlyjs="directory", full_html=True, div_id=div_id)
+
+
 def write_png(fig, path: Path, tries: int = 3) -> Exception | None:
     """Write ``fig`` as PNG; None when written, else kaleido's last error.
 
@@ -61,10 +86,13 @@ def write_png(fig, path: Path, tries: int = 3) -> Exception | None:
     is not defined"), so a failed write is tried again before the PNG is given up.
     """
     err = None
+    size = {"width": 900, "height": fig.layout.height or 450, "scale": 1}
     for _ in range(tries):
         try:
-            fig.write_image(path, width=900, height=fig.layout.height or 450, scale=1)
+            replace_atomically(path, lambda tmp: fig.write_image(tmp, format="png", **size))
             return None
+        except OSError:  # the disk, not kaleido: the caller says what it means
+            raise
         except Exception as caught:  # noqa: BLE001 (kaleido raises many types; HTML still stands)
             err = caught
     return err

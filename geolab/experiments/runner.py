@@ -43,9 +43,8 @@ import torch.distributed as dist
 from geolab.experiments import convergence, get_protocol, judging, pack, plan
 from geolab.experiments.export import save_figures
 from geolab.experiments.provenance import device_name, git_revision, versions
-from geolab.outputs import check_dir
+from geolab.outputs import check_dir, replace_atomically
 
-SCALE_NAMES = ("tiny", "small", "paper")
 # Reruns: bit-identical on the host that wrote a result (same torch build, deterministic kernels,
 # one thread); on another host (other SIMD, e.g. AVX-512) the curves drift at ≈ 1e-6 relative
 # within the first steps and the final metrics agree within this relative tolerance
@@ -279,18 +278,53 @@ def run_protocol(
     figures, note = draw_figures(module, settings, outcome)
     if note:
         log(note)
+    if note:
+        result["provenance"]["figures_note"] = note
     if out is not None:
-        out = Path(out)
+        write_result(result, figures, Path(out), stem, png, log)
+    return result, figures
+
+
+def write_result(result: dict, figures: dict, out: Path, stem: str, png: bool, log) -> None:
+    """``out/STEM.json`` and the figures beside it, each file written whole or not at all.
+
+    A disk that fills up is a one-line ValueError that says what was written, where the
+    trained runs are kept (``out/STEM-runs/``, found again by the same command with --force)
+    and what to run. The figures go first, then the result, so a result on disk names only
+    figures that are there; when the figures fail, the result is still written without them.
+    """
+    path = out / f"{stem}.json"
+    failed = None
+    try:
         out.mkdir(parents=True, exist_ok=True)
         saved = save_figures(figures, out, stem, png, log)
-        result["figures"] = saved["files"]
-        result["provenance"]["png_note"] = saved["png_note"]
-        if note:
-            result["provenance"]["figures_note"] = note
-        path = out / f"{stem}.json"
-        path.write_text(json.dumps(result, indent=1, allow_nan=False) + "\n")
-        log(f"wrote {path} ({wall:.1f} s)")
-    return result, figures
+    except OSError as err:
+        failed, saved = err, {"files": [], "png_note": None}
+    result["figures"] = saved["files"]
+    result["provenance"]["png_note"] = saved["png_note"]
+    text = json.dumps(result, indent=1, allow_nan=False) + "\n"
+    try:
+        replace_atomically(path, lambda tmp: tmp.write_text(text))
+    except OSError as err:
+        why = f"cannot write {str(path)!r} ({err.strerror})"
+        raise ValueError(f"{why}; {_rerun(out, stem)}") from None
+    if failed is not None:
+        raise ValueError(
+            f"wrote {str(path)!r}, but not all its figures ({failed.strerror}); "
+            + _rerun(out, stem)
+        )
+    log(f"wrote {path} ({result['provenance']['wall_time_s']:.1f} s)")
+
+
+def _rerun(out: Path, stem: str) -> str:
+    """What a user does after a full disk: where the trained runs are kept, and the command."""
+    runs = out / f"{stem}-runs"
+    if runs.is_dir():
+        return (
+            f"the trained runs are kept in {str(runs)!r}: free some space and run the same "
+            "command with --force (it trains none of them again)"
+        )
+    return "free some space and run the same command with --force"
 
 
 def draw_figures(module, settings: dict, outcome) -> tuple[dict, str | None]:

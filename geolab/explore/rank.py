@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+import math
 from collections import OrderedDict
 from contextlib import nullcontext
 
@@ -277,6 +278,16 @@ def _profile(rule, n_layer, d_model, seq_len, seed, fields):
     return ranks, residual, states, lost
 
 
+def growth_text(r: float, steps: int) -> str:
+    """r**steps as "6.3e118", through its base-10 logarithm: α₀ = 1e30 makes r ≈ 5e29, whose
+    800th power is past float64's range (≈ 1.8e308), where ``r**steps`` raises OverflowError."""
+    if r == 0:
+        return "0"
+    exponent = steps * math.log10(r)
+    whole = math.floor(exponent)
+    return f"{10 ** (exponent - whole):.1f}e{whole}"
+
+
 def not_drawn_note(
     rule: str, error: ValueError, beta0: float, lam: float, alpha0: float, n_layer: int
 ) -> str:
@@ -292,7 +303,7 @@ def not_drawn_note(
             " never reaches it. Raise λ or move β₀ inside."
         )
     r, steps = abs(1 - alpha0 * beta0), 2 * n_layer
-    growth = f"{r**steps:.1e}".replace("e+", "e")  # r ≤ 1.95, steps ≤ 800: no overflow
+    growth = growth_text(r, steps)
     limit = f"{MAX_INIT_GROWTH:.0e}".replace("e+", "e")
     return (
         f"each of its {steps} residual steps multiplies the stream by 1 − α₀β₀ = {r:.6g}, so"

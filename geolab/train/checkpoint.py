@@ -288,10 +288,33 @@ def check_state(state: dict, model: torch.nn.Module, opt, world: int, path) -> N
 
 
 def read_history(path: Path, upto: int) -> list[dict]:
+    """The records of ``metrics.jsonl`` (``path``) up to step ``upto``; a one-line ValueError
+    naming the file and the line when one is not a step's JSON record (a damaged log)."""
     if not path.exists():
         return []
-    rows = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+    try:
+        text = path.read_text(encoding="utf-8")
+    except UnicodeDecodeError as err:
+        raise ValueError(f"{_damaged(path)}: it is not UTF-8 text (offset {err.start})") from None
+    rows = []
+    for number, line in enumerate(text.splitlines(), 1):
+        if not line.strip():
+            continue
+        try:
+            row = json.loads(line)
+        except json.JSONDecodeError as err:
+            raise ValueError(f"{_damaged(path)}: line {number} is not JSON ({err.msg})") from None
+        if not (isinstance(row, dict) and isinstance(row.get("step"), int)):
+            raise ValueError(f"{_damaged(path)}: line {number} is not a step's record")
+        rows.append(row)
     return [row for row in rows if row["step"] <= upto]
+
+
+def _damaged(path: Path) -> str:
+    return (
+        f"the run's log {str(path)!r} is damaged (its checkpoint is whole; move the log away "
+        "to resume without the earlier steps' records)"
+    )
 
 
 def check_finite(state: dict, path) -> None:

@@ -8,7 +8,7 @@ import math
 import re
 from dataclasses import dataclass, fields
 
-from geolab.compiling import MODES
+from geolab.choices import MODES
 from geolab.config import check_seed, finite_number, plain
 from geolab.registry import FLAVORS
 from geolab.threads import check_threads
@@ -84,8 +84,14 @@ class TrainConfig:
             self.eval_batches = REFERENCE_EVAL_BATCHES
         if not (finite_number(self.lr) and 0 < self.lr <= LR_MAX):
             _bad("lr", self.lr, f"must be a number in (0, {LR_MAX:g}]")
-        if not (finite_number(self.min_lr) and 0 <= self.min_lr <= self.lr):
-            _bad("min_lr", self.min_lr, f"must lie in [0, lr={self.lr}]")
+        if not (finite_number(self.min_lr) and self.min_lr >= 0):
+            _bad("min_lr", self.min_lr, "must be a finite number >= 0")
+        if self.min_lr > self.lr:  # the pair is wrong, so name both: either may be the typo
+            raise ValueError(
+                f"TrainConfig.lr={self.lr!r} with TrainConfig.min_lr={self.min_lr!r} is not "
+                "allowed; the peak rate must be >= the rate the cosine ends at (raise the first "
+                "or lower the second)"
+            )
         if not (finite_number(self.weight_decay) and self.weight_decay >= 0):
             _bad("weight_decay", self.weight_decay, "must be a finite number >= 0")
         if self.clip is not None and not (finite_number(self.clip) and self.clip > 0):
