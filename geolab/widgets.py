@@ -34,6 +34,29 @@ STATIC_NOTE = (
 )
 
 
+class FigureWidget(go.FigureWidget):
+    """A plotly FigureWidget whose widget opens with its figure already in its state.
+
+    plotly's FigureWidget opens its comm (ipywidgets) before it has stored any trace: the
+    front end first gets an empty figure, then the traces in a second message. Its view draws
+    whatever the model holds when the view is made, and never redraws on that second message.
+    The front end makes views while models still load (the widget's 5 MB script is fetched for
+    each), so a view could be made between the two messages and stay empty: on a first display
+    ``delta_explorer`` drew 2 of its 4 figures and ``rank_explorer`` 1 of 2 (a page reload, with
+    the models loaded, drew all). Here the comm opens once the figure is complete, so the first
+    message holds it and every view draws it."""
+
+    def __init__(self, figure: go.Figure):
+        self._complete = False
+        super().__init__(figure)
+        self._complete = True
+        self.open()
+
+    def open(self) -> None:
+        if self._complete:  # ipywidgets opens the comm in __init__: wait for the traces
+            super().open()
+
+
 class Explorer(W.VBox):
     """Sliders (``controls``), a readout (``readout``) and one FigureWidget per figure key
     (``figures``), wired to a view function; ``view`` is the latest ``explore.View``."""
@@ -44,7 +67,7 @@ class Explorer(W.VBox):
         self.controls = controls
         self.readout = W.HTMLMath()
         self.view = view_fn(**self._values())
-        self.figures = {key: go.FigureWidget(fig) for key, fig in self.view.figures.items()}
+        self.figures = {key: FigureWidget(fig) for key, fig in self.view.figures.items()}
         self.readout.value = self.view.html()
         self._static = []  # display handles of the static fallback, once displayed
         for control in controls.values():

@@ -16,11 +16,13 @@ from __future__ import annotations
 import ast
 import os
 import sys
+import tempfile
 import textwrap
 from pathlib import Path
 
 import nbformat
 from nbclient import NotebookClient
+from traitlets.config import Config
 
 from geolab.outputs import replace_atomically
 from geolab.terms import term
@@ -120,13 +122,18 @@ def execute(nb: nbformat.NotebookNode) -> nbformat.NotebookNode:
     os.environ["PYTHONPATH"] = os.pathsep.join(
         filter(None, [str(REPO), os.environ.get("PYTHONPATH")])
     )
-    NotebookClient(
-        nb,
-        timeout=600,
-        kernel_name="python3",
-        store_widget_state=False,
-        resources={"metadata": {"path": str(REPO)}},
-    ).execute()
+    # IPC sockets in a private folder, not TCP on localhost: ipykernel warns that a TCP kernel's
+    # traffic is unencrypted, and nothing here needs the network
+    with tempfile.TemporaryDirectory(prefix="geolab-kernel-") as sockets:
+        ipc = Config({"KernelManager": {"transport": "ipc", "ip": str(Path(sockets) / "k")}})
+        NotebookClient(  # it starts the kernel, and shuts it down when done
+            nb,
+            config=ipc,
+            kernel_name="python3",
+            timeout=600,
+            store_widget_state=False,
+            resources={"metadata": {"path": str(REPO)}},
+        ).execute()
     return nb
 
 

@@ -495,7 +495,7 @@ CORRECT_DELTA_OPERATOR = '''def delta_operator(k, beta):
 
 
 def test_assignment_under_marimo_edit_opens_run_and_ctrl_enter_reruns_its_check(browser, tmp_path):
-    """A student's path (README "Classroom assignments"): ``marimo edit`` of A1 shows the
+    """A student's path (docs/teaching.md, "The four assignments"): ``marimo edit`` of A1 shows the
     checks already run (amber: waiting for your code); after the stub is filled in and
     Ctrl+Enter pressed in it, as the notebook says, its check turns green. A copy is edited
     (marimo saves edits), beside a copy of pyproject.toml (which makes marimo edit run on

@@ -150,8 +150,10 @@ def test_reproduce_list_names_every_protocol(capsys):
     assert [line.split()[0] for line in out.strip().splitlines()] == list(NAMES)
 
 
-def test_reproduce_rejects_bad_seeds_and_missing_name(capsys):
-    assert main(["reproduce", "ablation", "--scale", "tiny", "--seeds", "13"]) == 2
+def test_reproduce_rejects_bad_seeds_and_missing_name(capsys, tmp_path):
+    # its own --out: the default ./results may hold a user's earlier run (issue 53)
+    out = str(tmp_path / "out")
+    assert main(["reproduce", "ablation", "--scale", "tiny", "--seeds", "13", "--out", out]) == 2
     err = capsys.readouterr().err
     assert "seeds=13" in err and "1..12" in err and err.count("\n") == 1
     assert main(["reproduce"]) == 2

@@ -1,5 +1,6 @@
 """The rule glossary: one line per rule with its paper, read from the rules' docstrings, shown
-verbatim in the README, and every paper it cites listed in docs/design.md's References."""
+verbatim in docs/reference.md ("The residual rules"), and every paper it cites listed in
+docs/design.md's References."""
 
 import re
 from pathlib import Path
@@ -28,8 +29,12 @@ def test_every_cited_paper_is_in_the_design_references():
     assert cited and cited <= set(ARXIV.findall(references))
 
 
-def test_readme_shows_the_glossary_as_the_code_prints_it():
-    assert geolab.glossary_markdown(OWN) in (REPO / "README.md").read_text()
+def test_the_reference_shows_the_glossary_as_the_code_prints_it():
+    """One table, under "## The residual rules" of docs/reference.md; after adding a rule, paste
+    ``geolab.glossary_markdown()`` there."""
+    reference = (REPO / "docs" / "reference.md").read_text()
+    section = reference.split("\n## The residual rules\n", 1)[1].split("\n## ", 1)[0]
+    assert geolab.glossary_markdown(OWN) in section
 
 
 def test_glossary_of_a_rule_without_a_paper_and_of_an_unknown_name():

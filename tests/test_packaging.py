@@ -39,13 +39,16 @@ def test_ci_runs_the_readme_test_command():
 
 
 def test_the_jupyter_front_end_is_declared_and_installed():
-    """README "Jupyter": `make setup` (geolab[dev]) installs JupyterLab, `.[jupyter]` names it
-    alone, and the venv's `jupyter lab` runs."""
+    """README "Learn" and docs/learning.md "Jupyter": `make setup` (geolab[dev]) installs
+    JupyterLab, `.[jupyter]` names it alone, the pages say how to start it (as root in a
+    container too), and the venv's `jupyter lab` runs."""
     project = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]
     extras = project["optional-dependencies"]
     assert "jupyterlab" in {_name(r) for r in extras["dev"]}
     assert {_name(r) for r in extras["jupyter"]} == {"jupyterlab"}
-    assert ".venv/bin/jupyter lab --ip 127.0.0.1" in (REPO / "README.md").read_text()
+    for page in ("README.md", "docs/learning.md"):
+        text = (REPO / page).read_text()
+        assert ".venv/bin/jupyter lab --ip 127.0.0.1" in text and "--allow-root" in text, page
     jupyter = REPO / ".venv" / "bin" / "jupyter"
     if not jupyter.exists():
         pytest.skip("no .venv made by make here")
