@@ -8,7 +8,8 @@ from pathlib import Path
 import pytest
 
 import geolab
-from geolab.registry import RESIDUALS, glossary, glossary_markdown, register, unregister
+from geolab.registry import unregister
+from geolab.rules import RESIDUALS, glossary, glossary_markdown, register
 
 REPO = Path(__file__).resolve().parents[1]
 ARXIV = re.compile(r"arXiv:(\d{4}\.\d{5})")
