@@ -236,7 +236,7 @@ def remedy(name: str, result: dict, h: dict, folder: str | Path | None = None) -
         why = h.get("undecidable") or h["verdict"].partition(": ")[2]
         return {
             "what": f"no run at any scale: {why}; only a task setting where the gate can hold "
-            "would (e.g. an echo gated on the excess over its noise floor)",
+            "would (e.g. a gate on the excess over the task's noise floor or trivial predictor)",
             "cpu_hours": 0.0,
             "gpu_hours": 0.0,
         }
