@@ -189,11 +189,12 @@ def test_ctrl_c_while_torch_imports_is_one_line_and_exit_130(tmp_path):
     assert proc.returncode == 130 and len(err) == 1, rest[-3000:]
     if (tmp_path / "run").exists():  # a fast machine: already training, so it saved a step
         assert "SIGINT at step" in err[0] and "saved" in err[0], err
-    else:
-        assert err == [
+    else:  # while its flags load, or after, before the first step
+        assert err[0] in (
+            "geolab train: interrupted while starting: nothing was done",
             "geolab train: interrupted before training started: nothing was trained, nothing "
-            "written"
-        ]
+            "written",
+        ), err
 
 
 def test_a_reproduce_printout_says_what_converged_and_learned_mean(tmp_path, capsys):

@@ -73,13 +73,14 @@ def check_result(result: dict, name: str, scale: str) -> None:
     assert trained, "every protocol trains"
     for h in result["hypotheses"]:
         assert h["claim"] and h["measured"] and h["rule"]
-        assert h["rule_verdict"] in VERDICTS
+        assert verdicts.kind(h["rule_verdict"]) in VERDICTS
         # the verdict is the rule's unless a reason says why the evidence does not carry it, or
         # the task cannot decide the claim at all
         if h.get("undecidable"):
             assert h["verdict"] == verdicts.undecided(h["undecidable"])
-        elif h["reasons"]:
-            assert h["verdict"] == verdicts.inconclusive(h["reasons"])
+        elif h["reasons"]:  # with its knife edges, if any
+            edges = h.get("edges") or []
+            assert h["verdict"] == verdicts.with_edges(verdicts.inconclusive(h["reasons"]), edges)
         else:
             assert h["verdict"] == h["rule_verdict"]
         states = h["convergence"]

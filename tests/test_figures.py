@@ -308,6 +308,8 @@ def test_many_learning_curves_keep_a_legend_of_rules_and_name_each_run_on_hover(
 PAPER_NAMES = {
     "GPT": "preln",
     "DDL": "ddl",
+    "DDL write-only": "ddl_write",
+    "DDL expanded state": "ddl_state",
     "mHC": "mhc",
     "JPmHC": "jpmhc",
     "E∆": "edelta",
@@ -319,11 +321,12 @@ PAPER_NAMES = {
 
 def rule_in(name: str, default: str | None = None) -> str | None:
     """The residual rule a trace's name speaks of: a rule's own name among its words
-    ("mgt L=48", "reference/echo/preln (not converged)") or a paper's name for it ("GPT")."""
+    ("mgt L=48", "reference/echo/preln (not converged)"), else a paper's name for it ("GPT")."""
     if name in PAPER_NAMES:
         return PAPER_NAMES[name]
     words = [w for w in re.split(r"[\s/(),=]+", name) if w]
-    found = {PAPER_NAMES.get(w, w) for w in words} & set(F.RULE_COLORS)
+    found = set(words) & set(F.RULE_COLORS)  # a rule's own name speaks first
+    found = found or {PAPER_NAMES.get(w, w) for w in words} & set(F.RULE_COLORS)
     assert len(found) <= 1, (name, found)
     return found.pop() if found else default
 

@@ -64,7 +64,14 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     console_safe()
     parser = build_parser()
-    args, unknown = parser.parse_known_args(argv)
+    try:  # a subcommand's flags may load torch (seconds), so Ctrl-C can land here
+        args, unknown = parser.parse_known_args(argv)
+    except KeyboardInterrupt:
+        words = sys.argv[1:] if argv is None else argv
+        command = next((w for w in words if w in parser.commands), None)
+        prog = f"geolab {command}" if command else "geolab"
+        print(f"{prog}: interrupted while starting: nothing was done", file=sys.stderr)
+        return 130
     if unknown:  # argparse would print the top-level usage; the subcommand's is the helpful one
         parser.commands[args.command].error(f"unrecognized arguments: {' '.join(unknown)}")
     return run(f"geolab {args.command}", args.func, args)

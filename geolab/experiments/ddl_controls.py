@@ -352,6 +352,6 @@ def make_figures(settings: dict, per_seed: dict, summary: dict) -> dict:
         "learning-curves": figures.learning_curves(
             {f"{k} ({LABELS[k.split('/')[1]]})": r for k, r in per_seed[first].items()},
             f"Validation MSE during training, seed {first}",
-            group=lambda name: name.split("/")[0],
+            group=lambda name: name.split("/")[1].split()[0],  # "task/rule (label)": the rule
         ),
     }
