@@ -96,7 +96,7 @@ def test_spectrum_figure_has_one_titled_panel_per_family_and_no_end_labels():
     assert len(spots) == 4  # one title per panel, each above its own panel
     legend = [t.name for t in fig.data if t.showlegend is not False]
     assert legend == ["|λ₂| of the product", "|λ₂|^L"]
-    one = explore.spectrum_view("identity-ish", 30).figures["mhc"]
+    one = explore.spectrum_view("identity-ish", 30).figures["mHC"]
     assert [a.text for a in one.layout.annotations] == ["mHC"]
 
 

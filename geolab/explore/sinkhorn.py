@@ -6,7 +6,7 @@ from __future__ import annotations
 import torch
 
 from geolab import figures
-from geolab.explore.streams import CYCLE, STREAMS, power_of_ten
+from geolab.explore.streams import CYCLE, STREAMS, size
 from geolab.explore.view import F64, View, check_int
 from geolab.mixing import sinkhorn
 from geolab.operators import cayley
@@ -81,7 +81,8 @@ def sinkhorn_view(preset: str, rounds: int = MAX_ROUNDS, seed: int = 0) -> View:
 
     Numbers: ``row_errors``, ``col_errors`` (rounds + 1,) per round; ``first_within``: the
     first round with both below ``TOLERANCE`` (None if none within ``rounds``); ``at20``:
-    the column error after 20 rounds, what mHC runs (None if fewer rounds)."""
+    the column error after 20 rounds, what mHC runs (None if fewer rounds); ``rate``: the
+    factor by which the error shrank per round over the last rounds (``_rate``)."""
     rounds = check_int("rounds", rounds, 1, MAX_ROUNDS)
     mats = sinkhorn_rounds(preset_matrix_logits(preset, seed), rounds)
     row, col = sum_errors(mats)
@@ -92,16 +93,17 @@ def sinkhorn_view(preset: str, rounds: int = MAX_ROUNDS, seed: int = 0) -> View:
         "col_errors": col.numpy(),
         "first_within": int(within[0]) if len(within) else None,
         "at20": col[20].item() if rounds >= 20 else None,
+        "rate": _rate(worst),
     }
     first = numbers["first_within"]
     readout = [
         (
             r"round 1: max $\lvert$row sum $- 1\rvert$ / max $\lvert$column sum $- 1\rvert$",
-            f"{power_of_ten(_log10(row[1]))} / {power_of_ten(_log10(col[1]))}",
+            f"{size(row[1].item())} / {size(col[1].item())}",
         ),
         (
             f"round {rounds}: the same",
-            f"{power_of_ten(_log10(row[-1]))} / {power_of_ten(_log10(col[-1]))}",
+            f"{size(row[-1].item())} / {size(col[-1].item())}",
         ),
         (
             f"first round with both within {TOLERANCE:.0e}",
@@ -123,5 +125,13 @@ def sinkhorn_view(preset: str, rounds: int = MAX_ROUNDS, seed: int = 0) -> View:
     return View(numbers, readout, figs)
 
 
-def _log10(x: torch.Tensor) -> float:
-    return torch.log10(x).item()
+def _rate(worst: torch.Tensor) -> float | None:
+    """The mean factor per round by which the error shrank over the last ten rounds (or
+    all rounds after the first, if fewer), (e_K / e_{K−m})^{1/m}: about constant for a
+    positive matrix, whose Sinkhorn error falls geometrically (Franklin & Lorenz 1989). None
+    once the error has reached float64 rounding, where no rate is left to read."""
+    last = min(10, len(worst) - 2)
+    start, end = worst[-1 - last].item(), worst[-1].item()
+    if last < 1 or end <= 4 * FLOAT64_EPS:
+        return None
+    return (end / start) ** (1 / last)

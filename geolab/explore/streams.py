@@ -321,6 +321,11 @@ def power_of_ten(log10: float) -> str:
     return f"≈ {mantissa:.1f}e{exponent}".replace("-", "−")
 
 
+def size(x: float) -> str:
+    """A non-negative number as ``power_of_ten`` writes it (an exact 0 as "0")."""
+    return power_of_ten(math.log10(x)) if x > 0 else "0"
+
+
 def spectrum_view(preset: str, depth: int, same: bool = False, seed: int = 0) -> View:
     """05: |λ₁| and |λ₂| of the product H_L ⋯ H_1 of L stream mixers, for HC, mHC, mHC-lite
     and JPmHC on the same logits (``preset_logits``, ``family_mixers``).
@@ -356,11 +361,15 @@ def spectrum_view(preset: str, depth: int, same: bool = False, seed: int = 0) ->
         "spectrum": figures.second_eigenvalue_figure(
             depths, panels, title=f"|λ₂| of the product of L mixers ({preset}, {kind})"
         ),
-        "mhc": figures.second_eigenvalue_figure(
-            depths,
-            {"mHC": panels["mHC"]},
-            title=f"|λ₂| of the product of L mHC mixers ({preset}, {kind})",
-        ),
+        # one panel per family: what a question about one family shows
+        **{
+            family: figures.second_eigenvalue_figure(
+                depths,
+                {family: panels[family]},
+                title=f"|λ₂| of the product of L {family} mixers ({preset}, {kind})",
+            )
+            for family in SPECTRUM_FAMILIES
+        },
     }
     readout = [
         (
