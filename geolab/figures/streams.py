@@ -168,6 +168,7 @@ def sinkhorn_animation_figure(
             "zmin": 0.0,
             "zmax": top,
             "colorscale": "Blues",
+            "reversescale": True,  # plotly's Blues runs dark to light: larger entries darker
             "showscale": False,
             "text": np.round(mats[k], 3),
             "texttemplate": "%{text}",
@@ -260,7 +261,12 @@ def sinkhorn_animation_figure(
         xaxis={"domain": [0.0, 0.4], "anchor": "y", "title": {"text": "column"}},
         yaxis={"anchor": "x", "autorange": "reversed", "title": {"text": "row"}},
         xaxis2={"domain": [0.52, 1.0], "anchor": "y2", "title": {"text": "round k"}},
-        yaxis2={"anchor": "x2", "type": "log", "title": {"text": "error (log)"}},
+        yaxis2={
+            "anchor": "x2",
+            "type": "log",
+            "exponentformat": "power",  # 10⁻⁶, not plotly's SI "1µ"
+            "title": {"text": "error (log)"},
+        },
         shapes=shapes,
         annotations=annotations,
         updatemenus=[
