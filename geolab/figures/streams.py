@@ -117,6 +117,7 @@ def second_eigenvalue_figure(
     layout = base_layout(
         title,
         height=HEIGHT if rows == 1 else HEIGHT + 200,
+        margin={"t": 80},  # the legend row, then each top panel's title, apart
         annotations=annotations,
         shapes=shapes,
         **axes,
