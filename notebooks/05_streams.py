@@ -26,8 +26,8 @@ def _(mo):
 
     **You will be able to explain**
 
-    1. why hyper-connections multiply one small mixing matrix per layer, so that depth
-       multiplies the mixers;
+    1. why, in hyper-connections, depth multiplies the stream mixers: $L$ layers act as one
+       product $H_L \cdots H_1$;
     2. what the two largest eigenvalues of that product, $\lvert\lambda_1\rvert$ and
        $\lvert\lambda_2\rvert$, say about the streams;
     3. what a doubly stochastic mixer (mHC) and an orthogonal one (JPmHC) each do to
@@ -110,9 +110,10 @@ def _(answer, explore, mo, power_of_ten, spectrum_view):
     lies strictly inside the unit circle (Perron–Frobenius), and the differences between the
     streams live in those directions. Each layer shrinks them by about $\lvert\lambda_2\rvert$,
     so $L$ layers shrink them by about $\lvert\lambda_2\rvert^L$: the dotted line, the product
-    of each layer's own $\lvert\lambda_2\rvert$. The product tends to
-    $\tfrac1n\mathbf 1\mathbf 1^\top$, whose every row is the mean: the four streams become
-    copies of one another and the extra width of hyper-connections is lost. This is
+    of each layer's own $\lvert\lambda_2\rvert$. The product tends to a matrix whose rows
+    are all equal ($\tfrac1n\mathbf 1\mathbf 1^\top$, every row the mean, for exactly doubly
+    stochastic mixers): the four streams become copies of one another and the extra width of
+    hyper-connections is lost. This is
     **stream collapse**. The solid line is the product's own $\lvert\lambda_2\rvert$, computed
     exactly at every depth; it differs from the dotted one because fresh mixers have
     different eigenvectors, so their eigenvalues do not simply multiply.
