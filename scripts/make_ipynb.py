@@ -34,7 +34,7 @@ EXPLORERS = {
     "02_mgt_block": "mgt_explorer",
     "03_cayley_householder": "cayley_explorer",
     "04_rank_collapse": "rank_explorer",
-    "05_streams": "streams_explorer",
+    "05_streams": "spectrum_explorer",
     "08_gradients": "gradient_explorer",
 }
 HEADER = (

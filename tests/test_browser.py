@@ -2,9 +2,9 @@
 each with no error output and no request leaving 127.0.0.1, moves every slider once with the
 keyboard and sees the shown numbers change; 01 and 04 are checked against the values
 geolab.explore computes, each predict-first question hides its answering plot until answered and
-then reveals it (02's reveal survives a slider out of range), 05 draws one heatmap panel per
-iteration count, 06 keeps finished runs side by side with no heading in its β lines, and 07
-reruns a protocol with no network.
+then reveals it (02's reveal survives a slider out of range), 05b's Play button animates the
+Sinkhorn rounds in the page, 06 keeps finished runs side by side with no heading in its β
+lines, and 07 reruns a protocol with no network.
 
 One marimo server per notebook, one browser for the module. Needs Debian's chromium (.ci/run
 installs it); skips with instructions where it is missing.
@@ -175,7 +175,8 @@ class Notebook:
         assert [p for p in (answer_plot, *plots) if not any(t.startswith(p) for t in titles)] == []
         assert self.page.get_by_text("Why?").count() >= 1
         if name in GIVEAWAYS:  # the notebooks on geolab.explore.question
-            options = self.page.locator("[role=radio], input[type=radio]")
+            # the first question's options: a second (transfer) question below stays open
+            options = self.page.locator("[role=radiogroup]").first.locator("[role=radio]")
             assert options.count() >= 2
             assert all(options.nth(i).is_disabled() for i in range(options.count()))
             assert self.page.get_by_role("button", name="try again").count() == 1
@@ -194,7 +195,8 @@ GIVEAWAYS = {
     ),
     "02_mgt_block": (["of 16 eigenvalues"], []),
     "03_cayley_householder": (["closed form vs dense solve"], ["Eigenvalues on the unit circle"]),
-    "05_streams": (["Amax gain at depth", "Why JPmHC can grow"], []),
+    "05_streams": (["stream collapse", "All four families"], []),
+    "05b_sinkhorn": (["Try other matrices", "Without rounds"], []),
     "04_rank_collapse": (["rank / residual at layer"], ["The 32 tokens"]),
     "09_trained_rank": (["init → trained"], []),
     "08_gradients": (
@@ -210,12 +212,13 @@ PREDICTIONS = {
     "03_cayley_householder": ("no: θ gets ever closer", "Right.", "How far θ stays from π"),
     "04_rank_collapse": ("exactly 0", "No.", "Effective rank per layer at init"),
     "09_trained_rank": ("lower than at init", "Right.", "Rank per layer, dotted"),
-    "05_streams": ("10¹⁰ or more", "Right.", "Gain of the composite mixing product"),
+    "05_streams": ("below 10⁻¹⁰", "Right.", "|λ₂| of the product of L mHC mixers"),
+    "05b_sinkhorn": ("about 10⁻⁴", "Right.", "Sinkhorn–Knopp on the random preset"),
     "08_gradients": ("far below 1", "Right.", "Singular values"),
 }
 
 
-@pytest.mark.parametrize("name", ["00_tour", "02_mgt_block", "03_cayley_householder", "05_streams"])
+@pytest.mark.parametrize("name", ["00_tour", "02_mgt_block", "03_cayley_householder"])
 def test_notebook_loads_clean_and_every_slider_moves_the_numbers(browser, tmp_path, name):
     with Notebook(browser, notebook(name), tmp_path) as nb:
         wait_until(lambda: mb.plots(nb.page), LOAD_S, "a plot")
@@ -261,20 +264,45 @@ def test_02_narrow_lambda_holds_beta0_inside_the_range_and_keeps_every_plot(brow
         assert len([t for t in titles if t.startswith("How far each eigenvalue")]) == 2
 
 
-def test_05_one_heatmap_panel_per_iteration_count(browser, tmp_path):
+def test_05_no_plot_before_the_answer_then_the_depth_slider(browser, tmp_path):
     with Notebook(browser, notebook("05_streams"), tmp_path) as nb:
-        page = nb.page
-        wait_until(lambda: mb.plots(page), LOAD_S, "a plot")
+        wait_until(lambda: nb.page.get_by_text("Pick an answer").count(), LOAD_S, "the question")
         nb.settled()
-        assert len(mb.plot(page, "Sinkhorn iterations")["traces"]) == 3
-        iters = nb.sliders().first
-        iters.focus()
-        page.keyboard.press("Home")  # 1 iteration
+        assert mb.plots(nb.page) == []  # nothing that answers it is drawn yet
+        nb.predict("05_streams")
+        wait_until(lambda: len(mb.plots(nb.page)) >= 2, LOAD_S, "the reveal and the panels")
+        assert len(mb.plot(nb.page, "|λ₂| of the product of L mixers")["traces"]) == 10
+        nb.each_slider_changes_the_numbers()
+
+
+# The round the animation's own slider stands on, and the heatmap's entries, per figure
+# with a slider: plotly moves both as its frames play.
+CURRENT_ROUND_JS = """() => Array.from(document.querySelectorAll('marimo-plotly')).map(el => {
+  const g = el.shadowRoot && el.shadowRoot.querySelector('.js-plotly-plot');
+  if (!g || !g.layout || !g.layout.sliders) return null;
+  return [g.layout.sliders[0].active || 0, JSON.stringify(g.data[0].z)];
+}).filter(r => r !== null)"""
+
+
+def test_05b_play_animates_the_sinkhorn_rounds_in_the_page(browser, tmp_path):
+    with Notebook(browser, notebook("05b_sinkhorn"), tmp_path) as nb:
+        page = nb.page
+        wait_until(lambda: page.get_by_text("Pick an answer").count(), LOAD_S, "the question")
+        nb.settled()
+        assert mb.plots(page) == []
+        nb.predict("05b_sinkhorn")
+        start = page.evaluate(CURRENT_ROUND_JS)[0]  # the reveal's animation (the explorer's below)
+        assert start[0] == 0
+        # plotly's own Play button (an SVG group in the figure): no request, no cell runs
+        page.locator("marimo-plotly").first.locator(".updatemenu-button").first.click()
         wait_until(
-            lambda: len(mb.plot(page, "Sinkhorn iterations")["traces"]) == 2, MOVE_S, "2 panels"
+            lambda: page.evaluate(CURRENT_ROUND_JS)[0][1] != start[1],
+            MOVE_S,
+            "the heatmap to show a later round",
         )
-        nb.settled(MOVE_S)
-        assert "1 iterations" not in page.inner_text("body")
+        time.sleep(3)  # 400 ms a frame: several rounds later
+        assert page.evaluate(CURRENT_ROUND_JS)[0][0] >= 3  # the round slider follows the frames
+        nb.assert_no_error()
 
 
 def test_01_beta_slider_by_keyboard_and_every_slider(browser, tmp_path):

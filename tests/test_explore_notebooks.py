@@ -50,6 +50,7 @@ def test_the_explorer_notebooks_exist():
         "03_cayley_householder",
         "04_rank_collapse",
         "05_streams",
+        "05b_sinkhorn",
         "08_gradients",
         "09_trained_rank",
     ]
@@ -89,7 +90,12 @@ QUESTIONS = {
         "stays from",
     ),
     "04_rank_collapse": ("exactly 0", "1/32 ≈ 0.031", "Effective rank per layer at init"),
-    "05_streams": ("about 1", "10¹⁰ or more", "Gain of the composite mixing product"),
+    "05_streams": (
+        "about 1 (0.5 to 2): the differences survive",
+        "below 10⁻¹⁰: the streams become copies of their mean",
+        "of the product of L mHC mixers",
+    ),
+    "05b_sinkhorn": ("about 10⁻⁸", "about 10⁻⁴", "on the random preset"),
     "09_trained_rank": (
         "about the same as at init",
         "lower than at init for every rule",
@@ -149,7 +155,16 @@ GIVEAWAYS = {
         ["\\arctan", "never reaches"],
         "θ passes π and wraps around",
     ),
-    "05_streams": ({}, ["Amax gain at depth", "Why JPmHC can grow"], "about 1"),
+    "05_streams": (
+        {"preset": "random", "depth": 60, "same": False},
+        ["stream collapse", "All four families", "of the product at depth 60", "Second question"],
+        "about 1 (0.5 to 2): the differences survive",
+    ),
+    "05b_sinkhorn": (
+        {"preset": "near-permutation"},
+        ["Try other matrices", "first round with both within", "Without rounds", "Second question"],
+        "about 10⁻¹",
+    ),
     "08_gradients": (
         {},
         ["exactly 0", "per layer on average", "Reading the"],
@@ -718,19 +733,41 @@ def test_04_mgt_memory_explains_the_fall_at_200_layers():
 # --- 05
 
 
-def test_05_sinkhorn_rows_exact_columns_approximate_and_gains():
-    outputs, defs = load_notebook("05_streams").run(
-        defs={"iters": ui(20), "spread": ui(2.0), "depth": ui(100), "answer": "about 1"}
-    )
-    n = defs["view"].numbers
-    assert n["row_error"] < 1e-6
-    errors = explore.sinkhorn_errors(2.0, 0)
-    assert errors[-1] < errors[0] / 100
-    gains = n["final_gain"]
-    assert gains["mHC"][0] == pytest.approx(1.0, abs=1e-4)
-    assert gains["HC"][0] > 1e6
-    assert gains["orthogonal"][0] <= 2.0 + 1e-9  # ‖P‖_∞ ≤ √n for orthogonal P, n = 4
-    assert "Amax gain at depth 100" in shown(outputs)
+def test_05_explorer_shows_all_four_families_for_the_chosen_preset():
+    defs = {"preset": ui("identity-ish"), "depth": ui(80), "same": ui(True)}
+    right = "below 10⁻¹⁰: the streams become copies of their mean"
+    outputs, glbls = load_notebook("05_streams").run(defs=defs | {"answer": right})
+    view = glbls["view"]
+    assert len(view.numbers["lambda2"]["mHC"]) == 80
+    final = view.numbers["final"]
+    assert final["mHC"][0] == pytest.approx(0.0, abs=1e-5)  # λ₁ = 1: the mean passes
+    assert final["mHC"][1] < -3  # identity-ish collapses slowly, but it does
+    # one mixer repeated: the product's |λ₂| is exactly |λ₂|^L
+    np.testing.assert_allclose(view.numbers["lambda2"]["HC"], view.numbers["overlay"]["HC"])
+    text = seen(outputs)
+    assert "of the product at depth 80" in text and "identity-ish, one mixer repeated" in text
+
+
+def test_05_transfer_question_reveals_jpmhc_and_links_05b():
+    answers = {"answer": "above 10: the differences grow", "transfer": "about 1 (0.5 to 2)"}
+    outputs, _ = load_notebook("05_streams").run(defs=answers)
+    text = seen(outputs)
+    assert "Right." in text and "No." in text  # the first answer wrong, the second right
+    assert "of the product of L JPmHC mixers" in text and "?file=05b_sinkhorn.py" in text
+    value = explore.spectrum_view("random", 50).numbers["final"]["JPmHC"][1]
+    assert abs(value) < np.log10(2)  # "about 1 (0.5 to 2)" is right
+
+
+def test_05b_questions_are_answered_by_the_numbers_they_show():
+    random = explore.sinkhorn_view("random").numbers
+    assert 10**-4.5 < random["at20"] < 10**-3.5  # "about 10⁻⁴"
+    assert explore.sinkhorn_view("JPmHC rotation").numbers["first_within"] == 1
+    answers = {"answer": "about 10⁻⁴", "transfer": "about 30", "preset": ui("identity-ish")}
+    outputs, glbls = load_notebook("05b_sinkhorn").run(defs=answers)
+    text = seen(outputs)
+    assert "Right." in text and "No." in text and "orthostochastic" in text
+    assert glbls["view"].numbers["first_within"] == 28
+    assert "?file=06_training_lab.py" in text
 
 
 @pytest.mark.parametrize("iters, panels", [(1, 2), (2, 3), (20, 3)])

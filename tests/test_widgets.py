@@ -74,6 +74,17 @@ def test_gradient_explorer_depth_and_rules():
     assert [t.name for t in e.figures["grad"].data] == ["rezero", "preln", explore.REFERENCE]
 
 
+def test_spectrum_explorer_preset_and_depth():
+    e = widgets.spectrum_explorer()
+    e.controls["depth"].value = 20
+    assert {len(t.y) for t in e.figures["spectrum"].data[:8]} == {20}
+    e.controls["same"].value = True  # one mixer repeated: the product's |λ₂| is |λ₂|^L
+    exact, overlay = e.figures["spectrum"].data[2:4]  # mHC's panel
+    assert list(exact.y) == pytest.approx(list(overlay.y), abs=1e-9)
+    e.controls["preset"].value = "identity-ish"
+    assert "identity-ish" in e.figures["spectrum"].layout.title.text
+
+
 def test_streams_explorer_depth():
     e = widgets.streams_explorer()
     e.controls["depth"].value = 20

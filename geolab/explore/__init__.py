@@ -1,7 +1,8 @@
 """View models of the explorers: slider values -> the numbers and figures a notebook shows.
 
 One module and one function per notebook: ``delta.delta_view`` (01), ``mgt.mgt_view`` (02),
-``cayley.cayley_view`` (03), ``rank.rank_view`` (04), ``streams.streams_view`` (05),
+``cayley.cayley_view`` (03), ``rank.rank_view`` (04), ``streams.spectrum_view`` (05; its
+``streams_view`` drives the Jupyter explorer), ``sinkhorn.sinkhorn_view`` (05b),
 ``gradients.gradient_view`` (08); ``view`` holds the ``View`` they return, ``predict`` the
 notebooks' predict-first questions (answer locked, everything that answers it hidden until
 then). Each view function is pure in its arguments (seeded, no global state except a small
@@ -44,11 +45,15 @@ from geolab.explore.rank import (
     rule_profile,
     token_plane,
 )
+from geolab.explore.sinkhorn import SINKHORN_PRESETS, sinkhorn_view
 from geolab.explore.streams import (
     FAMILIES,
+    PRESETS,
+    SPECTRUM_FAMILIES,
     mixers,
     sinkhorn_errors,
     spectral_gain_curve,
+    spectrum_view,
     streams_view,
 )
 from geolab.explore.trained import rank_bridge_view, trained_depths
@@ -59,6 +64,9 @@ __all__ = [
     "MGT_WIDTH",
     "RANK_DEPTHS",
     "FAMILIES",
+    "PRESETS",
+    "SINKHORN_PRESETS",
+    "SPECTRUM_FAMILIES",
     "GRADIENT_DEPTHS",
     "REFERENCE",
     "View",
@@ -89,7 +97,9 @@ __all__ = [
     "rule_fields",
     "rule_profile",
     "sinkhorn_errors",
+    "sinkhorn_view",
     "spectral_gain_curve",
+    "spectrum_view",
     "streams_view",
     "token_plane",
     "trained_depths",

@@ -32,6 +32,7 @@ from geolab.figures.operators import (
     unit_image_figure,
     vectors_figure,
 )
+from geolab.figures.streams import second_eigenvalue_figure, sinkhorn_animation_figure
 from geolab.figures.style import (
     DASHES,
     HEIGHT,
@@ -69,6 +70,8 @@ __all__ = [
     "rank_figure",
     "rule_color",
     "rule_colors",
+    "second_eigenvalue_figure",
+    "sinkhorn_animation_figure",
     "spectrum_figure",
     "sweep_figure",
     "tint",
