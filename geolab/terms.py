@@ -6,7 +6,8 @@ appears; ``terms_markdown(words)`` lists definitions (notebook 00's glossary, no
 table columns). The metric definitions follow ``geolab.train.evaluate`` and
 ``geolab.metrics``; "learned", "converged" and the baseline ratio follow the verdict rules of
 ``geolab.experiments.report`` (docs/design.md §8); "singular values" and "pure attention" are
-notebook 04's (Dong et al. 2021, arXiv:2103.03404).
+notebook 04's (Dong et al. 2021, arXiv:2103.03404); the LN placements and the tangent gate
+follow ``geolab.rules``, the Amax gain ``geolab.metrics.amax_gain``.
 """
 
 from __future__ import annotations
@@ -40,6 +41,20 @@ TERMS = {
     "singular values": "the lengths of the axes of the ellipsoid X maps the unit sphere onto: "
     "one per direction the tokens spread along.",
     "pure attention": "attention layers only: no skip connection around them and no MLP.",
+    "LN": "layer normalisation: subtract the mean of one token's channels and divide by their "
+    "standard deviation (then a learned scale and shift per channel).",
+    "pre-LN": "x + F(LN(x)): each layer reads a normalised copy of the stream and adds its output "
+    "to the stream itself, which is never normalised (GPT-2's arrangement).",
+    "post-LN": "LN(x + F(x)): the sum is normalised after every layer (the original "
+    "Transformer's arrangement).",
+    "Sinkhorn": "the Sinkhorn–Knopp iteration: divide every row by its sum, then every column by "
+    "its sum, and repeat; a matrix of positive entries tends to a doubly stochastic one.",
+    "doubly stochastic": "a matrix of entries ≥ 0 whose every row and every column sums to 1; a "
+    "product of such matrices is one too.",
+    "Amax": "the Amax gain of a mixing matrix: its largest absolute row sum or column sum, the "
+    "most it can amplify a signal (1 for a doubly stochastic matrix).",
+    "tangent gate": "MGT's g = σ(LN(X W_gate)): a number between 0 and 1 per channel that scales "
+    "what the layer writes.",
 }
 
 
