@@ -320,7 +320,7 @@ def next_markdown(name: str, linked: bool) -> str:
     if at + 1 == len(LESSONS):
         return f"**Next:** the exercises, {EXERCISES}. The map of every lesson: `00_tour`."
     after = LESSONS[at + 1]
-    return f"**Next:** {after.title} — {after.line}. Open it: {_link(after.name, linked)}."
+    return f"**Next:** {after.title} ({after.line}): {_link(after.name, linked)}"
 
 
 def transfer_verdict(name: str, answer: str) -> tuple[str, bool]:
