@@ -21,6 +21,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from geolab.terms import term
+
 
 @dataclass(frozen=True)
 class Transfer:
@@ -221,8 +223,9 @@ LESSONS = (
         "07_reproduce",
         "07 · What a verdict means",
         "how a paper's claim is judged on small runs (the full ledger behind an accordion)",
-        (
-            "when a run counts as learned and as converged",
+        (  # the verdicts' words on hover where the page first uses them
+            f"when a run counts as {term('learned')} and as {term('converged')}",
+            f"what a run's {term('ratio to the best trivial baseline')} says",
             "why a claim without such runs reads inconclusive, not false",
         ),
         Transfer(
