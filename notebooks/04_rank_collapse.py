@@ -259,8 +259,7 @@ def _(explore):
 
 
 @app.cell
-def _(answer, depth, explore, gates, mo, reference, rules):
-    mo.stop(answer is None)
+def _(depth, explore, gates, mo, reference, rules):
     # Each curve is computed once per setting (explore caches them): a bar while new ones are.
     view = explore.rank_view(
         tuple(rules.value),
@@ -419,8 +418,7 @@ def _(answer, compare, depth, explore, gates, mo):
 
 
 @app.cell(hide_code=True)
-def _(answer, mo):
-    mo.stop(answer is None)
+def _(mo):
     mo.md(r"""
     ## After training
 

@@ -42,7 +42,7 @@ class Lesson:
     title: str
     line: str
     explain: tuple[str, ...]
-    transfer: Transfer
+    transfer: Transfer | None = None  # None: the notebook asks its own
 
 
 LESSONS = (
@@ -86,9 +86,9 @@ LESSONS = (
     Lesson(
         "02b_mgt_gates",
         "02b · MGT's gates: keep, erase or amplify",
-        "the per-channel gate β and the tangent gate, channel by channel",
+        f"the per-channel gate β and the {term('tangent gate')}, channel by channel",
         (
-            "how the retention $1 - \\alpha\\beta$ decides between accumulating and erasing",
+            "how one number per channel decides between accumulating and erasing",
             "what a negative $\\beta$ does to the old state",
             "what the tangent gate scales, and what it leaves alone",
         ),
@@ -109,7 +109,7 @@ LESSONS = (
     Lesson(
         "03_cayley_householder",
         "03 · Cayley rotations and Householder mirrors",
-        "can a rotation built by the Cayley map turn a vector into its opposite?",
+        "whether a rotation built by the Cayley map can turn a vector into its opposite",
         (
             "whether a Cayley rotation can turn a vector into its opposite, and why",
             "why a rotation has $\\det = +1$ and a mirror $\\det = -1$",
@@ -166,39 +166,26 @@ LESSONS = (
             r" $\mathrm{erank} = e^0 / \min(S, D) = 1/8$. The floor is $1/S$.",
         ),
     ),
+    # 05 and 05b ask their transfer questions in their own cells (streams' views compute them)
     Lesson(
         "05_streams",
-        "05 · Many residual streams: HC and mHC",
-        "composite mixing gain of HC vs mHC vs orthogonal mixers over depth",
+        "05 · Streams: what the mixer does over depth",
+        "the product of one stream mixer per layer, and its two largest eigenvalues",
         (
-            "how large a product of unconstrained mixers can grow",
-            "which constraint on the mixers keeps the product's gain at 1",
-        ),
-        Transfer(
-            r"**A new case.** Every mixer is an orthogonal $n \times n$ matrix. What is the"
-            r" 2-norm gain of a product of 100 of them?",
-            ("exactly 1", "about 10¹⁰", "about 0", "√n"),
-            "exactly 1",
-            r"A product of orthogonal matrices is orthogonal, and an orthogonal matrix keeps"
-            r" every length: its 2-norm is $1$ at any depth.",
+            "why hyper-connections multiply one small mixing matrix per layer",
+            "what $\\lvert\\lambda_1\\rvert$ and $\\lvert\\lambda_2\\rvert$ of that product"
+            " say about the streams",
+            "what a doubly stochastic and an orthogonal mixer each do over depth",
         ),
     ),
     Lesson(
         "05b_sinkhorn",
-        "05b · Sinkhorn: making a mixer doubly stochastic",
-        "Sinkhorn iterations, step by step",
+        "05b · Sinkhorn–Knopp: from logits to a doubly stochastic mixer",
+        f"{term('Sinkhorn')} rounds, step by step, and mHC-lite's exact sums",
         (
-            "what the Sinkhorn iteration does to a matrix's rows and columns",
-            "why a doubly stochastic mixer cannot amplify the streams",
-        ),
-        Transfer(
-            r"**A new case.** Two mixers are doubly stochastic. What is the largest row sum"
-            r" of their product?",
-            ("exactly 1", "2", "somewhere between 0 and 1", "it depends on the entries"),
-            "exactly 1",
-            r"Each one's rows sum to $1$: $(AB)\mathbf 1 = A(B\mathbf 1) = A\mathbf 1 ="
-            r" \mathbf 1$, and the entries stay $\ge 0$, so the product's rows (and, the same"
-            r" way, its columns) sum to $1$: its Amax gain is $1$ at any depth.",
+            "what one Sinkhorn–Knopp round does to a positive matrix",
+            "how close to doubly stochastic a given number of rounds gets",
+            "how mHC-lite gets exact sums with no rounds at all",
         ),
     ),
     Lesson(
@@ -326,9 +313,16 @@ def next_markdown(name: str, linked: bool) -> str:
     return f"**Next:** {after.title} ({after.line}): {_link(after.name, linked)}"
 
 
+def _transfer(name: str) -> Transfer:
+    ask = lesson(name).transfer
+    if ask is None:
+        raise ValueError(f"name={name!r} has no transfer question here; it asks its own")
+    return ask
+
+
 def transfer_verdict(name: str, answer: str) -> tuple[str, bool]:
     """(markdown, right) of the transfer question's reveal for the locked ``answer``."""
-    ask = lesson(name).transfer
+    ask = _transfer(name)
     right = answer == ask.right
     head = "**Right.** " if right else f"**Not quite: {ask.right}.** "
     return head + "**Why?** " + ask.why, right
@@ -338,7 +332,7 @@ def transfer_question(name: str, answer: str | None, set_answer):
     """The transfer question's ``(radio, try_again)`` (``predict.question``)."""
     from geolab.explore.predict import question
 
-    ask = lesson(name).transfer
+    ask = _transfer(name)
     return question(ask.label, ask.options, answer, set_answer)
 
 
