@@ -86,7 +86,7 @@ LESSONS = (
     Lesson(
         "02b_mgt_gates",
         "02b · MGT's gates: keep, erase or amplify",
-        f"the per-channel gate β and the {term('tangent gate')}, channel by channel",
+        f"MGT's gate β, its decay α and the {term('tangent gate')}",
         (
             "how one number per channel decides between accumulating and erasing",
             "what a negative $\\beta$ does to the old state",
@@ -153,7 +153,7 @@ LESSONS = (
         "04 · Rank collapse in deep stacks",
         "effective rank per layer, 12–200 layers, for every residual rule",
         (
-            "why pure attention collapses the tokens onto one vector",
+            f"what {term('pure attention')} does to the tokens over depth",
             "where the effective rank of collapsed tokens ends, and why",
             "which residual rules keep the tokens apart at depth",
         ),
