@@ -22,12 +22,24 @@ def _():
 
 
 @app.cell(hide_code=True)
+def _(mo):
+    mo.md(r"""
+    # 04 · Rank collapse: what depth does to token representations
+    """)
+    return
+
+
+@app.cell(hide_code=True)
+def _(explore, mo):
+    mo.md(explore.opening("04_rank_collapse"))
+    return
+
+
+@app.cell(hide_code=True)
 def _(mo, term):
     # The hovers' definitions are geolab.terms' (one copy of each)
     mo.md(
         r"""
-    # 04 · Rank collapse: what depth does to token representations
-
     **What you will see.** Stack 12 to 200 transformer layers, feed one sequence of 32 random
     tokens, and measure after every layer how many directions the 32 token vectors still span:
     the *effective rank* (Su & You 2026,
@@ -65,7 +77,7 @@ def _(explore, get_answer, set_answer):
     guess, again = explore.question(
         r"**Predict first.** Pure attention, 24 layers, $S = 32$ tokens: where does its"
         r" effective rank end?",
-        ["exactly 0", "1/32 ≈ 0.031", "about 0.5", "still about 1"],
+        ["exactly 0", "1/32 ≈ 0.031", "1/√32 ≈ 0.18", "still about 1"],
         get_answer(),
         set_answer,
     )
@@ -110,7 +122,8 @@ def _(answer, explore, mo, rank_view):
 
 
 @app.cell
-def _(explore, mo):
+def _(answer, explore, mo):
+    mo.stop(answer is None)
     depth = mo.ui.slider(
         12,
         200,
@@ -132,7 +145,8 @@ def _(explore, mo):
 
 
 @app.cell(hide_code=True)
-def _(explore, glossary_markdown, mo):
+def _(answer, explore, glossary_markdown, mo):
+    mo.stop(answer is None)
     mo.accordion(
         {
             "What the rule names mean, and their papers": mo.md(
@@ -144,7 +158,8 @@ def _(explore, glossary_markdown, mo):
 
 
 @app.cell(hide_code=True)
-def _(mo):
+def _(answer, mo):
+    mo.stop(answer is None)
     mo.md(r"""
     The MGT rules with a Delta controller (`mgt`, `mgt_ddl`) start every token at
     $\beta = \beta_0$ and decay $\alpha = \alpha_0$.
@@ -165,7 +180,8 @@ def _(mo):
 
 
 @app.cell(hide_code=True)
-def _(mo, rank_view):
+def _(answer, mo, rank_view):
+    mo.stop(answer is None)
     _edelta = {g: rank_view(["edelta"], 24, gamma0=g, reference=False) for g in (0.05, 0.9)}
     _low, _high = (_edelta[g].numbers["final_rank"]["edelta"] for g in (0.05, 0.9))
     mo.md(
@@ -179,7 +195,8 @@ def _(mo, rank_view):
 
 
 @app.cell
-def _(mo):
+def _(answer, mo):
+    mo.stop(answer is None)
     beta0 = mo.ui.slider(
         -0.95,
         0.95,
@@ -280,7 +297,8 @@ def _(answer, mo, view):
 
 
 @app.cell(hide_code=True)
-def _(mo):
+def _(answer, mo):
+    mo.stop(answer is None)
     mo.md(r"""
     ## Why MGT falls at 200 layers
 
@@ -304,7 +322,8 @@ def _(mo):
 
 
 @app.cell(hide_code=True)
-def _(alpha, beta0, mo):
+def _(alpha, answer, beta0, mo):
+    mo.stop(answer is None)
     _r = 1 - alpha.value * beta0.value
     mo.md(
         rf"At the sliders' $\alpha_0 = {alpha.value:g}$, $\beta_0 = {beta0.value:g}$:"
@@ -315,7 +334,8 @@ def _(alpha, beta0, mo):
 
 
 @app.cell(hide_code=True)
-def _(mo):
+def _(answer, mo):
+    mo.stop(answer is None)
     mo.md(r"""
     ## The tokens themselves
 
@@ -328,7 +348,8 @@ def _(mo):
 
 
 @app.cell
-def _(depth, mo):
+def _(answer, depth, mo):
+    mo.stop(answer is None)
     layer = mo.ui.slider(
         0,
         depth.value,
@@ -358,7 +379,8 @@ def _(answer, depth, gates, layer, mo, rank_view, reference, rules):
 
 
 @app.cell(hide_code=True)
-def _(mo):
+def _(answer, mo):
+    mo.stop(answer is None)
     mo.md(r"""
     ## Every rule at this depth
 
@@ -372,14 +394,16 @@ def _(mo):
 
 
 @app.cell
-def _(mo):
+def _(answer, mo):
+    mo.stop(answer is None)
     compare = mo.ui.run_button(label="compare all rules at this depth")
     mo.center(compare)
     return (compare,)
 
 
 @app.cell
-def _(compare, depth, explore, gates, mo):
+def _(answer, compare, depth, explore, gates, mo):
+    mo.stop(answer is None)
     mo.stop(not compare.value, mo.md("*Press the button to compare every rule.*"))
     # the bar counts residual steps still to compute (curves already drawn cost none)
     table = explore.compare_rows(
@@ -402,6 +426,35 @@ def _(mo):
     [09 · Rank after training](?file=09_trained_rank.py) reads the committed runs that trained
     these rules and measured the same curves before and after.
     """)
+    return
+
+
+@app.cell
+def _(explore):
+    get_transfer, set_transfer = explore.answer_state()
+    return get_transfer, set_transfer
+
+
+@app.cell
+def _(answer, explore, get_transfer, mo, set_transfer):
+    mo.stop(answer is None)  # the second question comes after the first one's reveal
+    transfer, transfer_again = explore.transfer_question(
+        "04_rank_collapse", get_transfer(), set_transfer
+    )
+    explore.asked(transfer, transfer_again, get_transfer())
+    return transfer, transfer_again
+
+
+@app.cell
+def _(answer, explore, get_transfer, mo):
+    mo.stop(answer is None)
+    explore.transfer_shown("04_rank_collapse", get_transfer())
+    return
+
+
+@app.cell(hide_code=True)
+def _(explore, mo):
+    mo.md(explore.next_markdown("04_rank_collapse", "file" in mo.query_params()))
     return
 
 

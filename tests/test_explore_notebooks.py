@@ -36,6 +36,7 @@ NOTEBOOKS = {
     for p in sorted((REPO / "notebooks").glob("0*.py"))
     if p.stem[:2] in {"00", "01", "02", "03", "04", "05", "08", "09"}
 }
+PREDICT_FIRST = [n for n in NOTEBOOKS if n != "00_tour"]
 
 
 def load_notebook(name: str):
@@ -47,7 +48,9 @@ def test_the_explorer_notebooks_exist():
         "00_tour",
         "01_delta_operator",
         "02_mgt_block",
+        "02b_mgt_gates",
         "03_cayley_householder",
+        "03b_hybrid",
         "04_rank_collapse",
         "05_streams",
         "05b_sinkhorn",
@@ -62,7 +65,9 @@ def test_marimo_check_strict_is_clean():
 
 @pytest.mark.parametrize("name", list(NOTEBOOKS))
 def test_notebook_runs_headless_with_defaults(name):
-    outputs, defs = load_notebook(name).run()
+    # answered: before an answer a predict-first page shows no control, so computes no view
+    answer = {"answer": QUESTIONS[name][1]} if name in QUESTIONS else {}
+    outputs, defs = load_notebook(name).run(defs=answer)
     assert len(outputs) > 3
     assert "view" in defs or name in ("00_tour", "09_trained_rank")
     if name == "04_rank_collapse":
@@ -84,11 +89,17 @@ def seen(outputs) -> str:
 QUESTIONS = {
     "01_delta_operator": ("1", "−1", "Determinant along"),
     "02_mgt_block": ("about half", "none of them", "How far each eigenvalue sits from 1"),
+    "02b_mgt_gates": (
+        "keeps 95 % of it",
+        "keeps 105 % of it: it grows",
+        "over tokens and channels",
+    ),
     "03_cayley_householder": (
         "θ passes π and wraps around",
         "no: θ gets ever closer to π but stays below it",
         "stays from",
     ),
+    "03b_hybrid": ("1", "0", "The hybrid path"),
     "04_rank_collapse": ("exactly 0", "1/32 ≈ 0.031", "Effective rank per layer at init"),
     "05_streams": (
         "about 1 (0.5 to 2): the differences survive",
@@ -96,6 +107,11 @@ QUESTIONS = {
         "of the product of L mHC mixers",
     ),
     "05b_sinkhorn": ("about 10⁻⁸", "about 10⁻⁴", "on the random preset"),
+    "08_gradients": (
+        "about 1: attention mixes, it does not shrink",
+        "far below 1: the gradient vanishes",
+        "Singular values",
+    ),
     "09_trained_rank": (
         "about the same as at init",
         "lower than at init for every rule",
@@ -141,19 +157,123 @@ def test_predict_first_hides_the_answer_until_one_is_picked(name):
         assert verdict in text and "Why?" in text
 
 
+# The predict-first pages (05 and 05b are another lesson pair's, checked with their views):
+# before the answer each shows its title, its setting and the question, nothing else.
+BARE_BEFORE_THE_ANSWER = [n for n in QUESTIONS if not n.startswith("05")]
+
+
+@pytest.mark.parametrize("name", BARE_BEFORE_THE_ANSWER)
+def test_predict_first_page_shows_no_plot_table_or_control_before_the_answer(name):
+    before, _ = load_notebook(name).run()
+    text = shown(before)
+    assert not [o for o in before if isinstance(o, go.Figure)]
+    assert "marimo-plotly" not in text and "<table" not in text
+    assert "marimo-slider" not in text and "marimo-dropdown" not in text
+    assert "Theorem 4.6" not in text  # 03 once framed its question as a named open problem
+    # the page opens with what the learner will be able to explain, and links the next lesson
+    assert "You will be able to explain" in text and "Next:" in text
+    assert text.index("You will be able to explain") < text.index("Pick an answer")
+
+
+# --- the path: geolab.explore.lesson, wired by every lesson
+
+WIRED = [x.name for x in explore.LESSONS if x.transfer is not None]
+
+
+def test_lessons_have_two_or_three_objectives_and_a_fair_transfer_question():
+    names = [x.name for x in explore.LESSONS]
+    assert len(set(names)) == len(names)
+    for x in explore.LESSONS:
+        assert 2 <= len(x.explain) <= 3, x.name
+        if x.transfer is not None:
+            options = x.transfer.options
+            assert len(options) >= 3 and len(set(options)) == len(options), x.name
+            assert x.transfer.right in options and x.transfer.why, x.name
+    with pytest.raises(ValueError, match="name='nope' is not allowed"):
+        explore.lesson("nope")
+
+
+@pytest.mark.parametrize("name", WIRED)
+def test_lesson_opens_with_objectives_ends_with_a_transfer_question_and_the_next_lesson(name):
+    """Source order: the objectives right under the title, the lesson's own question (if it
+    has one), then the transfer question, and the link to the next lesson in the last cell
+    (07: before the ledger's accordions)."""
+    source = (REPO / "notebooks" / f"{name}.py").read_text(encoding="utf-8")
+    at = [
+        source.index(f'explore.opening("{name}")'),
+        source.index(f'"{name}", get_transfer(), set_transfer'),
+        source.index(f'explore.transfer_shown("{name}"'),
+        source.index(f'explore.next_markdown("{name}"'),
+    ]
+    assert at == sorted(at)
+    assert source.index("# 0") < at[0]  # the title first
+    if "explore.question(" in source:
+        assert at[0] < source.index("explore.question(") < at[1]
+    # the next lesson is the page's last cell; 07's ledger follows it, off the path
+    assert ("@app.cell" in source[at[-1] :]) == (name == "07_reproduce")
+
+
+def test_next_lesson_follows_the_path_and_00_lists_every_lesson_in_order():
+    lessons = explore.LESSONS
+    for here, after in zip(lessons, lessons[1:], strict=False):
+        assert f"?file={after.name}.py" in explore.next_markdown(here.name, linked=True)
+        assert f"notebooks/{after.name}.py" in explore.next_markdown(here.name, linked=False)
+    assert "assignments" in explore.next_markdown(lessons[-1].name, linked=True)
+    path = explore.path_markdown(linked=False)
+    at = [path.index(f"notebooks/{x.name}.py") for x in lessons]
+    assert at == sorted(at) and len(path.splitlines()) >= len(lessons)
+    text = shown(load_notebook("00_tour").run()[0])
+    assert all(f"notebooks/{x.name}.py" in text for x in lessons)
+
+
+@pytest.mark.parametrize("pick", ["right", "wrong"])
+def test_transfer_question_appears_after_the_reveal_and_reveals_its_reason(pick):
+    ask = explore.lesson("01_delta_operator").transfer
+    guess = ask.right if pick == "right" else next(o for o in ask.options if o != ask.right)
+    outputs, _ = load_notebook("01_delta_operator").run(
+        defs={"answer": "−1", "get_transfer": lambda: guess, "set_transfer": lambda _: None}
+    )
+    text = shown(outputs)
+    assert ("Right." if pick == "right" else f"Not quite: {ask.right}.") in text
+    assert "rank} A = 3" in text  # its why
+    hidden = shown(load_notebook("01_delta_operator").run()[0])
+    assert "rank} A = 3" not in hidden and "In $\\mathbb{R}^4$, at" not in hidden
+
+
 # Per notebook: slider values that would give the answer away, what must not be on the page
 # before the answer (live tables, formulas, text; every one of them shown after it) and an answer.
 GIVEAWAYS = {
     "01_delta_operator": (
         {"beta": 2.0, "phi": {"phi": 0.5}, "v": 1.0},
-        ["reflection", "-1.0000", "\\det A = 1", "1 - \\beta", "Householder"],
+        [
+            "reflection",
+            "-1.0000",
+            "\\det A = 1",
+            "1 - \\beta",
+            "(1-\\beta)\\,k^\\top x + \\beta v",  # Erase and write
+            "Householder",
+        ],
         "1",
     ),
-    "02_mgt_block": ({}, ["of 16 eigenvalues", "rank}(J - I)"], "about half"),
+    "02_mgt_block": (
+        {},
+        ["of 16 eigenvalues", "rank}(J - I)", "1 - \\alpha\\beta", "by its own"],
+        "about half",
+    ),
+    "02b_mgt_gates": (
+        {},
+        ["(1 - \\alpha\\beta)", "1 - \\alpha\\beta", "retention", "1.050"],
+        "keeps 95 % of it",
+    ),
     "03_cayley_householder": (
-        {"beta": 20.0, "angle": 1.2, "gamma": 0.5},
+        {"beta": 20.0, "angle": 1.2},
         ["\\arctan", "never reaches"],
         "θ passes π and wraps around",
+    ),
+    "03b_hybrid": (
+        {"beta": 2.0, "angle": 1.2, "gamma": 0.5},
+        ["G_{1/2}", "H_2(k)\\,Q", "erases a whole direction", "0.0000"],
+        "1",
     ),
     "05_streams": (
         {"preset": "random", "depth": 60, "same": False},
@@ -172,7 +292,7 @@ GIVEAWAYS = {
     ),
     "04_rank_collapse": (
         {},
-        ["rank / residual", "one direction left", "top-2 directions"],
+        ["rank / residual", "one direction left", "top-2 directions", "= 1/32"],
         "exactly 0",
     ),
     "09_trained_rank": (
@@ -199,12 +319,15 @@ def test_02_beta0_slider_follows_the_range_so_a_narrow_lambda_keeps_every_plot()
     assert (start, stop, value) == (-0.05, 0.05, 0.05)
     assert explore.beta0_slider(0.5, 0.5, -0.5) == (0.05, 0.95, 0.05)
     values = {"lam": 0.1, "eps": 0.0, "alpha": 0.1, "beta0": value, "w_scale": 1.0}
-    defs = {k: ui(v) for k, v in values.items()} | {"answer": "none of them"}
-    outputs, glbls = load_notebook("02_mgt_block").run(defs=defs)
+    defs = {k: ui(v) for k, v in values.items()}
+    outputs, glbls = load_notebook("02_mgt_block").run(defs=defs | {"answer": "none of them"})
     text = seen(outputs)
     assert glbls["view"].numbers["beta_high"] == pytest.approx(0.1)
     assert "At the default settings 0 of 16 eigenvalues" in text  # the case asked
-    for title in ("over tokens and channels", "One token: the write", "How far each eigenvalue"):
+    assert text.count("How far each eigenvalue") >= 2  # the reveal's and the sliders'
+    outputs, _ = load_notebook("02b_mgt_gates").run(defs=defs | {"answer": "erases it"})
+    text = seen(outputs)
+    for title in ("over tokens and channels", "One token: the write"):
         assert text.count(title) >= 1, title
 
 
@@ -333,7 +456,6 @@ def test_03_notebook_at_the_largest_beta_still_shows_theta_below_pi():
         defs={
             "beta": ui(20.0),
             "angle": ui(math.pi / 2),
-            "gamma": ui(0.5),
             "answer": "θ passes π and wraps around",
         }
     )
@@ -378,12 +500,9 @@ def test_03_hybrid_and_regulariser(gamma):
 
 
 def test_04_at_100_layers_shows_postln_and_mgt_curves_of_length_100():
+    gates = {"beta0": ui(0.5), "lam": ui(1.0), "alpha": ui(0.1), "gamma0": ui(0.5)}
     outputs, defs = load_notebook("04_rank_collapse").run(
-        defs={
-            "depth": ui(100),
-            "rules": ui(["postln", "mgt"]),
-            "reference": ui(False),
-        }
+        defs={"depth": ui(100), "rules": ui(["postln", "mgt"]), "reference": ui(False)} | gates
     )
     n = defs["view"].numbers
     assert list(n["ranks"]) == ["postln", "mgt"]
@@ -441,8 +560,9 @@ def test_04_curves_are_the_module_models_states():
 
 
 def test_04_beta0_outside_lambda_leaves_mgt_out_and_keeps_every_other_curve():
+    controls = {"depth": ui(24), "rules": ui(["postln", "preln", "mgt"]), "reference": ui(True)}
     outputs, defs = load_notebook("04_rank_collapse").run(
-        defs={"beta0": ui(0.9), "lam": ui(0.5), "alpha": ui(0.1), "gamma0": ui(0.5)}
+        defs=controls | {"beta0": ui(0.9), "lam": ui(0.5), "alpha": ui(0.1), "gamma0": ui(0.5)}
     )
     n = defs["view"].numbers
     assert set(n["ranks"]) == {"postln", "preln", explore.REFERENCE}
@@ -888,7 +1008,7 @@ def test_08_reveal_shows_the_vanishing_jacobian_only_after_an_answer(answer, ver
     app = load_notebook("08_gradients")
     hidden = shown(app.run()[0])
     assert "Pick an answer" in hidden and "per layer on average" not in hidden
-    assert "appear once you have answered" in hidden  # the curves wait for the answer too
+    assert "Singular values" not in hidden  # the curves wait for the answer too
     text = shown(app.run(defs={"answer": answer})[0])
     hi = explore.gradient_view((), 24).numbers["input_output"][explore.REFERENCE][0]
     assert verdict in text and "per layer on average" in text and f"{hi:.2g}" in text

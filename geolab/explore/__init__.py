@@ -5,8 +5,9 @@ One module and one function per notebook: ``delta.delta_view`` (01), ``mgt.mgt_v
 ``streams_view`` drives the Jupyter explorer), ``sinkhorn.sinkhorn_view`` (05b),
 ``gradients.gradient_view`` (08); ``view`` holds the ``View`` they return, ``predict`` the
 notebooks' predict-first questions (answer locked, everything that answers it hidden until
-then). Each view function is pure in its arguments (seeded, no global state except a small
-cache of drawn weights, ``geolab.stack``, and of built models) and returns a ``View``: raw
+then), ``lesson`` the guided path (order, what each lesson teaches, its transfer question).
+Each view function is pure in its arguments (seeded, no global state except a small cache
+of drawn weights, ``geolab.stack``, and of built models) and returns a ``View``: raw
 ``numbers`` (what tests check), a ``readout`` of (LaTeX label, formatted value) rows (what the
 learner reads) and plotly ``figures`` from ``geolab.figures``. The marimo notebooks, the
 Jupyter widgets (``geolab.widgets``), the tests and the latency benchmark all call these same
@@ -27,6 +28,15 @@ from geolab.explore.gradients import (
     gradient_view,
     layer_grad_norms,
     output_jacobians,
+)
+from geolab.explore.lesson import (
+    LESSONS,
+    lesson,
+    next_markdown,
+    opening,
+    path_markdown,
+    transfer_question,
+    transfer_shown,
 )
 from geolab.explore.mgt import MGT_WIDTH, beta0_slider, mgt_view
 from geolab.explore.predict import WAITING, answer_state, asked, question
@@ -67,6 +77,7 @@ __all__ = [
     "PRESETS",
     "SINKHORN_PRESETS",
     "SPECTRUM_FAMILIES",
+    "LESSONS",
     "GRADIENT_DEPTHS",
     "REFERENCE",
     "View",
@@ -83,10 +94,14 @@ __all__ = [
     "layer_grad_norms",
     "layer_profile",
     "layer_states",
+    "lesson",
     "mgt_view",
     "mixers",
+    "next_markdown",
     "notebook_cache",
+    "opening",
     "output_jacobians",
+    "path_markdown",
     "question",
     "rank_bridge_view",
     "rank_config",
@@ -103,4 +118,6 @@ __all__ = [
     "streams_view",
     "token_plane",
     "trained_depths",
+    "transfer_question",
+    "transfer_shown",
 ]

@@ -35,9 +35,10 @@ class View:
     readout: list[tuple[str, str]]
     figures: dict[str, go.Figure] = field(default_factory=dict)
 
-    def markdown(self) -> str:
-        """The readout as a two-column markdown table (LaTeX labels render in marimo)."""
-        rows = "\n".join(f"| {label} | {value} |" for label, value in self.readout)
+    def markdown(self, rows: slice = slice(None)) -> str:
+        """The readout (its ``rows``, all by default: a lesson shows only its own idea's rows)
+        as a two-column markdown table (LaTeX labels render in marimo)."""
+        rows = "\n".join(f"| {label} | {value} |" for label, value in self.readout[rows])
         return "| quantity | value |\n|:--|--:|\n" + rows
 
     def html(self) -> str:

@@ -89,8 +89,9 @@ def _():
     mo.md(r"""
     ## 2. Predict its spectrum and determinant
 
-    Every vector orthogonal to $k$ is left alone, and $k$ itself is scaled by $1 - \beta$.
-    Without any numerical linear algebra (the checks forbid `torch.linalg.eigvalsh`, `det`
+    Predict first, on paper: what does $A(k, \beta)$ do to a vector orthogonal to $k$, and what
+    does it do to $k$ itself? Your two answers give every eigenvalue. Then, without any
+    numerical linear algebra (the checks forbid `torch.linalg.eigvalsh`, `det`
     and friends here), return the `d` eigenvalues of $A(k, \beta)$ **in ascending order** as a
     float64 tensor, and its determinant.
     """)
@@ -193,7 +194,8 @@ def _():
 
     Edit this cell: explain what happens to a vector $x$ under $A(k, \beta)$ for $\beta = 0$,
     $\beta = 1$ and $\beta = 2$ — what is kept, what is erased, what is reversed — and why the
-    determinant $1 - \beta$ tells you which modes are invertible and which preserve volume.
+    determinant you found in section 2 tells you which modes are invertible and which preserve
+    volume.
 
     *Your answer:*
     """)
