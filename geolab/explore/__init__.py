@@ -27,7 +27,7 @@ from geolab.explore.gradients import (
     layer_grad_norms,
     output_jacobians,
 )
-from geolab.explore.mgt import MGT_WIDTH, beta0_slider, mgt_view
+from geolab.explore.mgt import MGT_WIDTH, beta0_slider, jacobian_why, mgt_view
 from geolab.explore.predict import WAITING, answer_state, asked, question
 from geolab.explore.rank import (
     RANK_DEPTHS,
@@ -51,13 +51,14 @@ from geolab.explore.streams import (
     spectral_gain_curve,
     streams_view,
 )
-from geolab.explore.trained import rank_bridge_view, trained_depths
-from geolab.explore.view import View, notebook_cache
+from geolab.explore.trained import RANK_MOVES, rank_bridge_view, rank_move, trained_depths
+from geolab.explore.view import View, notebook_cache, power_text, tex_sci
 
 __all__ = [
     "DirectionDial",
     "MGT_WIDTH",
     "RANK_DEPTHS",
+    "RANK_MOVES",
     "FAMILIES",
     "GRADIENT_DEPTHS",
     "REFERENCE",
@@ -72,6 +73,7 @@ __all__ = [
     "delta_mode",
     "delta_view",
     "gradient_view",
+    "jacobian_why",
     "layer_grad_norms",
     "layer_profile",
     "layer_states",
@@ -79,9 +81,11 @@ __all__ = [
     "mixers",
     "notebook_cache",
     "output_jacobians",
+    "power_text",
     "question",
     "rank_bridge_view",
     "rank_config",
+    "rank_move",
     "rank_rules",
     "rank_tokens",
     "rank_view",
@@ -91,6 +95,7 @@ __all__ = [
     "sinkhorn_errors",
     "spectral_gain_curve",
     "streams_view",
+    "tex_sci",
     "token_plane",
     "trained_depths",
 ]

@@ -75,16 +75,16 @@ def tex_sci(x: float, digits: int = 2) -> str:
 def power_text(base: float, exponent: int, tex: bool = False) -> str:
     """|base|^exponent (``exponent`` ≥ 0) without ever printing a positive number as 0:
     computed in log space, ``"≈ 1.0e-520"`` where the float would underflow to 0 (or overflow),
-    ``num()`` of the float otherwise; ``tex``: the LaTeX form (``\\approx 1.0 \\times
-    10^{-520}``). Exactly 0 only when ``base`` is 0 and ``exponent`` > 0."""
+    ``num()`` of the float otherwise; ``tex``: the LaTeX relation and value (``\\approx 1.0
+    \\times 10^{-520}``, ``= 0``). Exactly 0 only when ``base`` is 0 and ``exponent`` > 0."""
     base = abs(float(base))
     if base == 0 or exponent == 0:
         value = float(base**exponent)
-        return tex_num(value) if tex else num(value)
+        return f"= {value:g}" if tex else num(value)
     log10 = exponent * math.log10(base)
     if -300 < log10 < 300:  # a normal float64, printed as it is
         value = 10.0**log10
-        return tex_num(value) if tex else num(value)
+        return rf"\approx {tex_num(value)}" if tex else num(value)
     power = math.floor(log10)
     mantissa = 10.0 ** (log10 - power)
     if tex:
