@@ -304,12 +304,12 @@ def _(mo):
 
 
 @app.cell(hide_code=True)
-def _(alpha, beta0, mo):
+def _(alpha, beta0, explore, mo):
     _r = 1 - alpha.value * beta0.value
     mo.md(
         rf"At the sliders' $\alpha_0 = {alpha.value:g}$, $\beta_0 = {beta0.value:g}$:"
         rf" $1 - \alpha_0\beta_0 = {_r:.4g}$, and after 200 layers"
-        rf" ${_r:.4g}^{{400}} \approx {abs(_r) ** 400:.1e}$ of the input is left."
+        rf" ${_r:.4g}^{{400}} {explore.power_text(_r, 400, tex=True)}$ of the input is left."
     )
     return
 
