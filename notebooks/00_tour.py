@@ -29,7 +29,8 @@ def _(mo):
     representations stay distinct or collapse to one vector, whether signals explode, whether a
     layer can erase what is no longer needed or rotate the state without changing its length.
     Two recent lines of work replace the "$+$" by geometry: **Delta operators** that erase along
-    a direction before writing (DDL, and MGT's gated version), and **orthogonal mixers** built
+    a direction before writing (DDL, and MGT's gated version: MGT is a research proposal
+    without experiments, and notebook 07 tests its predictions), and **orthogonal mixers** built
     from Cayley rotations and Householder mirrors (E∆-MHC-Geo), next to the doubly stochastic
     stream mixers of mHC. geolab implements all of them exactly, and these notebooks let you
     slide $\beta$, $\lambda$, $\alpha$, $\gamma$ and watch the invariants hold — or break — live.
@@ -92,7 +93,8 @@ def _(mo, re):
         "05_streams": "Sinkhorn residual; composite mixing gain of HC vs mHC vs orthogonal",
         "06_training_lab": "train small models live, compare rules side by side, watch $\\beta$ "
         "learn",
-        "07_reproduce": "the papers' claims next to geolab's small-scale numbers, with verdicts",
+        "07_reproduce": "the MGT proposal's predictions and the E∆ paper's claims, tested at "
+        "small scale, with verdicts",
         "08_gradients": "what depth does to gradients: per-layer norms, Jacobian singular values",
         "assignments/A1_delta": "exercise: build the Delta operator (automatic checks)",
         "assignments/A2_cayley": "exercise: Cayley and Householder (automatic checks)",

@@ -29,8 +29,9 @@ def _(mo):
     live against a numerical determinant. First, a guess.
 
     The Delta operator is the heart of *Deep Delta Learning* (Zhang et al. 2026,
-    [arXiv:2601.00417](https://arxiv.org/abs/2601.00417)), in the form of Su & You 2026
-    ([arXiv:2601.01014, Eq. 1](https://arxiv.org/html/2601.01014)): a residual connection that
+    [arXiv:2601.00417, Eq. (2.1), §2.1](https://arxiv.org/abs/2601.00417); its spectrum:
+    [Proposition 2.1, §2.3](https://arxiv.org/abs/2601.00417)), restated by Su & You 2026
+    ([arXiv:2601.01014](https://arxiv.org/html/2601.01014v3)): a residual connection that
     can **erase** along one direction $k$ before it **writes** something new.
     """)
     return
@@ -184,8 +185,8 @@ def _(mo):
     mo.md(r"""
     ## Erase and write
 
-    The residual update of Deep Delta Learning (Su & You 2026,
-    [arXiv:2601.01014, Eq. 2](https://arxiv.org/html/2601.01014)) is
+    The residual update of Deep Delta Learning (Zhang et al. 2026,
+    [arXiv:2601.00417, Eq. (2.2), §2.1](https://arxiv.org/abs/2601.00417)) is
     $x' = x + \beta\,(v - k^\top x)\,k$ for a unit $k$, which equals $A(k,\beta)\,x + \beta v k$.
     Along $k$ the new state holds $k^\top x' = (1-\beta)\,k^\top x + \beta v$: at $\beta = 1$
     the old value is erased and exactly $v$ is written. Slide $v$ and watch $x'$ (once you

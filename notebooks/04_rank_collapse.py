@@ -43,8 +43,9 @@ def _(mo, term):
     $H(\hat\sigma) = -\sum_i \hat\sigma_i \log \hat\sigma_i$ their entropy: $1$ when all
     directions are used equally, and small when the tokens collapse onto one vector.
     The lower panel shows Dong et al.'s residual $\lVert X - \mathbf 1 \bar x^\top\rVert / \lVert
-    X\rVert$ ([arXiv:2103.03404, §2](https://arxiv.org/abs/2103.03404)), the distance from
-    "all tokens equal" ($\bar x$ the mean token). """
+    X\rVert$, the distance from "all tokens equal" ($\bar x$ the mean token); their main result
+    ([arXiv:2103.03404, Theorem 2.2, §2](https://arxiv.org/abs/2103.03404)) is that pure
+    attention drives it to 0 doubly exponentially with depth. """
         + term("pure attention", "Pure attention")
         + r""" (Dong et al. 2021) is the
     reference. Everything here is at initialisation, width $D = 128$; layer 0 is the

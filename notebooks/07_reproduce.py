@@ -25,7 +25,8 @@ def _(mo):
     mo.md(r"""
     # 07 · Reproducing the papers: what holds at small scale
 
-    **What you will see.** The MGT paper states its hypotheses before any experiment (H1: a
+    **What you will see.** The MGT paper is a research proposal: it states hypotheses and
+    reports no experiments, so geolab's runs test the proposal's predictions (H1: a
     standard transformer's effective rank collapses towards 0 by 100 layers; H2: MGT keeps it
     above 0.5; a positive synergy $\mathcal S$ of its two gates,
     [Eq. 9, §4](https://arxiv.org/html/2601.01014#S4); a sign "phase transition"
