@@ -138,8 +138,13 @@ def rank_figure(
             }
         )
     if len(ranks) > 3:  # more than three lines: each named at its end, not only in the legend
+        top, bottom = 60, 45  # base_layout's margins
+        panel = (extra.get("height", HEIGHT) - top - bottom) * (0.5 if residuals is not None else 1)
         annotations += end_labels(
-            {n: v for n, v in ranks.items() if n not in (breaks or {})}, first_layer, colors
+            {n: v for n, v in ranks.items() if n not in (breaks or {})},
+            first_layer,
+            colors,
+            room=(0.0, 1.02, panel),
         )
         extra["margin"] = {"r": 110}
     if annotations:

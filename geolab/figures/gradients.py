@@ -9,6 +9,7 @@ import plotly.graph_objects as go
 
 from geolab.figures.style import (
     as_numpy,
+    axis_room,
     base_layout,
     color_of,
     end_labels,
@@ -16,6 +17,11 @@ from geolab.figures.style import (
     floats,
     line_trace,
 )
+
+
+def _panel_px(layout: dict) -> float:
+    """The plot area's height in px: the figure's less its top and bottom margins."""
+    return layout["height"] - layout["margin"]["t"] - layout["margin"]["b"]
 
 
 def _log_axis(title: str) -> dict:
@@ -35,7 +41,9 @@ def grad_norm_figure(
         data.append(line_trace(name, np.arange(1, len(y) + 1), np.where(y > 0, y, np.nan), color))
     layout = base_layout(title, "layer l", "‖∂ℒ/∂θ_l‖", yaxis=_log_axis("‖∂ℒ/∂θ_l‖"))
     if len(norms) > 3:  # more than three lines: each named at its end
-        layout["annotations"] = end_labels(norms, 1, colors, log=True, span=None)
+        low, high = layout["yaxis"]["range"] = axis_room(norms, log=True)
+        room = (low, high, _panel_px(layout))
+        layout["annotations"] = end_labels(norms, 1, colors, log=True, span=None, room=room)
         layout["margin"] = {**layout["margin"], "r": 110}
     return figure(data, layout)
 
@@ -93,7 +101,12 @@ def jacobian_figure(
     )
     if len(singular_values) > 3:  # named on σ_max at l = 0: at l = L every σ is 1 or √n
         tops = {name: as_numpy(sv).astype(float)[:, 0] for name, sv in singular_values.items()}
-        layout["annotations"] = end_labels(tops, 0, colors, log=True, start=True, span=None)
+        drawn = {i: t["y"] for i, t in enumerate(data)} | {"σ = 1": [1.0]}
+        low, high = layout["yaxis"]["range"] = axis_room(drawn, log=True)
+        room = (low, high, _panel_px(layout))
+        layout["annotations"] = end_labels(
+            tops, 0, colors, log=True, start=True, span=None, room=room
+        )
     return figure(data, layout)
 
 
