@@ -195,9 +195,11 @@ def _(mo):
     mo.md(r"""
     ## β per layer over training
 
-    One line per snapshot. A flat line at $\beta_0$ is the initialisation; a line that bends
-    below 0 in the deep layers is the MGT paper's predicted "phase transition" (accumulate
-    early, erase late). The check below confirms that every layer really starts at $\beta_0$.
+    One line per later snapshot: how far each layer's mean $\beta$ has moved since
+    initialisation (0, the black line, is where every layer started, at $\beta_0$). The MGT
+    proposal predicts a "phase transition" (accumulate early, erase late): $\beta$ falling
+    below 0 in the deep layers. The check below confirms that every layer really starts at
+    $\beta_0$ and gives the range $\beta$ ended in.
     """)
     return
 
