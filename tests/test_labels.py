@@ -113,3 +113,28 @@ def test_06_beta_plot_shows_the_change_since_init():
     assert [t.name for t in fig.data] == ["25% − init", "50% − init", "100% − init"]
     assert list(fig.data[-1].y) == pytest.approx([0.0, 4e-4, 8e-4, 1.2e-3])
     assert "at init β₀ = 0.5 in every layer" in fig.layout.title.text
+
+
+def test_no_control_carries_raw_html_as_its_accessible_name():
+    """marimo 0.25 copies a control's label, rendered to HTML, into the ``aria-label`` of a
+    slider's typing box (``include_input``) and of ``mo.ui.number``: a screen reader read
+    04's depth box as markup. Sliders, dropdowns and checkboxes point at their label element
+    instead (``aria-labelledby``), whose text is plain. So no notebook uses those two."""
+    import ast
+    from pathlib import Path
+
+    repo = Path(__file__).resolve().parents[1]
+    offenders = []
+    for path in sorted((repo / "notebooks").rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if not isinstance(node, ast.Call) or not isinstance(node.func, ast.Attribute):
+                continue
+            words = {k.arg: k.value for k in node.keywords}
+            boxed = (
+                isinstance(words.get("include_input"), ast.Constant)
+                and words["include_input"].value
+            )
+            labelled_number = node.func.attr == "number" and "label" in words
+            if boxed or labelled_number:
+                offenders.append(f"{path.name}:{node.lineno}")
+    assert offenders == []
