@@ -86,12 +86,7 @@ def _(answer, explore, mgt_view, mo):
                 kind="success" if _right else "warn",
             ),
             _asked.figures["jacobian"],
-            mo.md(
-                r"**Why?** The update rescales every channel by its own factor"
-                r" $1 - \alpha\beta_i$ and writes on every channel, so every direction of the"
-                r" token moves: the geometric reading *erase along $k$, keep the rest* does not"
-                r" carry over from the Delta operator to MGT."
-            ),
+            mo.md(explore.jacobian_why(_n)),
         ]
     )
     return

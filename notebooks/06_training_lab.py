@@ -70,7 +70,7 @@ def _(RESIDUALS, lab, mo):
     lr = mo.ui.dropdown(
         options=["0.001", "0.003", "0.01"], value="0.003", label="peak learning rate"
     )
-    seed = mo.ui.number(start=0, stop=10_000, value=0, label="seed")
+    seed = mo.ui.slider(0, 99, value=0, label="seed", show_value=True)
     train_button = mo.ui.run_button(label="Train")
     mo.vstack(
         [
