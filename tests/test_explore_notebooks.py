@@ -152,7 +152,7 @@ GIVEAWAYS = {
     "05_streams": ({}, ["Amax gain at depth", "Why JPmHC can grow"], "about 1"),
     "08_gradients": (
         {},
-        ["exactly 0", "per layer on average", "Reading the"],
+        ["below float32's range", "per layer on average", "Reading the"],
         "far above 1: the gradient explodes",
     ),
     "04_rank_collapse": (
@@ -563,7 +563,8 @@ def test_04_a_state_below_float64s_range_stops_its_curve_with_a_label(monkeypatc
     at = view.numbers["underflow"]["mgt"]
     assert 100 < at < 400
     assert_holds(view, 400)
-    (label,) = view.figures["rank"].layout.annotations
+    # the break's label (the residual panel's labels name the floats' rounding floors)
+    (label,) = [a for a in view.figures["rank"].layout.annotations if a.showarrow]
     assert f"no number from layer {at}" in label.text and label.x == at - 1
     assert dict(view.readout)["mgt: rank / residual at layer 400"].startswith("no number")
     assert "mgt" not in view.numbers["clouds"]  # no cloud drawn from rounding noise
