@@ -13,9 +13,10 @@ functions, so a test that injects slider values exercises exactly the code path 
 slider does.
 
 Operator algebra (01, 03) runs in float64 so the printed invariants (‖QᵀQ − I‖, det) show the
-maths, not float32 rounding; the model-based views (02, 04) and Sinkhorn (05) run in float32, as
-the rules do, except a 04 curve whose state decays out of float32's range, which is recomputed in
-float64 (``rank.rule_profile``).
+maths, not float32 rounding; the model-based views (02, 04, 08) and Sinkhorn (05) run in float32,
+as the rules do, except 02's Jacobian (float64: ``mgt.token_jacobian``), a 04 curve whose state
+decays out of float32's range (``rank.rule_profile``) and an 08 rule whose Jacobians or gradients
+do (``gradients.rule_gradients``), each recomputed in float64 with the same weights.
 """
 
 from geolab.explore.cayley import cayley_limit_view, cayley_view
