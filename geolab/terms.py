@@ -6,9 +6,10 @@ appears; ``terms_markdown(words)`` lists definitions (notebook 00's glossary, no
 table columns). The metric definitions follow ``geolab.train.evaluate`` and
 ``geolab.metrics``; "learned", "converged" and the baseline ratio follow the verdict rules of
 ``geolab.experiments.report`` (docs/design.md §8); "singular values" and "pure attention" are
-notebook 04's (Dong et al. 2021, arXiv:2103.03404); "erase term" and "expanded state" name what
-the DDL controls ``ddl_write`` and ``ddl_state`` change (docs/design.md §3.2); the LN placements
-and the tangent gate follow ``geolab.rules``, the Amax gain ``geolab.metrics.amax_gain``.
+notebook 04's (Dong et al. 2021, arXiv:2103.03404, Theorem 2.2 in §2); "erase term" and
+"expanded state" name what the DDL controls ``ddl_write`` and ``ddl_state`` change
+(docs/design.md §3.2); the LN placements and the tangent gate follow ``geolab.rules``, the Amax
+gain ``geolab.metrics.amax_gain``.
 """
 
 from __future__ import annotations

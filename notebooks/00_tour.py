@@ -64,8 +64,9 @@ def _(mo, term):
         + term("doubly stochastic")
         + r""" stream mixers of mHC. geolab implements all of them exactly, and these notebooks
     let you slide $\beta$, $\lambda$, $\alpha$, $\gamma$ and watch the invariants hold — or
-    break — live. Where a notebook meets MGT's hypotheses (rank kept at depth, a sign change of
-    $\beta$), it tests the predictions of a research proposal, not published experiments.
+    break — live. MGT is a research proposal without experiments: where a notebook meets its
+    hypotheses (rank kept at depth, a sign change of $\beta$), it tests its predictions, and
+    notebook 07 says what a verdict on them means.
     """
     )
     return

@@ -37,8 +37,10 @@ def _(mo):
     mo.md(r"""
     One matrix, $A(k,\beta) = I - \beta\,\dfrac{k k^\top}{\lVert k\rVert^2}$, built from a
     direction $k$ and one number $\beta$. It is the heart of *Deep Delta Learning* (Zhang et
-    al. 2026, [arXiv:2601.00417, Eq. 2.1, §2.1](https://arxiv.org/abs/2601.00417)): a residual
-    connection that can change the stream along one direction $k$. First, a guess.
+    al. 2026, [arXiv:2601.00417, Eq. (2.1), §2.1](https://arxiv.org/abs/2601.00417); its
+    spectrum: [Proposition 2.1, §2.3](https://arxiv.org/abs/2601.00417)), restated by Su & You
+    2026 ([arXiv:2601.01014](https://arxiv.org/html/2601.01014v3)): a residual connection that
+    can change the stream along one direction $k$. First, a guess.
     """)
     return
 
@@ -188,7 +190,7 @@ def _(answer, mo):
     ## Erase and write
 
     The residual update of Deep Delta Learning (Zhang et al. 2026,
-    [arXiv:2601.00417, Eq. 2.2, §2.1](https://arxiv.org/abs/2601.00417)) is
+    [arXiv:2601.00417, Eq. (2.2), §2.1](https://arxiv.org/abs/2601.00417)) is
     $x' = x + \beta\,(v - k^\top x)\,k$ for a unit $k$, which equals $A(k,\beta)\,x + \beta v k$.
     Along $k$ the new state holds $k^\top x' = (1-\beta)\,k^\top x + \beta v$: at $\beta = 1$
     the old value is erased and exactly $v$ is written. Slide $v$ and watch $x'$ (the last

@@ -105,14 +105,7 @@ def _(answer, explore, mgt_view, mo):
                 kind="success" if _right else "warn",
             ),
             _asked.figures["jacobian"],
-            mo.md(
-                r"**Why?** The write $F(\mathrm{LN}\,X) \odot g$ reads the whole token (through"
-                r" the layer norm and attention) and writes on every channel, and the decay"
-                r" rescales each channel by its own $1 - \alpha\beta_i$: every direction of the"
-                r" token moves, even at $\alpha = 0$, where the write alone does it. The"
-                r" reading *erase along $k$, keep the rest* does not carry over from the Delta"
-                r" operator to MGT."
-            ),
+            mo.md(explore.jacobian_why(_n)),
         ]
     )
     return

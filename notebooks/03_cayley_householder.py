@@ -87,7 +87,8 @@ def _(answer, explore, mo):
                 mo.md(
                     ("**Right.** " if _right else "**No.** ")
                     + rf"At $\beta = 1000$ (angle $a = 1.2$): $\theta/\pi = "
-                    rf"{_n['theta_over_pi']:.6f}$, $\pi - \theta = {_n['gap']:.2e}$, and the"
+                    rf"{_n['theta_over_pi']:.6f}$,"
+                    rf" $\pi - \theta = {explore.tex_sci(_n['gap'])}$, and the"
                     rf" nearest eigenvalue of $Q$ is still {_n['distance_to_minus_one']:.1e}"
                     r" away from $-1$. The plot follows $\pi - \theta$ from $\beta = 0.1$ up to"
                     r" exactly $\beta = 1000$ on log axes: it shrinks like $1/\beta$ and never"

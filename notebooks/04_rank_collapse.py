@@ -55,8 +55,9 @@ def _(mo, term):
     $H(\hat\sigma) = -\sum_i \hat\sigma_i \log \hat\sigma_i$ their entropy: $1$ when all
     directions are used equally, and small when the tokens collapse onto one vector.
     The lower panel shows Dong et al.'s residual $\lVert X - \mathbf 1 \bar x^\top\rVert / \lVert
-    X\rVert$ ([arXiv:2103.03404, §2](https://arxiv.org/abs/2103.03404)), the distance from
-    "all tokens equal" ($\bar x$ the mean token). """
+    X\rVert$, the distance from "all tokens equal" ($\bar x$ the mean token); their main result
+    ([arXiv:2103.03404, Theorem 2.2, §2](https://arxiv.org/abs/2103.03404)) is that pure
+    attention drives it to 0 doubly exponentially with depth. """
         + term("pure attention", "Pure attention")
         + r""" (Dong et al. 2021) is the
     reference. Everything here is at initialisation, width $D = 128$; layer 0 is the
@@ -129,8 +130,8 @@ def _(answer, explore, mo):
         200,
         step=1,
         value=24,
-        label=r"depth $L$ (layers, any from 12 to 200: slide, or type it in the box)",
-        include_input=True,
+        label="depth L (layers, any from 12 to 200: slide, or step by one with the arrow keys)",
+        show_value=True,
         debounce=True,
         full_width=True,
     )
@@ -202,7 +203,7 @@ def _(answer, mo):
         0.95,
         step=0.05,
         value=0.5,
-        label=r"MGT $\beta_0$",
+        label="MGT β₀",
         show_value=True,
         debounce=True,
         full_width=True,
@@ -212,7 +213,7 @@ def _(answer, mo):
         2.0,
         step=0.05,
         value=1.0,
-        label=r"MGT $\lambda$",
+        label="MGT λ",
         show_value=True,
         debounce=True,
         full_width=True,
@@ -222,7 +223,7 @@ def _(answer, mo):
         1.0,
         step=0.05,
         value=0.1,
-        label=r"MGT $\alpha_0$",
+        label="MGT α₀",
         show_value=True,
         debounce=True,
         full_width=True,
@@ -232,7 +233,7 @@ def _(answer, mo):
         0.95,
         step=0.05,
         value=0.5,
-        label=r"E∆ $\gamma_0$ (edelta only)",
+        label="E∆ γ₀ (edelta only)",
         show_value=True,
         debounce=True,
         full_width=True,
@@ -322,13 +323,13 @@ def _(answer, mo):
 
 
 @app.cell(hide_code=True)
-def _(alpha, answer, beta0, mo):
+def _(alpha, answer, beta0, explore, mo):
     mo.stop(answer is None)
     _r = 1 - alpha.value * beta0.value
     mo.md(
         rf"At the sliders' $\alpha_0 = {alpha.value:g}$, $\beta_0 = {beta0.value:g}$:"
         rf" $1 - \alpha_0\beta_0 = {_r:.4g}$, and after 200 layers"
-        rf" ${_r:.4g}^{{400}} \approx {abs(_r) ** 400:.1e}$ of the input is left."
+        rf" ${_r:.4g}^{{400}} {explore.power_text(_r, 400, tex=True)}$ of the input is left."
     )
     return
 

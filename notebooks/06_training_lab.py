@@ -75,7 +75,7 @@ def _(RESIDUALS, lab, mo):
     lr = mo.ui.dropdown(
         options=["0.001", "0.003", "0.01"], value="0.003", label="peak learning rate"
     )
-    seed = mo.ui.number(start=0, stop=10_000, value=0, label="seed")
+    seed = mo.ui.slider(0, 99, value=0, label="seed", show_value=True)
     train_button = mo.ui.run_button(label="Train")
     mo.vstack(
         [
@@ -221,9 +221,11 @@ def _(mo):
     mo.md(r"""
     ## β per layer over training
 
-    One line per snapshot. A flat line at $\beta_0$ is the initialisation; a line that bends
-    below 0 in the deep layers is the MGT paper's predicted "phase transition" (accumulate
-    early, erase late). The check below confirms that every layer really starts at $\beta_0$.
+    One line per later snapshot: how far each layer's mean $\beta$ has moved since
+    initialisation (0, the black line, is where every layer started, at $\beta_0$). The MGT
+    proposal predicts a "phase transition" (accumulate early, erase late): $\beta$ falling
+    below 0 in the deep layers. The check below confirms that every layer really starts at
+    $\beta_0$ and gives the range $\beta$ ended in.
     """)
     return
 

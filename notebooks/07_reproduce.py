@@ -41,7 +41,7 @@ def _(mo):
     The MGT paper on arXiv is a research proposal: it states hypotheses before any experiment
     (H1: a standard transformer's effective rank collapses towards 0 by 100 layers; H2: MGT
     keeps it above 0.5; a positive synergy $\mathcal S$ of its two gates,
-    [Eq. 9](https://arxiv.org/html/2601.01014v3); a sign "phase transition" of $\beta$ with
+    [Eq. 9, §4](https://arxiv.org/html/2601.01014#S4); a sign "phase transition" of $\beta$ with
     depth) and reports no runs, so geolab tests its predictions. The E∆ paper publishes a small
     benchmark table. geolab ran every protocol at *small* scale on a CPU and committed the
     numbers under `data/results/`. This page says what a verdict on such runs means; the full

@@ -206,8 +206,11 @@ def _(answer, mo):
     $\lVert\nabla_{\theta_1}\rVert / \lVert\nabla_{\theta_L}\rVert$, the first layer's
     gradient over the last one's: near $1$ every layer learns at the same pace; far below $1$
     the bottom layers barely move on the first steps (at 100 layers pure attention's first layers
-    get a gradient of exactly 0 in float32: a gap in the log plot). ReZero starts every branch
-    at zero, so its gradients are small but of one size across depth and its Jacobians are
+    get gradients near $10^{-40}$, below float32's range: that rule is recomputed in float64,
+    and the table says so). A hollow triangle marks a layer whose $\sigma_{min}$ is below what
+    the SVD can resolve, $\sigma_{max} \cdot D \cdot \varepsilon$: rounding, not a value.
+    ReZero starts every branch at zero, so its gradients are small but of one size across depth
+    and its Jacobians are
     exactly the identity: add `rezero` to the rules to see every singular value at $1$
     (LayerScale beyond 18 layers, whose branches start at CaiT's $s_0 \le 10^{-5}$, is within
     $10^{-5}$ of it).

@@ -68,12 +68,7 @@ def _(explore):
 def _(explore, get_answer, set_answer):
     guess, again = explore.question(
         r"**Predict first.** After training, the effective rank after the last layer is…",
-        [
-            "higher than at init for every rule",
-            "about the same as at init",
-            "lower than at init for every rule",
-            "higher for some rules, lower for others",
-        ],
+        explore.RANK_MOVES,
         get_answer(),
         set_answer,
     )
@@ -98,13 +93,7 @@ def _(evolution, explore):
 def _(answer, deepest, evolution, explore, mo, trained_view):
     mo.stop(answer is None, mo.md(explore.WAITING))
     _view = trained_view(evolution, deepest)
-    _moves = [b - a for a, b in _view.numbers["final"].values()]
-    if all(m < 0 for m in _moves):
-        _truth = "lower than at init for every rule"
-    elif all(m > 0 for m in _moves):
-        _truth = "higher than at init for every rule"
-    else:
-        _truth = "higher for some rules, lower for others"
+    _truth = _view.numbers["move"]
     _right = answer == _truth
     _moved = ", ".join(
         f"`{rule}` {a:.2f} → {b:.2f}" for rule, (a, b) in _view.numbers["final"].items()

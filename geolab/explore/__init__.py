@@ -15,9 +15,12 @@ functions, so a test that injects slider values exercises exactly the code path 
 slider does.
 
 Operator algebra (01, 03) runs in float64 so the printed invariants (‖QᵀQ − I‖, det) show the
-maths, not float32 rounding; the model-based views (02, 04) and Sinkhorn (05) run in float32, as
-the rules do, except a 04 curve whose state decays out of float32's range, which is recomputed in
-float64 (``rank.rule_profile``).
+maths, not float32 rounding; 05 multiplies its mixers in float64 (mHC's Sinkhorn itself runs in
+float32, as mHC runs it) and 05b runs Sinkhorn in float64, marking float32's rounding floor. The
+model-based views (02, 04, 08) run in float32, as the
+rules do, except 02's Jacobian (float64: ``mgt.token_jacobian``), a 04 curve whose state decays
+out of float32's range (``rank.rule_profile``) and an 08 rule whose Jacobians or gradients do
+(``gradients.rule_gradients``), each recomputed in float64 with the same weights.
 """
 
 from geolab.explore.cayley import cayley_limit_view, cayley_view
@@ -38,7 +41,7 @@ from geolab.explore.lesson import (
     transfer_question,
     transfer_shown,
 )
-from geolab.explore.mgt import MGT_WIDTH, beta0_slider, mgt_view
+from geolab.explore.mgt import MGT_WIDTH, beta0_slider, jacobian_why, mgt_view
 from geolab.explore.predict import WAITING, answer_state, asked, question
 from geolab.explore.rank import (
     RANK_DEPTHS,
@@ -66,13 +69,14 @@ from geolab.explore.streams import (
     spectrum_view,
     streams_view,
 )
-from geolab.explore.trained import rank_bridge_view, trained_depths
-from geolab.explore.view import View, notebook_cache
+from geolab.explore.trained import RANK_MOVES, rank_bridge_view, rank_move, trained_depths
+from geolab.explore.view import View, notebook_cache, power_text, tex_sci
 
 __all__ = [
     "DirectionDial",
     "MGT_WIDTH",
     "RANK_DEPTHS",
+    "RANK_MOVES",
     "FAMILIES",
     "PRESETS",
     "SINKHORN_PRESETS",
@@ -91,6 +95,7 @@ __all__ = [
     "delta_mode",
     "delta_view",
     "gradient_view",
+    "jacobian_why",
     "layer_grad_norms",
     "layer_profile",
     "layer_states",
@@ -102,9 +107,11 @@ __all__ = [
     "opening",
     "output_jacobians",
     "path_markdown",
+    "power_text",
     "question",
     "rank_bridge_view",
     "rank_config",
+    "rank_move",
     "rank_rules",
     "rank_tokens",
     "rank_view",
@@ -116,6 +123,7 @@ __all__ = [
     "spectral_gain_curve",
     "spectrum_view",
     "streams_view",
+    "tex_sci",
     "token_plane",
     "trained_depths",
     "transfer_question",

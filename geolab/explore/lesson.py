@@ -209,7 +209,8 @@ LESSONS = (
     Lesson(
         "07_reproduce",
         "07 · What a verdict means",
-        "how a paper's claim is judged on small runs (the full ledger behind an accordion)",
+        "how the MGT proposal's predictions and the E∆ paper's claims are judged on small runs"
+        " (the full ledger behind an accordion)",
         (  # the verdicts' words on hover where the page first uses them
             f"when a run counts as {term('learned')} and as {term('converged')}",
             f"what a run's {term('ratio to the best trivial baseline')} says",

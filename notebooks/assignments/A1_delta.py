@@ -21,8 +21,9 @@ def _():
     mo.md(r"""
     # A1 — The Delta operator
 
-    Deep Delta Learning (Su & You 2026,
-    [arXiv:2601.01014, Eq. 1](https://arxiv.org/html/2601.01014)) replaces the identity shortcut
+    Deep Delta Learning (Zhang et al. 2026,
+    [arXiv:2601.00417, Eq. (2.1), §2.1](https://arxiv.org/abs/2601.00417); restated by Su & You
+    2026, [arXiv:2601.01014](https://arxiv.org/html/2601.01014v3)) replaces the identity shortcut
     of a residual network by a rank-1 perturbation of the identity,
 
     $$A(k, \beta) = I - \beta\, \frac{k k^\top}{\lVert k \rVert^2}.$$
@@ -115,10 +116,10 @@ def _():
     mo.md(r"""
     ## 3. Erase and write
 
-    The Delta residual update ([Eq. 2](https://arxiv.org/html/2601.01014) with a scalar value,
-    [Eq. 16, Appendix A](https://arxiv.org/html/2601.01014#A1)) reads the component of the state
-    along the unit direction $\hat k = k/\lVert k\rVert$, and replaces a fraction $\beta$ of it
-    by a new value $v$:
+    The Delta residual update ([DDL's Eq. (2.2), §2.1](https://arxiv.org/abs/2601.00417) with a
+    scalar value, [Eq. 16, Appendix A](https://arxiv.org/html/2601.01014#A1)) reads the component
+    of the state along the unit direction $\hat k = k/\lVert k\rVert$, and replaces a fraction
+    $\beta$ of it by a new value $v$:
 
     $$x' = x + \beta\,(v - \hat k^\top x)\,\hat k.$$
 
