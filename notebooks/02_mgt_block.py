@@ -40,8 +40,8 @@ def _(mo, term):
     mo.md(
         r"""
     In 01 the Delta operator changed the stream along one direction $k$. MGT (Su & You 2026,
-    [arXiv:2601.01014](https://arxiv.org/html/2601.01014v3)) is named after it, with a gate on
-    every channel of every token ("""
+    [arXiv:2601.01014, Algorithm 1, §3](https://arxiv.org/html/2601.01014#S3)) is named after
+    it, with a gate on every channel of every token ("""
         + term("LN")
         + r""" normalises each token, the """
         + term("tangent gate")
@@ -51,7 +51,8 @@ def _(mo, term):
     \alpha X\big), \qquad \beta = \lambda \tanh(X W_\beta + b_\beta) + \epsilon .$$
 
     For one token, its Jacobian $J = \partial x'/\partial x$ says which directions the update
-    moves: an eigenvalue $1$ is a direction it leaves alone.
+    moves: an eigenvalue $1$ is a direction it leaves alone. The question below tests a claim of
+    the paper's theory (its [Proposition 3.5, §3](https://arxiv.org/html/2601.01014#S3)).
     """
     )
     return

@@ -79,14 +79,15 @@ def _(answer, explore, mo):
     mo.stop(answer is None, mo.md(explore.WAITING))
     _half = explore.cayley_view(2.0, 1.2, 0.5)
     _n = _half.numbers
+    _det = explore.tex_sci(_n["det_g"], 1)  # in maths: never "1.2e-16"
     _right = answer == "0"
     mo.vstack(
         [
             mo.callout(
                 mo.md(
                     ("**Right.** " if _right else "**No.** ")
-                    + f"At $\\gamma = \\tfrac12$: $\\det G_\\gamma = {_n['det_g']:.1e}$ and its"
-                    f" smallest singular value is {_n['sv_min']:.1e}, zero to float64 rounding."
+                    + f"At $\\gamma = \\tfrac12$: $\\det G_\\gamma = {_det}$ and its smallest"
+                    f" singular value is {_n['sv_min']:.1e}, zero to float64 rounding."
                     " The plot follows both along $\\gamma$ from the mirror to the rotation."
                 ),
                 kind="success" if _right else "warn",
