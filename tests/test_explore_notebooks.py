@@ -6,6 +6,7 @@ functions, a learner's slider drives. The view functions are also called directl
 values (hypothesis) where running the notebook each time would be slow.
 """
 
+import ast
 import math
 import subprocess
 import sys
@@ -61,6 +62,20 @@ def test_the_explorer_notebooks_exist():
 
 def test_marimo_check_strict_is_clean():
     assert_marimo_check_clean(NOTEBOOKS.values())
+
+
+@pytest.mark.parametrize("name", list(NOTEBOOKS))
+def test_notebook_defines_no_function_or_class_of_its_own(name):
+    """Library logic lives in geolab.explore and geolab.figures: every ``def`` of a lesson
+    notebook is a marimo cell (``_``), so a helper written in a notebook fails here."""
+    tree = ast.parse(NOTEBOOKS[name].read_text(encoding="utf-8"))
+    own = [
+        f"{node.name} (line {node.lineno})"
+        for node in ast.walk(tree)
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef)
+        and node.name != "_"
+    ]
+    assert own == []
 
 
 @pytest.mark.parametrize("name", list(NOTEBOOKS))
@@ -157,9 +172,9 @@ def test_predict_first_hides_the_answer_until_one_is_picked(name):
         assert verdict in text and "Why?" in text
 
 
-# The predict-first pages (05 and 05b are another lesson pair's, checked with their views):
-# before the answer each shows its title, its setting and the question, nothing else.
-BARE_BEFORE_THE_ANSWER = [n for n in QUESTIONS if not n.startswith("05")]
+# The predict-first pages, the split-off 02b, 03b and 05b included: before the answer each
+# shows its title, its objectives, its setting and the question, nothing else.
+BARE_BEFORE_THE_ANSWER = list(QUESTIONS)
 
 
 @pytest.mark.parametrize("name", BARE_BEFORE_THE_ANSWER)

@@ -342,6 +342,7 @@ def transfer_shown(name: str, answer: str | None):
     import marimo as mo
 
     if answer is None:
-        return mo.md("*Choose an answer to this one too: its reason appears once you have.*")
+        # 06 and 07 ask no question of their own, so no "this one too"
+        return mo.md("*Choose an answer above: the reason appears once you have chosen.*")
     text, right = transfer_verdict(name, answer)
     return mo.callout(mo.md(text), kind="success" if right else "warn")
