@@ -68,9 +68,17 @@ def test_rank_explorer_depth_and_rules():
 
 def test_gradient_explorer_depth_and_rules():
     e = widgets.gradient_explorer(rules=("rezero",))
-    assert [len(t.y) for t in e.figures["jacobian"].data] == [25] * 4
+
+    def curves(depth):  # σ_max and σ_min per rule; ▽ markers where σ_min is below resolution
+        data = e.figures["jacobian"].data
+        lines = [len(t.y) for t in data if t.mode == "lines"]
+        marks = [t for t in data if t.mode == "markers"]
+        assert all(0 < len(t.x) <= depth + 1 and max(t.x) <= depth for t in marks)
+        return lines
+
+    assert curves(24) == [25] * 4
     e.controls["n_layer"].value = 12
-    assert [len(t.y) for t in e.figures["jacobian"].data] == [13] * 4
+    assert curves(12) == [13] * 4
     assert max(abs(v - 1) for v in e.figures["jacobian"].data[0].y) < 1e-6  # ReZero: identity
     e.controls["rules"].value = ("rezero", "preln")
     assert [t.name for t in e.figures["grad"].data] == ["rezero", "preln", explore.REFERENCE]
