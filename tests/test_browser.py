@@ -263,7 +263,12 @@ def test_predict_first_page_has_no_plot_nor_formula_of_the_reveal_before_the_ans
 @pytest.mark.parametrize("name", ["00_tour", "02_mgt_block", "03_cayley_householder"])
 def test_notebook_loads_clean_and_every_slider_moves_the_numbers(browser, tmp_path, name):
     with Notebook(browser, notebook(name), tmp_path) as nb:
-        wait_until(lambda: nb.page.locator("h1").count(), LOAD_S, "the title")
+        # the static prose renders first: wait for the first live output (a predict-first
+        # page's question, else the tour's slider), which a loaded machine shows seconds later
+        if name in PREDICTIONS:
+            wait_until(lambda: nb.page.get_by_text("Pick an answer").count(), LOAD_S, "question")
+        else:
+            wait_until(lambda: nb.sliders().count(), LOAD_S, "a slider")
         nb.settled()
         if name in PREDICTIONS:
             nb.predict(name)
