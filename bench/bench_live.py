@@ -84,7 +84,7 @@ def _small_views(rounds: int, min_time: float) -> list[dict]:
         "01": lambda: explore.delta_view(beta(), 0.5, 1.0),
         "03": lambda: explore.cayley_view(cayley_beta(), 1.2, 0.5),
         "02": lambda: explore.mgt_view(lam(), 0.0, 0.1, 0.5),
-        "05": lambda: explore.streams_view(20, 2.0, depth()),
+        "05": lambda: explore.spectrum_view("random", depth()),
     }
     times = interleaved(fns, rounds=rounds, min_time=min_time)
     ms = {k: [t * 1e3 for t in v] for k, v in times.items()}
@@ -92,7 +92,9 @@ def _small_views(rounds: int, min_time: float) -> list[dict]:
         _row("01 delta operator: β slider -> numbers + 4 figures", ms["01"], 50),
         _row("03 Cayley/Householder: β slider -> numbers + 4 figures", ms["03"], 50),
         _row("02 MGT block: λ slider -> numbers + Jacobian + 3 figures", ms["02"], None),
-        _row("05 streams: depth slider -> Sinkhorn + gains + 3 figures", ms["05"], None),
+        _row(
+            "05 streams: depth slider -> |λ₂| of 4 families' products + 5 figures", ms["05"], None
+        ),
     ]
 
 

@@ -359,6 +359,75 @@ def composite_gain_curve(H_list) -> tuple[torch.Tensor, torch.Tensor]:
     return forward, backward
 
 
+def compound2(H) -> torch.Tensor:
+    """The second compound matrix of (..., n, n) matrices, (..., m, m) with m = n(n − 1)/2.
+
+        C₂(A)[(i, j), (k, l)] = A_ik A_jl − A_il A_jk,   i < j, k < l (lexicographic pairs)
+
+    Its entries are the 2×2 minors of A. Cauchy–Binet gives C₂(AB) = C₂(A) C₂(B), and the
+    eigenvalues of C₂(A) are the products λ_i λ_j (i < j) of A's eigenvalues, so its spectral
+    radius is |λ₁| |λ₂| (compound matrices and Cauchy–Binet: Horn & Johnson, *Matrix Analysis*,
+    2nd ed. 2013, §0.8.1). Same dtype as H.
+    """
+    n = H.shape[-1]
+    i, j = torch.triu_indices(n, n, offset=1, device=H.device)
+    rows_i, rows_j = H[..., i, :], H[..., j, :]  # (..., m, n): rows i and j of every pair
+    return rows_i[..., i] * rows_j[..., j] - rows_i[..., j] * rows_j[..., i]
+
+
+def _log10_spectral_radius_curve(mats: list[torch.Tensor]) -> torch.Tensor:
+    """log₁₀ ρ(H_l ⋯ H_1) for l = 1..L, (L,) float64, from (n, n) float64 mixers.
+
+    The product is rescaled by its largest entry after every factor and the scale kept as a
+    log, so neither the product nor the result overflows or underflows at any depth (HC's
+    product passes 1e308 within a few hundred layers; a doubly stochastic product's second
+    eigenvalue falls below 1e−308). The eigenvalues of each rescaled product come from one
+    batched ``eigvals``; ρ of a zero product is 0 (−∞ here)."""
+    P, log_scale = torch.eye(mats[0].shape[-1], dtype=torch.float64), 0.0
+    scaled, logs = [], []
+    for H in mats:
+        P = H @ P
+        top = P.abs().max()
+        if top == 0:  # the product vanished: every later one is 0 too
+            scaled.append(P)
+            logs.append(-math.inf)
+            continue
+        log_scale += math.log10(top.item())
+        P = P / top
+        scaled.append(P)
+        logs.append(log_scale)
+    radius = torch.linalg.eigvals(torch.stack(scaled)).abs().amax(-1)
+    return torch.log10(radius) + torch.tensor(logs, dtype=torch.float64)
+
+
+def second_eigenvalue_curve(H_list) -> tuple[torch.Tensor, torch.Tensor]:
+    """|λ₁| and |λ₂| of the partial products P_l = H_l ⋯ H_1 over depth, as log₁₀.
+
+        log₁₀|λ₁(P_l)| = log₁₀ ρ(P_l),   log₁₀|λ₂(P_l)| = log₁₀ ρ(C₂(P_l)) − log₁₀ ρ(P_l),
+
+    with C₂(P_l) = C₂(H_l) ⋯ C₂(H_1) (``compound2``, Cauchy–Binet). Both are the *largest*
+    eigenvalue of a product, which a rescaled product gives to float64's relative precision at
+    any depth; the explicit product's own second eigenvalue would drown in its rounding once
+    |λ₂/λ₁| falls below about 1e−16. |λ₂| is the second largest modulus (= |λ₁| when the top
+    eigenvalues are a complex pair). For doubly stochastic mixers λ₁ = 1 and |λ₂|^L measures
+    how fast the streams approach their mean (mHC's stream collapse; Xie et al. 2025,
+    arXiv:2512.24880, §4.1, on the composite mapping; docs/design.md §2.5).
+
+    H_list: (L, n, n) tensor or a sequence of L (n, n) matrices, n ≥ 2, any real dtype
+    (computed in float64). Returns (log10_lambda1, log10_lambda2), each (L,) float64.
+    """
+    fn = "second_eigenvalue_curve"
+    mats = _stream_mixers(H_list, fn)
+    if mats[0].ndim != 2 or mats[0].shape[-1] < 2:
+        raise ValueError(
+            f"{fn}: H_list must hold single (n, n) matrices with n >= 2; "
+            f"got shape {tuple(mats[0].shape)}"
+        )
+    first = _log10_spectral_radius_curve(mats)
+    pairs = _log10_spectral_radius_curve([compound2(H) for H in mats])
+    return first, pairs - first
+
+
 def _flat_beta(beta, name: str, fn: str) -> torch.Tensor:
     b = _real_float(beta, name, fn).detach().to("cpu", torch.float64).flatten()
     if b.numel() == 0:

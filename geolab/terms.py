@@ -6,8 +6,10 @@ appears; ``terms_markdown(words)`` lists definitions (notebook 00's glossary, no
 table columns). The metric definitions follow ``geolab.train.evaluate`` and
 ``geolab.metrics``; "learned", "converged" and the baseline ratio follow the verdict rules of
 ``geolab.experiments.report`` (docs/design.md §8); "singular values" and "pure attention" are
-notebook 04's (Dong et al. 2021, arXiv:2103.03404); "erase term" and "expanded state" name what
-the DDL controls ``ddl_write`` and ``ddl_state`` change (docs/design.md §3.2).
+notebook 04's (Dong et al. 2021, arXiv:2103.03404, Theorem 2.2 in §2); "erase term" and
+"expanded state" name what the DDL controls ``ddl_write`` and ``ddl_state`` change
+(docs/design.md §3.2); the LN placements and the tangent gate follow ``geolab.rules``, the Amax
+gain ``geolab.metrics.amax_gain``.
 """
 
 from __future__ import annotations
@@ -47,6 +49,20 @@ TERMS = {
     "expanded state": "DDL's residual state with d_v = 4 columns per token (a d×4 matrix "
     "instead of a d-vector). Before each sublayer a short causal convolution and a read vector "
     "compress it to the d-vector the sublayer reads (the rule ddl_state).",
+    "LN": "layer normalisation: subtract the mean of one token's channels and divide by their "
+    "standard deviation (then a learned scale and shift per channel).",
+    "pre-LN": "x + F(LN(x)): each layer reads a normalised copy of the stream and adds its output "
+    "to the stream itself, which is never normalised (GPT-2's arrangement).",
+    "post-LN": "LN(x + F(x)): the sum is normalised after every layer (the original "
+    "Transformer's arrangement).",
+    "Sinkhorn": "the Sinkhorn–Knopp iteration: divide every row by its sum, then every column by "
+    "its sum, and repeat; a matrix of positive entries tends to a doubly stochastic one.",
+    "doubly stochastic": "a matrix of entries ≥ 0 whose every row and every column sums to 1; a "
+    "product of such matrices is one too.",
+    "Amax": "the Amax gain of a mixing matrix: its largest absolute row sum or column sum, the "
+    "most it can amplify a signal (1 for a doubly stochastic matrix).",
+    "tangent gate": "MGT's g = σ(LN(X W_gate)): a number between 0 and 1 per channel that scales "
+    "what the layer writes.",
 }
 
 

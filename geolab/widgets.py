@@ -216,8 +216,24 @@ def rank_explorer(rules: tuple[str, ...] = ("postln", "preln", "mgt")) -> Explor
     )
 
 
+def spectrum_explorer() -> Explorer:
+    """Notebook 05: the preset of every layer's logits, the depth L, and one mixer repeated
+    or a fresh one per layer; |λ₂| of the product for HC, mHC, mHC-lite and JPmHC."""
+    return Explorer(
+        explore.spectrum_view,
+        {
+            "preset": W.Dropdown(
+                options=list(explore.PRESETS), value="random", description="preset"
+            ),
+            "depth": _slider(1, 200, 1, 100, "depth L", integer=True),
+            "same": W.Checkbox(value=False, description="the same mixer at every layer"),
+        },
+    )
+
+
 def streams_explorer() -> Explorer:
-    """Notebook 05: Sinkhorn iterations, logit spread σ and the depth of the mixer product."""
+    """Sinkhorn iterations, logit spread σ and the depth of the mixer product (notebook 05
+    before it split in two: the Sinkhorn residual and the Amax gains of the families)."""
     return Explorer(
         explore.streams_view,
         {

@@ -22,16 +22,25 @@ def _():
 def _(mo):
     mo.md(r"""
     # 01 · The Delta operator
+    """)
+    return
 
-    **What you will see.** One matrix, $A(k,\beta) = I - \beta\,\dfrac{k k^\top}{\lVert k\rVert^2}$,
-    changes character as you slide the number $\beta$. Its eigenvalues, its determinant and the
-    picture of the unit circle answer at once, and the determinant's closed form is checked
-    live against a numerical determinant. First, a guess.
 
-    The Delta operator is the heart of *Deep Delta Learning* (Zhang et al. 2026,
-    [arXiv:2601.00417](https://arxiv.org/abs/2601.00417)), in the form of Su & You 2026
-    ([arXiv:2601.01014, Eq. 1](https://arxiv.org/html/2601.01014)): a residual connection that
-    can **erase** along one direction $k$ before it **writes** something new.
+@app.cell(hide_code=True)
+def _(explore, mo):
+    mo.md(explore.opening("01_delta_operator"))
+    return
+
+
+@app.cell(hide_code=True)
+def _(mo):
+    mo.md(r"""
+    One matrix, $A(k,\beta) = I - \beta\,\dfrac{k k^\top}{\lVert k\rVert^2}$, built from a
+    direction $k$ and one number $\beta$. It is the heart of *Deep Delta Learning* (Zhang et
+    al. 2026, [arXiv:2601.00417, Eq. (2.1), §2.1](https://arxiv.org/abs/2601.00417); its
+    spectrum: [Proposition 2.1, §2.3](https://arxiv.org/abs/2601.00417)), restated by Su & You
+    2026 ([arXiv:2601.01014](https://arxiv.org/html/2601.01014v3)): a residual connection that
+    can change the stream along one direction $k$. First, a guess.
     """)
     return
 
@@ -109,7 +118,8 @@ def _(answer, mo):
 
 
 @app.cell
-def _(explore, mo):
+def _(answer, explore, mo):
+    mo.stop(answer is None)  # the controls come with the answer: nothing to explore before it
     beta = mo.ui.slider(
         -1.0, 3.0, step=0.05, value=0.5, label=r"gate $\beta$", show_value=True, full_width=True
     )
@@ -142,13 +152,7 @@ def _(beta, delta_view, phi, v):
 
 @app.cell
 def _(answer, mo, view):
-    mo.stop(
-        answer is None,
-        mo.md(
-            "*The table, the eigenvalues and the determinant along $\\beta$ appear once you"
-            " have answered the question above.*"
-        ),
-    )
+    mo.stop(answer is None)
     mo.vstack(
         [
             mo.md(view.markdown()),
@@ -180,23 +184,54 @@ def _(answer, mo, view):
 
 
 @app.cell(hide_code=True)
-def _(mo):
+def _(answer, mo):
+    mo.stop(answer is None)
     mo.md(r"""
     ## Erase and write
 
-    The residual update of Deep Delta Learning (Su & You 2026,
-    [arXiv:2601.01014, Eq. 2](https://arxiv.org/html/2601.01014)) is
+    The residual update of Deep Delta Learning (Zhang et al. 2026,
+    [arXiv:2601.00417, Eq. (2.2), §2.1](https://arxiv.org/abs/2601.00417)) is
     $x' = x + \beta\,(v - k^\top x)\,k$ for a unit $k$, which equals $A(k,\beta)\,x + \beta v k$.
     Along $k$ the new state holds $k^\top x' = (1-\beta)\,k^\top x + \beta v$: at $\beta = 1$
-    the old value is erased and exactly $v$ is written. Slide $v$ and watch $x'$ (once you
-    have answered, the last two rows of the table above give the numbers).
+    the old value is erased and exactly $v$ is written. Slide $v$ and watch $x'$ (the last
+    two rows of the table above give the numbers).
     """)
     return
 
 
 @app.cell
-def _(view):
+def _(answer, mo, view):
+    mo.stop(answer is None)
     view.figures["update"]
+    return
+
+
+@app.cell
+def _(explore):
+    get_transfer, set_transfer = explore.answer_state()
+    return get_transfer, set_transfer
+
+
+@app.cell
+def _(answer, explore, get_transfer, mo, set_transfer):
+    mo.stop(answer is None)  # the second question comes after the first one's reveal
+    transfer, transfer_again = explore.transfer_question(
+        "01_delta_operator", get_transfer(), set_transfer
+    )
+    explore.asked(transfer, transfer_again, get_transfer())
+    return transfer, transfer_again
+
+
+@app.cell
+def _(answer, explore, get_transfer, mo):
+    mo.stop(answer is None)
+    explore.transfer_shown("01_delta_operator", get_transfer())
+    return
+
+
+@app.cell(hide_code=True)
+def _(explore, mo):
+    mo.md(explore.next_markdown("01_delta_operator", "file" in mo.query_params()))
     return
 
 

@@ -1,7 +1,11 @@
 import marimo
 
 __generated_with = "0.25.2"
-app = marimo.App(width="medium", app_title="02 · The MGT block", html_head_file="offline_head.html")
+app = marimo.App(
+    width="medium",
+    app_title="02 · Does MGT keep the Delta spectrum?",
+    html_head_file="offline_head.html",
+)
 
 
 @app.cell
@@ -9,32 +13,48 @@ def _():
     import marimo as mo
 
     from geolab import explore
+    from geolab.terms import term
     from geolab.threads import use_threads
 
     use_threads()  # one thread unless GEOLAB_THREADS says otherwise (README: "Threads")
 
-    return explore, mo
+    return explore, mo, term
 
 
 @app.cell(hide_code=True)
 def _(mo):
     mo.md(r"""
-    # 02 · The MGT block: gates on every channel
+    # 02 · Does MGT keep the Delta operator's spectrum?
+    """)
+    return
 
-    **What you will see.** MGT (Su & You 2026,
-    [arXiv:2601.01014, Algorithm 1, §3](https://arxiv.org/html/2601.01014#S3)) replaces the scalar
-    Delta gate by a gate on every channel of every token:
+
+@app.cell(hide_code=True)
+def _(explore, mo):
+    mo.md(explore.opening("02_mgt_block"))
+    return
+
+
+@app.cell(hide_code=True)
+def _(mo, term):
+    mo.md(
+        r"""
+    In 01 the Delta operator changed the stream along one direction $k$. MGT (Su & You 2026,
+    [arXiv:2601.01014, Algorithm 1, §3](https://arxiv.org/html/2601.01014#S3)) is named after
+    it, with a gate on every channel of every token ("""
+        + term("LN")
+        + r""" normalises each token, the """
+        + term("tangent gate")
+        + r""" $g$ scales the write):
 
     $$X' = X + \beta \odot \big(F(\mathrm{LN}\,X) \odot \sigma(\mathrm{LN}(X W_{gate})) -
     \alpha X\big), \qquad \beta = \lambda \tanh(X W_\beta + b_\beta) + \epsilon .$$
 
-    Slide $\lambda, \epsilon, \alpha, \beta_0$ and watch the range of $\beta$, its distribution
-    over 64 tokens × 16 channels, the fraction that turns negative, and what the tangent gate
-    does to one token's update. The last part tests a claim of the paper's theory (its
-    [Proposition 3.5, §3](https://arxiv.org/html/2601.01014#S3)): what does this elementwise
-    update do to the spectrum of the rank-1 Delta operator it is named after? Commit to a
-    guess first: the question comes next.
-    """)
+    For one token, its Jacobian $J = \partial x'/\partial x$ says which directions the update
+    moves: an eigenvalue $1$ is a direction it leaves alone. The question below tests a claim of
+    the paper's theory (its [Proposition 3.5, §3](https://arxiv.org/html/2601.01014#S3)).
+    """
+    )
     return
 
 
@@ -86,19 +106,15 @@ def _(answer, explore, mgt_view, mo):
                 kind="success" if _right else "warn",
             ),
             _asked.figures["jacobian"],
-            mo.md(
-                r"**Why?** The update rescales every channel by its own factor"
-                r" $1 - \alpha\beta_i$ and writes on every channel, so every direction of the"
-                r" token moves: the geometric reading *erase along $k$, keep the rest* does not"
-                r" carry over from the Delta operator to MGT."
-            ),
+            mo.md(explore.jacobian_why(_n)),
         ]
     )
     return
 
 
 @app.cell
-def _(mo):
+def _(answer, mo):
+    mo.stop(answer is None)  # the controls come with the answer: nothing to explore before it
     lam = mo.ui.slider(
         0.1, 2.0, step=0.05, value=1.0, label=r"range $\lambda$", show_value=True, full_width=True
     )
@@ -158,7 +174,8 @@ def _(eps, explore, get_beta0, lam, mo, set_beta0):
 
 
 @app.cell(hide_code=True)
-def _(mo):
+def _(answer, mo):
+    mo.stop(answer is None)
     mo.md(r"""
     $\beta_0$ sets the bias $b_\beta = \operatorname{atanh}((\beta_0 - \epsilon)/\lambda)$, so it
     must lie inside $(-\lambda + \epsilon, \lambda + \epsilon)$: its slider spans that range and
@@ -181,47 +198,16 @@ def _(alpha, beta0, eps, lam, mgt_view, w_scale):
     return (view,)
 
 
-@app.cell
-def _(mo, view):
-    mo.md(view.markdown())
-    return
-
-
 @app.cell(hide_code=True)
-def _(mo):
+def _(answer, mo):
+    mo.stop(answer is None)
     mo.md(r"""
-    ## Accumulation or erasure
-
-    Channel by channel the update is $x' = (1 - \alpha\beta)\,x + \beta\, V$. With a small
-    $\alpha\beta$ the old state is kept and $V$ is **accumulated**; as $\alpha\beta \to 1$ the old
-    value is **erased** and replaced; a negative $\beta$ amplifies the old state and subtracts
-    $V$. The table's *retention* row shows $1 - \alpha\beta$ over all channels. The tangent gate
-    $g = \sigma(\mathrm{LN}(XW_{gate}))$ scales the write $V$ channel by channel. The bars
-    below show the write alone, without the decay $-\alpha\beta x$: at init attention's output
-    is about a thousandth of the state, so the decay dominates the whole update and the gate's
-    effect would not show. The diamonds are $g$ itself (right axis), between 0 and 1 per
-    channel. No slider moves $g$: it reads only the tokens $X$ and $W_{gate}$, both fixed here,
-    and its mean sits near $\tfrac12$ because the layer norm centres $XW_{gate}$ before the
-    sigmoid.
-    """)
-    return
-
-
-@app.cell
-def _(mo, view):
-    mo.hstack([view.figures["beta"], view.figures["gate"]], widths="equal")
-    return
-
-
-@app.cell(hide_code=True)
-def _(mo):
-    mo.md(r"""
-    ## The Jacobian: does MGT keep the Delta operator's spectrum?
+    ## The Jacobian at your sliders
 
     For one token, $J = \partial x'/\partial x$ (computed by autograd through geolab's `mgt`
     rule and a real attention layer). The Delta operator $A(k, \beta_0)$ changes only one
     direction: $\operatorname{rank}(A - I) = 1$ and $d-1$ eigenvalues sit exactly at $1$.
-    MGT is named after it — but its gate acts channel by channel.
+    Move the sliders: does any setting bring MGT's eigenvalues back to $1$?
     """)
     return
 
@@ -239,6 +225,35 @@ def _(answer, mo, view):
             view.figures["jacobian"],
         ]
     )
+    return
+
+
+@app.cell
+def _(explore):
+    get_transfer, set_transfer = explore.answer_state()
+    return get_transfer, set_transfer
+
+
+@app.cell
+def _(answer, explore, get_transfer, mo, set_transfer):
+    mo.stop(answer is None)  # the second question comes after the first one's reveal
+    transfer, transfer_again = explore.transfer_question(
+        "02_mgt_block", get_transfer(), set_transfer
+    )
+    explore.asked(transfer, transfer_again, get_transfer())
+    return transfer, transfer_again
+
+
+@app.cell
+def _(answer, explore, get_transfer, mo):
+    mo.stop(answer is None)
+    explore.transfer_shown("02_mgt_block", get_transfer())
+    return
+
+
+@app.cell(hide_code=True)
+def _(explore, mo):
+    mo.md(explore.next_markdown("02_mgt_block", "file" in mo.query_params()))
     return
 
 

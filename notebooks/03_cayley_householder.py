@@ -3,7 +3,7 @@ import marimo
 __generated_with = "0.25.2"
 app = marimo.App(
     width="medium",
-    app_title="03 · Cayley, Householder and the hybrid",
+    app_title="03 · Cayley rotations and Householder mirrors",
     html_head_file="offline_head.html",
 )
 
@@ -23,16 +23,25 @@ def _():
 @app.cell(hide_code=True)
 def _(mo):
     mo.md(r"""
-    # 03 · Cayley rotations, Householder mirrors and the hybrid
+    # 03 · Cayley rotations and Householder mirrors
+    """)
+    return
 
-    **What you will see.** The Cayley map turns two vectors $u, v$ and a scale $\beta$ into a
-    rotation $Q$ of the plane they span: $\det Q = +1$ and $Q^\top Q = I$ for every $\beta$,
-    and the angle $\theta$ it turns by grows with $\beta$. Can such a rotation map a vector $x$
-    to $-x$? That would need $\theta = \pi$ (the *inversion problem*, Shahmansoori 2026,
-    [arXiv:2605.06729, Theorem 4.6 in §4](https://arxiv.org/html/2605.06729v1#S4)). A
-    Householder mirror has $\det = -1$. E∆-MHC-Geo mixes the two with a gate $\gamma$; the
-    mixture is orthogonal only at the ends, and its regulariser cannot push a gate that sits at
-    $\gamma = \tfrac12$.
+
+@app.cell(hide_code=True)
+def _(explore, mo):
+    mo.md(explore.opening("03_cayley_householder"))
+    return
+
+
+@app.cell(hide_code=True)
+def _(mo):
+    mo.md(r"""
+    The Cayley map turns two vectors $u, v$ and a scale $\beta$ into a rotation $Q$ of the
+    plane they span: $\det Q = +1$ and $Q^\top Q = I$ for every $\beta$, and the angle
+    $\theta$ it turns by grows with $\beta$. E∆-MHC-Geo (Shahmansoori 2026,
+    [arXiv:2605.06729](https://arxiv.org/html/2605.06729v1)) builds its stream mixers from
+    such rotations. Turning a vector $x$ into $-x$ takes $\theta = \pi$.
     """)
     return
 
@@ -78,7 +87,8 @@ def _(answer, explore, mo):
                 mo.md(
                     ("**Right.** " if _right else "**No.** ")
                     + rf"At $\beta = 1000$ (angle $a = 1.2$): $\theta/\pi = "
-                    rf"{_n['theta_over_pi']:.6f}$, $\pi - \theta = {_n['gap']:.2e}$, and the"
+                    rf"{_n['theta_over_pi']:.6f}$,"
+                    rf" $\pi - \theta = {explore.tex_sci(_n['gap'])}$, and the"
                     rf" nearest eigenvalue of $Q$ is still {_n['distance_to_minus_one']:.1e}"
                     r" away from $-1$. The plot follows $\pi - \theta$ from $\beta = 0.1$ up to"
                     r" exactly $\beta = 1000$ on log axes: it shrinks like $1/\beta$ and never"
@@ -116,7 +126,8 @@ def _(answer, mo):
 
 
 @app.cell
-def _(mo):
+def _(answer, mo):
+    mo.stop(answer is None)  # the controls come with the answer: nothing to explore before it
     beta = mo.ui.slider(
         0.0,
         20.0,
@@ -135,17 +146,8 @@ def _(mo):
         show_value=True,
         full_width=True,
     )
-    gamma = mo.ui.slider(
-        0.0,
-        1.0,
-        step=0.01,
-        value=0.5,
-        label=r"hybrid gate $\gamma$",
-        show_value=True,
-        full_width=True,
-    )
-    mo.vstack([beta, angle, gamma])
-    return angle, beta, gamma
+    mo.vstack([beta, angle])
+    return angle, beta
 
 
 @app.cell
@@ -155,55 +157,49 @@ def _(explore):
 
 
 @app.cell
-def _(angle, beta, cayley_view, gamma):
-    view = cayley_view(beta.value, angle.value, gamma.value)
+def _(angle, beta, cayley_view):
+    view = cayley_view(beta.value, angle.value, 0.5)  # γ is 03b's: no row or plot here reads it
     return (view,)
 
 
 @app.cell
 def _(answer, mo, view):
-    mo.stop(
-        answer is None,
-        mo.md(
-            "*The table, the spectrum of $Q$ and its angle along $\\beta$ appear once you have"
-            " answered the question above.*"
-        ),
-    )
+    mo.stop(answer is None)
     mo.vstack(
         [
-            mo.md(view.markdown()),
+            mo.md(view.markdown(rows=slice(0, 7))),  # the rotation's rows, and the mirror's det
             mo.hstack([view.figures["spectrum"], view.figures["angle"]], widths="equal"),
         ]
     )
     return
 
 
-@app.cell(hide_code=True)
-def _(mo):
-    mo.md(r"""
-    ## The hybrid $G_\gamma = \gamma\,Q + (1-\gamma)\,H_2(k)$
-
-    $H_2(k) = I - 2kk^\top$ is a mirror ($\det = -1$). A convex combination of two orthogonal
-    maps is not orthogonal: between the ends the singular values of $G_\gamma$ drop below $1$,
-    and $\det G_\gamma$ has to pass from $-1$ to $+1$ — through $0$. It passes at
-    $\gamma = \tfrac12$, for every rotation $Q$: $G_{1/2} = \tfrac12 H_2(k)\,(H_2(k)\,Q + I)$,
-    and $H_2(k)\,Q$ is orthogonal with $\det = -1$, so it always has the eigenvalue $-1$ (its
-    real eigenvalues are $\pm1$, its complex ones come in pairs of product $1$, and they all
-    multiply to $-1$). The matching eigenvector $x$ has $G_{1/2}\,x = 0$: at $\gamma = \tfrac12$
-    the hybrid erases a whole direction, whatever $\beta$ and $a$ are.
-
-    The gate regulariser $L_{gate}(\gamma) = 4\gamma(1-\gamma)$ pushes $\gamma$ to $0$ or $1$,
-    but its gradient $4 - 8\gamma$ vanishes at $\gamma = \tfrac12$, exactly where the gate is
-    initialised. Any symmetric $r(\gamma) = r(1-\gamma)$ has $r'(\tfrac12) = 0$
-    ([E∆ Theorem 7.3, §7](https://arxiv.org/html/2605.06729v1#S7)): set $\gamma = 0.5$ and read
-    the gradient in the table.
-    """)
-    return
+@app.cell
+def _(explore):
+    get_transfer, set_transfer = explore.answer_state()
+    return get_transfer, set_transfer
 
 
 @app.cell
-def _(mo, view):
-    mo.hstack([view.figures["hybrid"], view.figures["regularizer"]], widths="equal")
+def _(answer, explore, get_transfer, mo, set_transfer):
+    mo.stop(answer is None)  # the second question comes after the first one's reveal
+    transfer, transfer_again = explore.transfer_question(
+        "03_cayley_householder", get_transfer(), set_transfer
+    )
+    explore.asked(transfer, transfer_again, get_transfer())
+    return transfer, transfer_again
+
+
+@app.cell
+def _(answer, explore, get_transfer, mo):
+    mo.stop(answer is None)
+    explore.transfer_shown("03_cayley_householder", get_transfer())
+    return
+
+
+@app.cell(hide_code=True)
+def _(explore, mo):
+    mo.md(explore.next_markdown("03_cayley_householder", "file" in mo.query_params()))
     return
 
 

@@ -22,12 +22,24 @@ def _():
 
 
 @app.cell(hide_code=True)
+def _(mo):
+    mo.md(r"""
+    # 04 · Rank collapse: what depth does to token representations
+    """)
+    return
+
+
+@app.cell(hide_code=True)
+def _(explore, mo):
+    mo.md(explore.opening("04_rank_collapse"))
+    return
+
+
+@app.cell(hide_code=True)
 def _(mo, term):
     # The hovers' definitions are geolab.terms' (one copy of each)
     mo.md(
         r"""
-    # 04 · Rank collapse: what depth does to token representations
-
     **What you will see.** Stack 12 to 200 transformer layers, feed one sequence of 32 random
     tokens, and measure after every layer how many directions the 32 token vectors still span:
     the *effective rank* (Su & You 2026,
@@ -43,8 +55,9 @@ def _(mo, term):
     $H(\hat\sigma) = -\sum_i \hat\sigma_i \log \hat\sigma_i$ their entropy: $1$ when all
     directions are used equally, and small when the tokens collapse onto one vector.
     The lower panel shows Dong et al.'s residual $\lVert X - \mathbf 1 \bar x^\top\rVert / \lVert
-    X\rVert$ ([arXiv:2103.03404, §2](https://arxiv.org/abs/2103.03404)), the distance from
-    "all tokens equal" ($\bar x$ the mean token). """
+    X\rVert$, the distance from "all tokens equal" ($\bar x$ the mean token); their main result
+    ([arXiv:2103.03404, Theorem 2.2, §2](https://arxiv.org/abs/2103.03404)) is that pure
+    attention drives it to 0 doubly exponentially with depth. """
         + term("pure attention", "Pure attention")
         + r""" (Dong et al. 2021) is the
     reference. Everything here is at initialisation, width $D = 128$; layer 0 is the
@@ -65,7 +78,7 @@ def _(explore, get_answer, set_answer):
     guess, again = explore.question(
         r"**Predict first.** Pure attention, 24 layers, $S = 32$ tokens: where does its"
         r" effective rank end?",
-        ["exactly 0", "1/32 ≈ 0.031", "about 0.5", "still about 1"],
+        ["exactly 0", "1/32 ≈ 0.031", "1/√32 ≈ 0.18", "still about 1"],
         get_answer(),
         set_answer,
     )
@@ -110,14 +123,15 @@ def _(answer, explore, mo, rank_view):
 
 
 @app.cell
-def _(explore, mo):
+def _(answer, explore, mo):
+    mo.stop(answer is None)
     depth = mo.ui.slider(
         12,
         200,
         step=1,
         value=24,
-        label=r"depth $L$ (layers, any from 12 to 200: slide, or type it in the box)",
-        include_input=True,
+        label="depth L (layers, any from 12 to 200: slide, or step by one with the arrow keys)",
+        show_value=True,
         debounce=True,
         full_width=True,
     )
@@ -132,7 +146,8 @@ def _(explore, mo):
 
 
 @app.cell(hide_code=True)
-def _(explore, glossary_markdown, mo):
+def _(answer, explore, glossary_markdown, mo):
+    mo.stop(answer is None)
     mo.accordion(
         {
             "What the rule names mean, and their papers": mo.md(
@@ -144,7 +159,8 @@ def _(explore, glossary_markdown, mo):
 
 
 @app.cell(hide_code=True)
-def _(mo):
+def _(answer, mo):
+    mo.stop(answer is None)
     mo.md(r"""
     The MGT rules with a Delta controller (`mgt`, `mgt_ddl`) start every token at
     $\beta = \beta_0$ and decay $\alpha = \alpha_0$.
@@ -165,7 +181,8 @@ def _(mo):
 
 
 @app.cell(hide_code=True)
-def _(mo, rank_view):
+def _(answer, mo, rank_view):
+    mo.stop(answer is None)
     _edelta = {g: rank_view(["edelta"], 24, gamma0=g, reference=False) for g in (0.05, 0.9)}
     _low, _high = (_edelta[g].numbers["final_rank"]["edelta"] for g in (0.05, 0.9))
     mo.md(
@@ -179,13 +196,14 @@ def _(mo, rank_view):
 
 
 @app.cell
-def _(mo):
+def _(answer, mo):
+    mo.stop(answer is None)
     beta0 = mo.ui.slider(
         -0.95,
         0.95,
         step=0.05,
         value=0.5,
-        label=r"MGT $\beta_0$",
+        label="MGT β₀",
         show_value=True,
         debounce=True,
         full_width=True,
@@ -195,7 +213,7 @@ def _(mo):
         2.0,
         step=0.05,
         value=1.0,
-        label=r"MGT $\lambda$",
+        label="MGT λ",
         show_value=True,
         debounce=True,
         full_width=True,
@@ -205,7 +223,7 @@ def _(mo):
         1.0,
         step=0.05,
         value=0.1,
-        label=r"MGT $\alpha_0$",
+        label="MGT α₀",
         show_value=True,
         debounce=True,
         full_width=True,
@@ -215,7 +233,7 @@ def _(mo):
         0.95,
         step=0.05,
         value=0.5,
-        label=r"E∆ $\gamma_0$ (edelta only)",
+        label="E∆ γ₀ (edelta only)",
         show_value=True,
         debounce=True,
         full_width=True,
@@ -280,7 +298,8 @@ def _(answer, mo, view):
 
 
 @app.cell(hide_code=True)
-def _(mo):
+def _(answer, mo):
+    mo.stop(answer is None)
     mo.md(r"""
     ## Why MGT falls at 200 layers
 
@@ -304,18 +323,20 @@ def _(mo):
 
 
 @app.cell(hide_code=True)
-def _(alpha, beta0, mo):
+def _(alpha, answer, beta0, explore, mo):
+    mo.stop(answer is None)
     _r = 1 - alpha.value * beta0.value
     mo.md(
         rf"At the sliders' $\alpha_0 = {alpha.value:g}$, $\beta_0 = {beta0.value:g}$:"
         rf" $1 - \alpha_0\beta_0 = {_r:.4g}$, and after 200 layers"
-        rf" ${_r:.4g}^{{400}} \approx {abs(_r) ** 400:.1e}$ of the input is left."
+        rf" ${_r:.4g}^{{400}} {explore.power_text(_r, 400, tex=True)}$ of the input is left."
     )
     return
 
 
 @app.cell(hide_code=True)
-def _(mo):
+def _(answer, mo):
+    mo.stop(answer is None)
     mo.md(r"""
     ## The tokens themselves
 
@@ -328,7 +349,8 @@ def _(mo):
 
 
 @app.cell
-def _(depth, mo):
+def _(answer, depth, mo):
+    mo.stop(answer is None)
     layer = mo.ui.slider(
         0,
         depth.value,
@@ -358,7 +380,8 @@ def _(answer, depth, gates, layer, mo, rank_view, reference, rules):
 
 
 @app.cell(hide_code=True)
-def _(mo):
+def _(answer, mo):
+    mo.stop(answer is None)
     mo.md(r"""
     ## Every rule at this depth
 
@@ -372,14 +395,16 @@ def _(mo):
 
 
 @app.cell
-def _(mo):
+def _(answer, mo):
+    mo.stop(answer is None)
     compare = mo.ui.run_button(label="compare all rules at this depth")
     mo.center(compare)
     return (compare,)
 
 
 @app.cell
-def _(compare, depth, explore, gates, mo):
+def _(answer, compare, depth, explore, gates, mo):
+    mo.stop(answer is None)
     mo.stop(not compare.value, mo.md("*Press the button to compare every rule.*"))
     # the bar counts residual steps still to compute (curves already drawn cost none)
     table = explore.compare_rows(
@@ -402,6 +427,35 @@ def _(mo):
     [09 · Rank after training](?file=09_trained_rank.py) reads the committed runs that trained
     these rules and measured the same curves before and after.
     """)
+    return
+
+
+@app.cell
+def _(explore):
+    get_transfer, set_transfer = explore.answer_state()
+    return get_transfer, set_transfer
+
+
+@app.cell
+def _(answer, explore, get_transfer, mo, set_transfer):
+    mo.stop(answer is None)  # the second question comes after the first one's reveal
+    transfer, transfer_again = explore.transfer_question(
+        "04_rank_collapse", get_transfer(), set_transfer
+    )
+    explore.asked(transfer, transfer_again, get_transfer())
+    return transfer, transfer_again
+
+
+@app.cell
+def _(answer, explore, get_transfer, mo):
+    mo.stop(answer is None)
+    explore.transfer_shown("04_rank_collapse", get_transfer())
+    return
+
+
+@app.cell(hide_code=True)
+def _(explore, mo):
+    mo.md(explore.next_markdown("04_rank_collapse", "file" in mo.query_params()))
     return
 
 

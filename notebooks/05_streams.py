@@ -2,7 +2,7 @@ import marimo
 
 __generated_with = "0.25.2"
 app = marimo.App(
-    width="medium", app_title="05 · Streams and their mixers", html_head_file="offline_head.html"
+    width="medium", app_title="05 · Streams over depth", html_head_file="offline_head.html"
 )
 
 
@@ -11,26 +11,40 @@ def _():
     import marimo as mo
 
     from geolab import explore
+    from geolab.explore.streams import power_of_ten
     from geolab.threads import use_threads
 
     use_threads()  # one thread unless GEOLAB_THREADS says otherwise (README: "Threads")
 
-    return explore, mo
+    return explore, mo, power_of_ten
 
 
 @app.cell(hide_code=True)
 def _(mo):
     mo.md(r"""
-    # 05 · Streams: why mHC projects its mixers
+    # 05 · Streams: what the mixer does over depth
 
-    **What you will see.** Hyper-connections keep $n = 4$ parallel residual streams and mix
-    them at every step with an $n \times n$ matrix $H_{res}$. Over $L$ steps the signal is
-    multiplied by $H_L \cdots H_1$. Hyper-connections (HC) leave each mixer unconstrained; mHC
-    projects each mixer onto the **doubly stochastic** matrices with Sinkhorn–Knopp, whose
-    products stay doubly stochastic with gain $1$; orthogonal mixers (JPmHC, E∆) keep
-    Euclidean lengths ($\lVert Qx\rVert_2 = \lVert x\rVert_2$). The catch (Shahmansoori 2026,
-    [arXiv:2605.06729](https://arxiv.org/html/2605.06729)): finite Sinkhorn is only
-    *approximately* doubly stochastic. First, a guess about the product.
+    **You will be able to explain**
+
+    1. why, in hyper-connections, depth multiplies the stream mixers: $L$ layers act as one
+       product $H_L \cdots H_1$;
+    2. what the two largest eigenvalues of that product, $\lvert\lambda_1\rvert$ and
+       $\lvert\lambda_2\rvert$, say about the streams;
+    3. what a doubly stochastic mixer (mHC) and an orthogonal one (JPmHC) each do to
+       $\lvert\lambda_2\rvert$ over depth.
+
+    **The setting.** Hyper-connections (Zhu et al. 2024,
+    [arXiv:2409.19606](https://arxiv.org/abs/2409.19606)) keep $n = 4$ copies of the residual
+    state, the *streams*. At every layer a $4 \times 4$ matrix $H$ mixes them: stream $i$
+    becomes $\sum_j H_{ij}\,(\text{stream } j)$. After $L$ layers the streams have been
+    multiplied by the product $P_L = H_L \cdots H_1$.
+
+    mHC (Xie et al. 2025, [arXiv:2512.24880](https://arxiv.org/abs/2512.24880)) makes every $H$
+    *doubly stochastic*: entries $\ge 0$, every row and every column summing to $1$. Then
+    $H\mathbf 1 = \mathbf 1$, so the product's largest eigenvalue is $\lambda_1 = 1$, on the
+    all-ones vector: the mean of the streams passes unchanged. The second largest,
+    $\lvert\lambda_2\rvert$, measures everything else: how much of the *differences* between the
+    streams is left.
     """)
     return
 
@@ -44,10 +58,15 @@ def _(explore):
 @app.cell
 def _(explore, get_answer, set_answer):
     guess, again = explore.question(
-        r"**Predict first.** Multiply 100 unconstrained HC mixers $I + \tanh(2G)$ (each"
-        r" entry of $G$ drawn from $N(0, 1)$). How large is the forward Amax gain of the"
-        r" product (its largest absolute row sum)?",
-        ["about 1", "about 10", "about 10⁴", "10¹⁰ or more"],
+        r"**Predict first.** Stack 50 mHC mixers, a fresh one per layer (preset *random*:"
+        r" logits with $N(0, 1)$ entries, 20 Sinkhorn iterations each). Where is"
+        r" $\lvert\lambda_2\rvert$ of their product $P_{50}$?",
+        [
+            "about 1 (0.5 to 2): the differences survive",
+            "between 10⁻³ and 0.5: they fade a little",
+            "below 10⁻¹⁰: the streams become copies of their mean",
+            "above 10: the differences grow",
+        ],
         get_answer(),
         set_answer,
     )
@@ -62,154 +81,173 @@ def _(get_answer):
 
 
 @app.cell
-def _(answer, explore, mo, streams_view):
+def _(explore):
+    spectrum_view = explore.notebook_cache(explore.spectrum_view)
+    return (spectrum_view,)
+
+
+@app.cell
+def _(answer, explore, mo, power_of_ten, spectrum_view):
     mo.stop(answer is None, mo.md(explore.WAITING))
-    _hc = streams_view(20, 2.0, 100)
-    _gain = _hc.numbers["final_gain"]["HC"][0]
-    _right = answer.startswith("10¹⁰")
+    _asked = spectrum_view("random", 50)
+    _, _two = _asked.numbers["final"]["mHC"]
+    _right = answer.startswith("below")
     mo.vstack(
         [
             mo.callout(
                 mo.md(
                     ("**Right.** " if _right else "**No.** ")
-                    + f"100 HC mixers with $\\sigma = 2$: the forward Amax gain of the product is"
-                    f" {_gain:.2e}. mHC's Sinkhorn-projected mixers stay at 1: the flat line."
+                    + r"After 50 fresh mHC mixers, $\lvert\lambda_2(P_{50})\rvert$ = "
+                    + f"{power_of_ten(_two)}, while $\\lambda_1$ stays at 1. The four streams"
+                    " now carry the same mix: their mean."
                 ),
                 kind="success" if _right else "warn",
             ),
-            _hc.figures["hc_gain"],
-            mo.md(
-                "**Why?** Each HC mixer $I + \\tanh(2G)$ stretches some direction by a factor"
-                " above 1, and nothing pulls the product back: the stretch compounds layer after"
-                " layer, exponentially in depth."
-            ),
+            _asked.figures["mHC"],
+            mo.md(r"""
+    **Why?** A doubly stochastic $H$ keeps the all-ones direction, $H\mathbf 1 = \mathbf 1$:
+    the mean of the streams. Every other eigenvalue of a positive doubly stochastic matrix
+    lies strictly inside the unit circle (Perron–Frobenius), and the differences between the
+    streams live in those directions. Each layer shrinks them by about $\lvert\lambda_2\rvert$,
+    so $L$ layers shrink them by about $\lvert\lambda_2\rvert^L$: the dotted line, the product
+    of each layer's own $\lvert\lambda_2\rvert$. The product tends to a matrix whose rows
+    are all equal ($\tfrac1n\mathbf 1\mathbf 1^\top$, every row the mean, for exactly doubly
+    stochastic mixers): the four streams become copies of one another and the extra width of
+    hyper-connections is lost. This is
+    **stream collapse**. The solid line is the product's own $\lvert\lambda_2\rvert$, computed
+    exactly at every depth; it differs from the dotted one because fresh mixers have
+    different eigenvectors, so their eigenvalues do not simply multiply.
+    """),
         ]
     )
     return
 
 
 @app.cell
-def _(mo):
-    iters = mo.ui.slider(
-        1, 50, step=1, value=20, label=r"Sinkhorn iterations", show_value=True, full_width=True
-    )
-    spread = mo.ui.slider(
-        0.1,
-        4.0,
-        step=0.1,
-        value=2.0,
-        label=r"logit spread $\sigma$",
-        show_value=True,
-        full_width=True,
+def _(explore, mo):
+    preset = mo.ui.dropdown(
+        options=list(explore.PRESETS), value="random", label="preset (the logits of every layer)"
     )
     depth = mo.ui.slider(
-        1,
-        200,
-        step=1,
-        value=100,
-        label=r"depth $L$ (mixers multiplied)",
-        show_value=True,
-        full_width=True,
+        1, 200, step=1, value=100, label=r"depth $L$", show_value=True, full_width=True
     )
-    mo.vstack([iters, spread, depth])
-    return depth, iters, spread
+    same = mo.ui.checkbox(value=False, label="the same mixer at every layer")
+    return depth, preset, same
 
 
-@app.cell(hide_code=True)
-def _(mo):
-    mo.md(r"""
-    ## Sinkhorn–Knopp
+@app.cell
+def _(answer, depth, mo, preset, same):
+    mo.stop(answer is None)
+    mo.vstack(
+        [
+            mo.md(r"""
+    ## All four families on the same logits
 
-    Start from $M^{(0)} = \exp(\text{logits} - \max)$ and alternate: divide every column by its
-    sum, then every row by its sum. The last step makes the rows exact; the columns are off by
-    an error that shrinks with the iterations and grows with the spread of the logits. mHC uses
-    20 iterations in float32.
-
-    **mHC-lite** (Yang & Gao 2026, [arXiv:2601.05732](https://arxiv.org/abs/2601.05732)) needs no
-    iterations: by the Birkhoff–von Neumann theorem every doubly stochastic matrix is a convex
-    combination of permutation matrices, so it takes a softmax over all $4! = 24$ of them,
-    $H = \sum_\sigma a_\sigma P_\sigma$. Rows and columns then sum to 1 up to float32 rounding at
-    any spread: its flat line in the error plot below. Here each permutation's weight comes from the
-    same logits, $a_\sigma \propto \exp \sum_i \text{logits}_{i\,\sigma(i)}$.
-    """)
+    Each preset fixes the logits $G_l = B + \sigma N_l$ of every layer ($N_l$ with $N(0, 1)$
+    entries): *identity-ish* $B = 4I$, $\sigma = 0.5$ (a strong diagonal, as mHC starts training);
+    *random* $B = 0$, $\sigma = 1$; *near-permutation* $B = 4P$ with $P$ a 4-cycle that hands
+    stream $i$ to stream $i + 1$, $\sigma = 0.5$; *JPmHC rotation* $B = 2(P - P^\top)$, a
+    rotation's generator, $\sigma = 0.5$. Each family turns $G_l$ into its mixer: HC
+    $I + \tanh G_l$ (unconstrained), mHC $\mathrm{Sinkhorn}(G_l)$, mHC-lite (Yang & Gao 2026)
+    a softmax-weighted mix of the 24 permutation matrices, JPmHC (Sengupta et al. 2026) two
+    fixed-point Cayley steps on $G_l - G_l^\top$, a rotation up to its truncation error.
+    Tick *the same mixer at every layer* and the solid line lies on the dotted one: the
+    eigenvalues of $H^L$ are exactly $\lambda^L$.
+    """),
+            mo.hstack([preset, same], justify="start", gap=2),
+            depth,
+        ]
+    )
     return
 
 
 @app.cell
-def _(explore):
-    streams_view = explore.notebook_cache(explore.streams_view)
-    return (streams_view,)
-
-
-@app.cell
-def _(depth, iters, spread, streams_view):
-    view = streams_view(iters.value, spread.value, depth.value)
+def _(depth, preset, same, spectrum_view):
+    view = spectrum_view(preset.value, depth.value, same.value)
     return (view,)
 
 
 @app.cell
 def _(answer, mo, view):
-    mo.stop(
-        answer is None,
-        mo.md("*The readout and the gains appear once you have answered the question above.*"),
-    )
-    mo.md(view.markdown())
-    return
-
-
-@app.cell
-def _(view):
-    view.figures["heatmaps"]
-    return
-
-
-@app.cell
-def _(view):
-    view.figures["error"]
-    return
-
-
-@app.cell(hide_code=True)
-def _(answer, mo):
     mo.stop(answer is None)
-    mo.md(r"""
-    ## The composite product over depth
-
-    The *Amax gain* of mHC (Xie et al.) is the largest absolute row sum of $H_L \cdots H_1$
-    (forward signal) and the largest absolute column sum (backward gradient). The same random
-    draws feed four families: HC $= I + \tanh(\sigma G)$, mHC $= \mathrm{Sinkhorn}(\sigma G)$,
-    the **exact dense Cayley map** $(I + A/2)^{-1}(I - A/2)$ of the skew part $A$ of $\sigma G$
-    (what E∆'s Cayley operator computes and what JPmHC's iteration converges to), and
-    **JPmHC's own two-step mixer** $Y \leftarrow I + \tfrac a2 W_s (I + Y)$, $a = 0.1$, two
-    iterations from $I$ — the mixer the `jpmhc` rule really runs, orthogonal only up to its
-    truncation error. Row-stochastic products keep the forward gain at exactly $1$; the backward
-    gain of mHC drifts with the Sinkhorn residual. Lower the iterations or raise $\sigma$ and
-    watch it.
-
-    **Two gains.** The 2-norm gain $\lVert H_L\cdots H_1\rVert_2$ is the largest factor by
-    which the product stretches a vector's Euclidean length: exactly $1$ for any product of
-    orthogonal matrices. The Amax gain measures something else, the largest row sum of absolute
-    values ($\lVert P\rVert_\infty$): for an orthogonal $n \times n$ matrix it can reach
-    $\sqrt n = 2$ (a row $(\tfrac12, \tfrac12, \tfrac12, \tfrac12)$), because
-    $\lVert P\rVert_\infty \le \sqrt n\,\lVert P\rVert_2$. So the orthogonal mixer's Amax
-    gain around $1.7$ is not growth: its 2-norm line sits at $1$. The bottom panel zooms on
-    everything but HC, from $0$ to $1.3\sqrt n$, with the $\sqrt n$ bound dotted. One colour per
-    mixer family; solid: Amax forward, dashed: Amax backward, dotted: 2-norm.
-
-    **Why JPmHC can grow.** Two fixed-point steps only approximate the Cayley map, so each
-    JPmHC mixer is orthogonal only up to its truncation error, which grows quickly with the
-    size of its generator: the last row of the table shows the mean 2-norm of one mixer
-    ($1$ would be orthogonal). A product of $L$ mixers that each stretch by $1 + \varepsilon$
-    grows like $(1 + \varepsilon)^L$: raise $\sigma$ to 4 at depth 200 and JPmHC's gain leaves
-    the zoom for $10^{15}$, while the exact Cayley mixers stay at $1$.
-    """)
+    mo.md(view.markdown())
     return
 
 
 @app.cell
 def _(answer, mo, view):
     mo.stop(answer is None)
-    view.figures["gain"]
+    view.figures["spectrum"]
+    return
+
+
+@app.cell
+def _(explore):
+    get_transfer, set_transfer = explore.answer_state()
+    return get_transfer, set_transfer
+
+
+@app.cell
+def _(answer, explore, get_transfer, mo, set_transfer):
+    mo.stop(answer is None)
+    second, second_again = explore.question(
+        r"**Second question.** JPmHC mixes the same four streams with rotations: orthogonal"
+        r" matrices, whose eigenvalues all have $\lvert\lambda\rvert = 1$. Same preset"
+        r" (*random*), 50 fresh layers: where is $\lvert\lambda_2\rvert$ of JPmHC's product?",
+        [
+            "below 10⁻¹⁰, like mHC",
+            "about 1 (0.5 to 2)",
+            "above 10⁶, like HC",
+        ],
+        get_transfer(),
+        set_transfer,
+    )
+    explore.asked(second, second_again, get_transfer())
+    return second, second_again
+
+
+@app.cell
+def _(get_transfer):
+    transfer = get_transfer()
+    return (transfer,)
+
+
+@app.cell
+def _(mo, power_of_ten, spectrum_view, transfer):
+    mo.stop(transfer is None)
+    _asked = spectrum_view("random", 50)
+    _one, _two = _asked.numbers["final"]["JPmHC"]
+    _right = transfer.startswith("about 1")
+    mo.vstack(
+        [
+            mo.callout(
+                mo.md(
+                    ("**Right.** " if _right else "**No.** ")
+                    + r"JPmHC after 50 layers: $\lvert\lambda_1\rvert$ = "
+                    + f"{power_of_ten(_one)}, $\\lvert\\lambda_2\\rvert$ = {power_of_ten(_two)}."
+                ),
+                kind="success" if _right else "warn",
+            ),
+            _asked.figures["JPmHC"],
+            mo.md(r"""
+    **Why?** A product of orthogonal matrices is orthogonal: every eigenvalue stays on the
+    unit circle, nothing is averaged away, and the streams stay as different as they were, at
+    any depth. The few per cent above 1 are JPmHC's truncation: two fixed-point steps only
+    approximate the exact Cayley rotation, so each mixer stretches a little, and a product of
+    $L$ small stretches grows like $(1 + \varepsilon)^L$. Pick *near-permutation* at depth 200
+    above to see it reach $10^4$.
+    """),
+        ]
+    )
+    return
+
+
+@app.cell(hide_code=True)
+def _(mo):
+    mo.md(r"""
+    **Next:** [05b · Sinkhorn–Knopp](?file=05b_sinkhorn.py): how mHC turns a layer's logits
+    into a doubly stochastic mixer, round by round, and how close 20 rounds get.
+    """)
     return
 
 

@@ -10,6 +10,7 @@ def _():
 
     import marimo as mo
 
+    from geolab import explore
     from geolab.experiments import lab
     from geolab.rules import RESIDUALS
     from geolab.terms import term, terms_markdown
@@ -17,14 +18,26 @@ def _():
 
     use_threads()  # one thread unless GEOLAB_THREADS says otherwise (README: "Threads")
 
-    return RESIDUALS, lab, mo, term, terms_markdown, time
+    return RESIDUALS, explore, lab, mo, term, terms_markdown, time
+
+
+@app.cell(hide_code=True)
+def _(mo):
+    mo.md(r"""
+    # 06 · Training lab: train small models live and compare residual rules
+    """)
+    return
+
+
+@app.cell(hide_code=True)
+def _(explore, mo):
+    mo.md(explore.opening("06_training_lab"))
+    return
 
 
 @app.cell(hide_code=True)
 def _(mo, term):
     mo.md(rf"""
-    # 06 · Training lab: train small models live and compare residual rules
-
     **What you will see.** Pick a task, a few residual rules, a depth and a width, and press
     **Train**: one small transformer per rule is trained on the same data, with the same seed
     and the same optimiser (AdamW, warm-up then cosine decay), and the loss curves grow while it
@@ -44,16 +57,8 @@ def _(mo, term):
     **The default run** (copy task, 4 layers, width 32, 160 steps, seed 0) trains three rules in
     about 11 s with one torch thread on an idle 2-core machine; a busy machine takes several
     times longer. torch's default thread count can be ten times slower there, so this notebook
-    runs one thread itself (`GEOLAB_THREADS` chooses more; README, "Threads"). At the end DDL
-    and MGT both copy (validation accuracy 1.000 and 0.998) while pre-LN has only begun (0.31;
-    guessing would score $1/16$). DDL's $\beta$ leaves $1$ in every layer (0.90 to 1.09); MGT's
-    stays near its $\beta_0 = 0.5$ (0.49 to 0.52): no layer turns negative in so short a run.
-
-    **Loss and accuracy say different things.** MGT ends with validation loss 0.85 at accuracy
-    0.998. Accuracy only asks whether the most likely token is the right one; the
-    cross-entropy loss $-\log p(\text{{right token}})$ also asks how sure the model is. MGT picks
-    the right token but gives it only about $e^{{-0.85}} \approx 43\%$ of the probability (DDL,
-    loss 0.15: about 86 %): it has found the copy and is still sharpening it.
+    runs one thread itself (`GEOLAB_THREADS` chooses more; README, "Threads"). What it gives is
+    written under the runs once you have trained it.
     """)
     return
 
@@ -70,7 +75,7 @@ def _(RESIDUALS, lab, mo):
     lr = mo.ui.dropdown(
         options=["0.001", "0.003", "0.01"], value="0.003", label="peak learning rate"
     )
-    seed = mo.ui.number(start=0, stop=10_000, value=0, label="seed")
+    seed = mo.ui.slider(0, 99, value=0, label="seed", show_value=True)
     train_button = mo.ui.run_button(label="Train")
     mo.vstack(
         [
@@ -191,13 +196,36 @@ def _(clear, get_runs, lab, latest, mo, terms_markdown):
 
 
 @app.cell(hide_code=True)
+def _(get_runs, latest, mo):
+    _ = latest  # rerun when a run finishes
+    # what the default run gives, said only once a run is on the page: read before the
+    # Train button it would answer what the learner is about to watch
+    mo.stop(not get_runs())
+    mo.md(r"""
+    **The default run** (copy task, 4 layers, width 32, 160 steps, seed 0): at the end DDL
+    and MGT both copy (validation accuracy 1.000 and 0.998) while pre-LN has only begun (0.31;
+    guessing would score $1/16$). DDL's $\beta$ leaves $1$ in every layer (0.90 to 1.09); MGT's
+    stays near its $\beta_0 = 0.5$ (0.49 to 0.52): no layer turns negative in so short a run.
+
+    **Loss and accuracy say different things.** MGT ends with validation loss 0.85 at accuracy
+    0.998. Accuracy only asks whether the most likely token is the right one; the
+    cross-entropy loss $-\log p(\text{right token})$ also asks how sure the model is. MGT picks
+    the right token but gives it only about $e^{-0.85} \approx 43\%$ of the probability (DDL,
+    loss 0.15: about 86 %): it has found the copy and is still sharpening it.
+    """)
+    return
+
+
+@app.cell(hide_code=True)
 def _(mo):
     mo.md(r"""
     ## β per layer over training
 
-    One line per snapshot. A flat line at $\beta_0$ is the initialisation; a line that bends
-    below 0 in the deep layers is the MGT paper's predicted "phase transition" (accumulate
-    early, erase late). The check below confirms that every layer really starts at $\beta_0$.
+    One line per later snapshot: how far each layer's mean $\beta$ has moved since
+    initialisation (0, the black line, is where every layer started, at $\beta_0$). The MGT
+    proposal predicts a "phase transition" (accumulate early, erase late): $\beta$ falling
+    below 0 in the deep layers. The check below confirms that every layer really starts at
+    $\beta_0$ and gives the range $\beta$ ended in.
     """)
     return
 
@@ -220,6 +248,33 @@ def _(figs, mo, runs):
     mo.vstack(
         [mo.md("\n".join(checks))] + [fig for name, fig in figs.items() if name.startswith("beta")]
     )
+    return
+
+
+@app.cell
+def _(explore):
+    get_transfer, set_transfer = explore.answer_state()
+    return get_transfer, set_transfer
+
+
+@app.cell
+def _(explore, get_transfer, set_transfer):
+    transfer, transfer_again = explore.transfer_question(
+        "06_training_lab", get_transfer(), set_transfer
+    )
+    explore.asked(transfer, transfer_again, get_transfer())
+    return transfer, transfer_again
+
+
+@app.cell
+def _(explore, get_transfer):
+    explore.transfer_shown("06_training_lab", get_transfer())
+    return
+
+
+@app.cell(hide_code=True)
+def _(explore, mo):
+    mo.md(explore.next_markdown("06_training_lab", "file" in mo.query_params()))
     return
 
 

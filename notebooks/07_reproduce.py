@@ -10,6 +10,7 @@ app = marimo.App(
 def _():
     import marimo as mo
 
+    from geolab import explore
     from geolab.experiments import NAMES, decide, get_protocol, report
     from geolab.experiments.runner import run_protocol
     from geolab.terms import term
@@ -17,22 +18,34 @@ def _():
 
     use_threads()  # one thread unless GEOLAB_THREADS says otherwise (README: "Threads")
 
-    return NAMES, decide, get_protocol, mo, report, run_protocol, term
+    return NAMES, decide, explore, get_protocol, mo, report, run_protocol, term
 
 
 @app.cell(hide_code=True)
 def _(mo):
     mo.md(r"""
-    # 07 · Reproducing the papers: what holds at small scale
+    # 07 · What a verdict means
+    """)
+    return
 
-    **What you will see.** The MGT paper states its hypotheses before any experiment (H1: a
-    standard transformer's effective rank collapses towards 0 by 100 layers; H2: MGT keeps it
-    above 0.5; a positive synergy $\mathcal S$ of its two gates,
-    [Eq. 9, §4](https://arxiv.org/html/2601.01014#S4); a sign "phase transition"
-    of $\beta$ with depth); the E∆ paper publishes a small benchmark table. geolab ran every
-    protocol at *small* scale on a CPU and committed the numbers under `data/results/`. First the
-    counts, and what each undecided claim would need; then what a verdict means, with one claim
-    worked through; the full table is behind the accordion below it.
+
+@app.cell(hide_code=True)
+def _(explore, mo):
+    mo.md(explore.opening("07_reproduce"))
+    return
+
+
+@app.cell(hide_code=True)
+def _(mo):
+    mo.md(r"""
+    The MGT paper on arXiv is a research proposal: it states hypotheses before any experiment
+    (H1: a standard transformer's effective rank collapses towards 0 by 100 layers; H2: MGT
+    keeps it above 0.5; a positive synergy $\mathcal S$ of its two gates,
+    [Eq. 9, §4](https://arxiv.org/html/2601.01014#S4); a sign "phase transition" of $\beta$ with
+    depth) and reports no runs, so geolab tests its predictions. The E∆ paper publishes a small
+    benchmark table. geolab ran every protocol at *small* scale on a CPU and committed the
+    numbers under `data/results/`. This page says what a verdict on such runs means; the full
+    ledger is behind the accordions at the end.
     """)
     return
 
@@ -48,26 +61,6 @@ def _(mo, report, results_dir):
     results = report.load_results(results_dir)
     mo.stop(not results, mo.md(f"*No committed results found in `{results_dir}`.*"))
     return (results,)
-
-
-@app.cell
-def _(mo, report, results, results_dir, term):
-    mo.vstack(
-        [
-            mo.md("## Counts"),
-            mo.md(report.counts_markdown(results)),
-            mo.md("### What would decide each undecided claim, and what it costs"),
-            # the verdicts' words, each defined on hover (geolab.terms) before the table uses it
-            mo.md(
-                f"A claim is judged only on runs that {term('learned')} (a run's "
-                f"{term('ratio to the best trivial baseline')} at or below the learned line) "
-                f"and {term('converged')}; hover a dotted word for its definition. *What a "
-                "verdict means*, below, works one claim through."
-            ),
-            mo.md(report.undecided_markdown(results, results_dir)),
-        ]
-    )
-    return
 
 
 @app.cell(hide_code=True)
@@ -119,6 +112,70 @@ def _(claim, mo, report):
 
 
 @app.cell
+def _(mo, report, results, results_dir, term):
+    mo.vstack(
+        [
+            mo.md("## Counts"),
+            mo.md(report.counts_markdown(results)),
+            mo.accordion(
+                {
+                    "what would decide each undecided claim, and what it costs": mo.vstack(
+                        [
+                            # the verdicts' words, each defined on hover (geolab.terms)
+                            mo.md(
+                                f"A claim is judged only on runs that {term('learned')} (a"
+                                f" run's {term('ratio to the best trivial baseline')} at or"
+                                f" below the learned line) and {term('converged')}."
+                            ),
+                            mo.md(report.undecided_markdown(results, results_dir)),
+                        ]
+                    )
+                }
+            ),
+        ]
+    )
+    return
+
+
+@app.cell
+def _(explore):
+    get_transfer, set_transfer = explore.answer_state()
+    return get_transfer, set_transfer
+
+
+@app.cell
+def _(explore, get_transfer, set_transfer):
+    transfer, transfer_again = explore.transfer_question(
+        "07_reproduce", get_transfer(), set_transfer
+    )
+    explore.asked(transfer, transfer_again, get_transfer())
+    return transfer, transfer_again
+
+
+@app.cell
+def _(explore, get_transfer):
+    explore.transfer_shown("07_reproduce", get_transfer())
+    return
+
+
+@app.cell(hide_code=True)
+def _(explore, mo):
+    mo.md(explore.next_markdown("07_reproduce", "file" in mo.query_params()))
+    return
+
+
+@app.cell(hide_code=True)
+def _(mo):
+    mo.md(r"""
+    ## The ledger
+
+    Every claim, table and figure behind the verdicts, each behind its own accordion; the
+    rerun button at the very end reruns a protocol at tiny scale.
+    """)
+    return
+
+
+@app.cell
 def _(mo, report, results):
     mo.accordion(
         {
@@ -165,66 +222,62 @@ def _(decide, mo, report, results):
         for r in report.variants_of(results, "edelta_benchmarks")
         if not report.is_matched(r)
     ]
-    mo.vstack(
-        [
-            mo.md("## The E∆ table: validation MSE, geolab (small scale) vs the paper"),
-            mo.hstack(
-                [published_view, mo.vstack([matched_title, matched_view])],
-                widths="equal",
-                wrap=True,
-                align="start",
-            ),
-            *longer,
-        ]
+    mo.accordion(
+        {
+            "the E∆ table: validation MSE, geolab (small scale) vs the paper": mo.vstack(
+                [
+                    mo.hstack(
+                        [published_view, mo.vstack([matched_title, matched_view])],
+                        widths="equal",
+                        wrap=True,
+                        align="start",
+                    ),
+                    *longer,
+                ]
+            )
+        }
     )
     return
 
 
 @app.cell
 def _(mo, report):
-    mo.vstack(
-        [
-            mo.md(
-                "## Two flavors of the E∆ table's models\n\n"
-                "The published table was measured on models built differently from geolab's. "
-                '`flavor="reference"` rebuilds them as the public E∆ code does (same '
-                'parameter counts, same outputs for the same weights); `flavor="geolab"` is '
-                "geolab's own, causal. Verdicts on the published claims use the reference "
-                "flavor; the column GPT / E∆ in each flavor shows how much of E∆'s edge "
-                "survives causal operators. **The reference DDL and E∆ are not causal.** "
-                "docs/design.md §12 says why each difference matters."
-            ),
-            mo.md(report.flavors_markdown()),
-        ]
+    mo.accordion(
+        {
+            "two flavors of the E∆ table's models": mo.vstack(
+                [
+                    mo.md(
+                        "The published table was measured on models built differently from"
+                        ' geolab\'s. `flavor="reference"` rebuilds them as the public E∆ code'
+                        " does (same parameter counts, same outputs for the same weights);"
+                        ' `flavor="geolab"` is geolab\'s own, causal. Verdicts on the published'
+                        " claims use the reference flavor; the column GPT / E∆ in each flavor"
+                        " shows how much of E∆'s edge survives causal operators. **The reference"
+                        " DDL and E∆ are not causal.** docs/design.md §12 says why each"
+                        " difference matters."
+                    ),
+                    mo.md(report.flavors_markdown()),
+                ]
+            )
+        }
     )
-    return
-
-
-@app.cell(hide_code=True)
-def _(mo):
-    mo.md(r"""
-    ## How small is "small"?
-
-    Every departure from the papers' sizes is recorded in the result files; the wall times are
-    those of the committed runs (one CPU thread each).
-    """)
     return
 
 
 @app.cell
 def _(mo, report, results):
-    mo.vstack(
-        [
-            mo.md(report.wall_times_markdown(results)),
-            mo.accordion(
-                {
-                    "reductions per protocol": mo.md(report.reductions_markdown(results)),
-                    "results trained before the fused rule maths": mo.md(
-                        report.before_fused_markdown(results)
-                    ),
-                }
+    mo.accordion(
+        {
+            'how small is "small"? the committed runs\' wall times (one CPU thread each)': mo.md(
+                report.wall_times_markdown(results)
             ),
-        ]
+            "reductions per protocol: every departure from the papers' sizes": mo.md(
+                report.reductions_markdown(results)
+            ),
+            "results trained before the fused rule maths": mo.md(
+                report.before_fused_markdown(results)
+            ),
+        }
     )
     return
 
@@ -250,8 +303,13 @@ def _(mo, protocol, report, results):
         f"{prov['versions']['torch']}, {prov['device']}, {prov['torch_threads']} thread(s), "
         f"{prov['wall_time_s'] / 60:.1f} min, finished {prov['finished_utc']}"
     )
-    mo.vstack(
-        [mo.md(f"**{chosen['title']}** — {stamp}")] + list(report.result_figures(chosen).values())
+    mo.accordion(
+        {
+            "the chosen protocol's figures": mo.vstack(
+                [mo.md(f"**{chosen['title']}** — {stamp}")]
+                + list(report.result_figures(chosen).values())
+            )
+        }
     )
     return
 

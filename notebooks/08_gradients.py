@@ -13,17 +13,30 @@ def _():
     import marimo as mo
 
     from geolab import explore
+    from geolab.terms import term
     from geolab.threads import use_threads
 
     use_threads()  # one thread unless GEOLAB_THREADS says otherwise (README: "Threads")
-    return explore, mo
+    return explore, mo, term
 
 
 @app.cell(hide_code=True)
 def _(mo):
     mo.md(r"""
     # 08 · What depth does to gradients
+    """)
+    return
 
+
+@app.cell(hide_code=True)
+def _(explore, mo):
+    mo.md(explore.opening("08_gradients"))
+    return
+
+
+@app.cell(hide_code=True)
+def _(mo):
+    mo.md(r"""
     Notebook 04 followed the token states *forward* through the stack. Training goes the other
     way: the gradient of the loss enters at the output and has to travel *down* through every
     layer. This notebook measures, at initialisation, for the same residual rules:
@@ -103,7 +116,8 @@ def _(answer, explore, mo):
 
 
 @app.cell
-def _(explore, mo):
+def _(answer, explore, mo):
+    mo.stop(answer is None)
     depth = mo.ui.slider(
         steps=list(explore.GRADIENT_DEPTHS),
         value=24,
@@ -129,7 +143,8 @@ def _(explore):
 
 
 @app.cell
-def _(depth, gradient_view, mo, reference, rules):
+def _(answer, depth, gradient_view, mo, reference, rules):
+    mo.stop(answer is None)
     with mo.status.spinner(title="building the models and one backward pass each"):
         view = gradient_view(tuple(rules.value), depth.value, reference=reference.value)
     return (view,)
@@ -153,20 +168,26 @@ def _(answer, mo, view):
 
 
 @app.cell(hide_code=True)
-def _(answer, mo):
+def _(answer, mo, term):
     mo.stop(answer is None)
-    mo.md(r"""
+    mo.md(
+        r"""
     **Reading the Jacobian plot.** At the right end ($l = L$) $J_L$ only picks the last token,
     so every singular value is $1$ ($\sqrt n$ for the stream rules, which sum their $n$
     streams); moving left adds one layer at a time between $X_l$ and the output. An identity
-    shortcut ($X' = X + F(\cdot)$, pre-LN) keeps a path on which the gradient passes unchanged, so
-    its singular values stay near $1$ at any depth. Post-LN normalises after the addition: its
+    shortcut ($X' = X + F(\cdot)$, """
+        + term("pre-LN")
+        + r""") keeps a path on which the gradient passes unchanged, so
+    its singular values stay near $1$ at any depth. """
+        + term("post-LN", "Post-LN")
+        + r""" normalises after the addition: its
     output always has mean zero over the channels, so one direction of $y$ cannot move at all (a
     singular value $\approx 0$, a constraint, not a vanishing gradient), and its first norm
     divides by the size of its input, the tiny embedding (entries $\sim 0.02$), so
     $\sigma_{max} \gg 1$ at $l = 0$. MGT's decay $1 - \alpha_0\beta_0$ per residual step (notebook
     04) shrinks the gradient as it shrinks the state.
-    """)
+    """
+    )
     return
 
 
@@ -185,17 +206,49 @@ def _(answer, mo):
     $\lVert\nabla_{\theta_1}\rVert / \lVert\nabla_{\theta_L}\rVert$, the first layer's
     gradient over the last one's: near $1$ every layer learns at the same pace; far below $1$
     the bottom layers barely move on the first steps (at 100 layers pure attention's first layers
-    get a gradient of exactly 0 in float32: a gap in the log plot). ReZero starts every branch
-    at zero, so its gradients are small but of one size across depth and its Jacobians are
+    get gradients near $10^{-40}$, below float32's range: that rule is recomputed in float64,
+    and the table says so). A hollow triangle marks a layer whose $\sigma_{min}$ is below what
+    the SVD can resolve, $\sigma_{max} \cdot D \cdot \varepsilon$: rounding, not a value.
+    ReZero starts every branch at zero, so its gradients are small but of one size across depth
+    and its Jacobians are
     exactly the identity: add `rezero` to the rules to see every singular value at $1$
     (LayerScale beyond 18 layers, whose branches start at CaiT's $s_0 \le 10^{-5}$, is within
     $10^{-5}$ of it).
 
     What training does with these starting points: notebook 04 ends with the committed
     rank-evolution runs, the same rank curves before and after 800 training steps; notebook 06
-    trains models live. Back to the map of all notebooks: `00_tour`; exercises with automatic
-    checks: `notebooks/assignments/` (A3 measures rank collapse yourself).
+    trains models live; exercises with automatic checks: `notebooks/assignments/` (A3
+    measures rank collapse yourself).
     """)
+    return
+
+
+@app.cell
+def _(explore):
+    get_transfer, set_transfer = explore.answer_state()
+    return get_transfer, set_transfer
+
+
+@app.cell
+def _(answer, explore, get_transfer, mo, set_transfer):
+    mo.stop(answer is None)  # the second question comes after the first one's reveal
+    transfer, transfer_again = explore.transfer_question(
+        "08_gradients", get_transfer(), set_transfer
+    )
+    explore.asked(transfer, transfer_again, get_transfer())
+    return transfer, transfer_again
+
+
+@app.cell
+def _(answer, explore, get_transfer, mo):
+    mo.stop(answer is None)
+    explore.transfer_shown("08_gradients", get_transfer())
+    return
+
+
+@app.cell(hide_code=True)
+def _(explore, mo):
+    mo.md(explore.next_markdown("08_gradients", "file" in mo.query_params()))
     return
 
 

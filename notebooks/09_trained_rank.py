@@ -13,16 +13,30 @@ def _():
     import marimo as mo
 
     from geolab import explore
+    from geolab.experiments import report
     from geolab.experiments.runner import load_result
+    from geolab.terms import term
 
-    return explore, load_result, mo
+    return explore, load_result, mo, report, term
 
 
 @app.cell(hide_code=True)
 def _(mo):
     mo.md(r"""
     # 09 · Rank after training: does training keep what initialisation gave?
+    """)
+    return
 
+
+@app.cell(hide_code=True)
+def _(explore, mo):
+    mo.md(explore.opening("09_trained_rank"))
+    return
+
+
+@app.cell(hide_code=True)
+def _(mo):
+    mo.md(r"""
     **What you will see.** Notebook 04 measured the *effective rank* of the token states after
     every layer (Su & You 2026, [arXiv:2601.01014, Eq. 8, §4](https://arxiv.org/html/2601.01014#S4):
     $1$ when every direction is used equally, $1/S$ when the $S$ tokens are one vector) — at
@@ -54,12 +68,7 @@ def _(explore):
 def _(explore, get_answer, set_answer):
     guess, again = explore.question(
         r"**Predict first.** After training, the effective rank after the last layer is…",
-        [
-            "higher than at init for every rule",
-            "about the same as at init",
-            "lower than at init for every rule",
-            "higher for some rules, lower for others",
-        ],
+        explore.RANK_MOVES,
         get_answer(),
         set_answer,
     )
@@ -84,13 +93,7 @@ def _(evolution, explore):
 def _(answer, deepest, evolution, explore, mo, trained_view):
     mo.stop(answer is None, mo.md(explore.WAITING))
     _view = trained_view(evolution, deepest)
-    _moves = [b - a for a, b in _view.numbers["final"].values()]
-    if all(m < 0 for m in _moves):
-        _truth = "lower than at init for every rule"
-    elif all(m > 0 for m in _moves):
-        _truth = "higher than at init for every rule"
-    else:
-        _truth = "higher for some rules, lower for others"
+    _truth = _view.numbers["move"]
     _right = answer == _truth
     _moved = ", ".join(
         f"`{rule}` {a:.2f} → {b:.2f}" for rule, (a, b) in _view.numbers["final"].items()
@@ -106,12 +109,26 @@ def _(answer, deepest, evolution, explore, mo, trained_view):
             ),
             _view.figures["bridge"],
             mo.md(
-                r"**Why?** One reading: initialisation spreads the tokens over many directions"
-                r" by chance, and training keeps the directions that help predict the next"
-                r" character, at this scale fewer than chance gave. A lower rank after training"
-                r" is not collapse: collapse is the floor $1/S$ (dotted), one direction for"
-                r" every token, and the trained curves end above it."
+                r"**Why?** Initialisation spreads the tokens over many directions by chance, and"
+                r" training reshapes them; how far these runs got is below. A lower rank after"
+                r" training is not collapse: collapse is the floor $1/S$ (dotted), one direction"
+                r" for every token."
             ),
+        ]
+    )
+    return
+
+
+@app.cell
+def _(answer, evolution, mo, report, term):
+    mo.stop(answer is None)
+    mo.vstack(
+        [
+            mo.md(
+                "## What these runs reached\n\nNotebook 07 judges the claims on these runs;"
+                f" a claim stands only on runs that {term('learned')} and {term('converged')}:"
+            ),
+            mo.md(report.reach_markdown(evolution)),
         ]
     )
     return
@@ -142,6 +159,35 @@ def _(evolution, mo, trained_depth, trained_view):
         ]
     )
     return (bridge,)
+
+
+@app.cell
+def _(explore):
+    get_transfer, set_transfer = explore.answer_state()
+    return get_transfer, set_transfer
+
+
+@app.cell
+def _(answer, explore, get_transfer, mo, set_transfer):
+    mo.stop(answer is None)  # the second question comes after the first one's reveal
+    transfer, transfer_again = explore.transfer_question(
+        "09_trained_rank", get_transfer(), set_transfer
+    )
+    explore.asked(transfer, transfer_again, get_transfer())
+    return transfer, transfer_again
+
+
+@app.cell
+def _(answer, explore, get_transfer, mo):
+    mo.stop(answer is None)
+    explore.transfer_shown("09_trained_rank", get_transfer())
+    return
+
+
+@app.cell(hide_code=True)
+def _(explore, mo):
+    mo.md(explore.next_markdown("09_trained_rank", "file" in mo.query_params()))
+    return
 
 
 if __name__ == "__main__":

@@ -1,4 +1,4 @@
-"""Build Jupyter tutorials from the marimo notebooks 00–05 and 08:
+"""Build Jupyter tutorials from the marimo notebooks 00–05 (with 02b and 03b) and 08:
 ``python scripts/make_ipynb.py [OUT_DIR]`` (default build/ipynb; ``--no-execute`` skips running).
 
 Each tutorial is Jupyter-native: the notebook's prose as markdown cells (the same text, read from
@@ -32,9 +32,11 @@ EXPLORERS = {
     "00_tour": "delta_explorer",
     "01_delta_operator": "delta_explorer",
     "02_mgt_block": "mgt_explorer",
+    "02b_mgt_gates": "mgt_explorer",
     "03_cayley_householder": "cayley_explorer",
+    "03b_hybrid": "cayley_explorer",
     "04_rank_collapse": "rank_explorer",
-    "05_streams": "streams_explorer",
+    "05_streams": "spectrum_explorer",
     "08_gradients": "gradient_explorer",
 }
 HEADER = (

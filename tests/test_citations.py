@@ -50,14 +50,21 @@ REVIEWED = {  # (cite, link): the evidence
     ("§4", f"{MGT}#S4"): "the section of the cites above",
     ("Eq. 16", f"{MGT}#A1"): "L151-171: appendix A, its A.5-A.6 (the vector case)",
 }
-UNVERIFIED = {  # (cite, the link it carries)
-    # the review gives the Delta operator and the Delta residual update as DDL's background
-    # (L31-47) and names no section of the paper holding them: the page top
-    ("Eq. 1", MGT),
-    ("Eq. 2", MGT),
-    # Dong et al. 2021: no HTML page of it was found, nor its text
-    ("§2", "https://arxiv.org/abs/2103.03404"),
+# Read off issue 52's account of the papers (not off a stored copy of them): the DDL paper's
+# §2.1 holds the Delta operator and the Delta update as Eqs. (2.1) and (2.2), its §2.3 the
+# operator's spectrum as Proposition 2.1; Dong et al. 2021's main result is Theorem 2.2 in §2.
+# Neither is linked at an HTML section: the version read is not known for DDL, and Dong et al.
+# has no arXiv HTML page, so both link the abstract page and name the section in the text.
+DDL = "https://arxiv.org/abs/2601.00417"
+DONG = "https://arxiv.org/abs/2103.03404"
+REVIEWED |= {
+    ("§2.1", DDL): "issue 52: the Delta operator and the Delta update, Eqs. (2.1)/(2.2), §2.1",
+    ("Proposition 2.1", DDL): "issue 52: the Delta operator's spectrum, Proposition 2.1, §2.3",
+    ("§2.3", DDL): "the section of the cite above",
+    ("Theorem 2.2", DONG): "issue 52: Dong et al.'s main result (rank collapse), Theorem 2.2, §2",
+    ("§2", DONG): "the section of the cite above",
 }
+UNVERIFIED: set = set()  # (cite, the link it carries): none left since issue 52
 
 
 def markdown_of(path: Path) -> list[str]:

@@ -173,7 +173,10 @@ def test_token_clouds_are_centred_on_their_mean_at_one_scale():
     collapsed = np.tile([[1.0, 0.0]], (32, 1))
     healthy = np.random.default_rng(0).normal(size=(32, 2))
     fig = validated(F.token_cloud_figure({"a": collapsed, "b": healthy}, colors={"a": "black"}))
-    assert sum(fig.layout.xaxis.range) / 2 == pytest.approx(1.0)  # the point is in the middle
+    # the mean is subtracted: the collapsed point at (1, 0) is drawn at (0, 0), mid-panel
+    assert sum(fig.layout.xaxis.range) / 2 == pytest.approx(0.0)
+    assert np.allclose(fig.data[0].x, 0.0) and np.allclose(fig.data[0].y, 0.0)
+    assert np.abs([np.mean(fig.data[1].x), np.mean(fig.data[1].y)]).max() < 1e-12
     width_a = fig.layout.xaxis.range[1] - fig.layout.xaxis.range[0]
     width_b = fig.layout.xaxis2.range[1] - fig.layout.xaxis2.range[0]
     assert width_a == pytest.approx(width_b)

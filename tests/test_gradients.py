@@ -1,6 +1,7 @@
 """Notebook 08's numbers: the one-backward Jacobians against torch.autograd.functional.jacobian,
 the per-layer gradient norms against finite differences, ReZero's identity at init, the view."""
 
+import numpy as np
 import plotly.graph_objects as go
 import pytest
 import torch
@@ -101,7 +102,18 @@ def test_gradient_view_numbers_figures_and_bad_input():
         < 2
     )
     jac = view.figures["jacobian"]
-    assert [t.name for t in jac.data] == [n for n in names for _ in range(2)]
+    lines = [t.name for t in jac.data if t.mode == "lines"]
+    assert lines == [n for n in names for _ in range(2)]
+    # pure attention's σ_min (7e-10 beside σ_max = 0.6) is below float32's SVD resolution:
+    # drawn as ▽ at the resolution, not as a value, and the readout says "< … (rounding)"
+    below = [t for t in jac.data if t.mode == "markers"]
+    assert [t.name for t in below] == [REFERENCE] and 0 in list(below[0].x)
+    assert (
+        "(rounding)"
+        in dict(view.readout)[
+            rf"{REFERENCE}: $\sigma_{{max}}$ / $\sigma_{{min}}$ of $\partial y/\partial X_0$"
+        ]
+    )
     assert len(jac.data[0].x) == 13 and jac.data[0].x[0] == 0
     for fig in view.figures.values():
         go.Figure(fig.to_dict())  # validates
@@ -110,3 +122,28 @@ def test_gradient_view_numbers_figures_and_bad_input():
         explore.gradient_view(("nope",), 12)
     with pytest.raises(ValueError, match="n_layer"):
         explore.gradient_view(("preln",), 0)
+
+
+def test_no_subnormal_is_drawn_pure_attention_at_100_layers_is_recomputed_in_float64():
+    """Issue 52: pure attention at 100 layers read σ_max / σ_min = 1.72e-41 / 0 in float32 and
+    drew σ near 1e-44, subnormal noise. float32 loses it (``out_of_range``), so the view
+    recomputes it in float64 with the same weights; every σ drawn is a float64 normal number
+    above the SVD's resolution, and the readout prints no 0."""
+    view = explore.gradient_view((), 100)
+    assert view.numbers["precision"][REFERENCE] == "float64"
+    sv = view.numbers["singular_values"][REFERENCE]
+    assert sv[0, 0] == pytest.approx(1.7e-41, rel=0.05)  # a float64 number, not a subnormal
+    for trace in view.figures["jacobian"].data:
+        if trace.mode != "lines":
+            continue
+        y = np.asarray(trace.y, dtype=float)
+        tiny = np.finfo(np.dtype(view.numbers["precision"][trace.name])).tiny
+        assert np.all(y[np.isfinite(y)] >= tiny), trace.name  # no subnormal drawn
+        if trace.line.dash == "dot":  # σ_min: only where the SVD resolves it
+            floor = view.numbers["resolution"][trace.name]
+            assert np.all(~np.isfinite(y) | (y > floor)), trace.name
+    value = dict(view.readout)[
+        rf"{REFERENCE}: $\sigma_{{max}}$ / $\sigma_{{min}}$ of $\partial y/\partial X_0$"
+        " (float64: float32 underflows)"
+    ]
+    assert value.startswith("1.71e-41 / < ") and " 0" not in value

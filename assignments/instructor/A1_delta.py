@@ -16,8 +16,9 @@ def _():
     mo.md(r"""
     # A1 — The Delta operator
 
-    Deep Delta Learning (Su & You 2026,
-    [arXiv:2601.01014, Eq. 1](https://arxiv.org/html/2601.01014)) replaces the identity shortcut
+    Deep Delta Learning (Zhang et al. 2026,
+    [arXiv:2601.00417, Eq. (2.1), §2.1](https://arxiv.org/abs/2601.00417); restated by Su & You
+    2026, [arXiv:2601.01014](https://arxiv.org/html/2601.01014v3)) replaces the identity shortcut
     of a residual network by a rank-1 perturbation of the identity,
 
     $$A(k, \beta) = I - \beta\, \frac{k k^\top}{\lVert k \rVert^2}.$$
@@ -89,8 +90,9 @@ def _():
     mo.md(r"""
     ## 2. Predict its spectrum and determinant
 
-    Every vector orthogonal to $k$ is left alone, and $k$ itself is scaled by $1 - \beta$.
-    Without any numerical linear algebra (the checks forbid `torch.linalg.eigvalsh`, `det`
+    Predict first, on paper: what does $A(k, \beta)$ do to a vector orthogonal to $k$, and what
+    does it do to $k$ itself? Your two answers give every eigenvalue. Then, without any
+    numerical linear algebra (the checks forbid `torch.linalg.eigvalsh`, `det`
     and friends here), return the `d` eigenvalues of $A(k, \beta)$ **in ascending order** as a
     float64 tensor, and its determinant.
     """)
@@ -118,10 +120,10 @@ def _():
     mo.md(r"""
     ## 3. Erase and write
 
-    The Delta residual update ([Eq. 2](https://arxiv.org/html/2601.01014) with a scalar value,
-    [Eq. 16, Appendix A](https://arxiv.org/html/2601.01014#A1)) reads the component of the state
-    along the unit direction $\hat k = k/\lVert k\rVert$, and replaces a fraction $\beta$ of it
-    by a new value $v$:
+    The Delta residual update ([DDL's Eq. (2.2), §2.1](https://arxiv.org/abs/2601.00417) with a
+    scalar value, [Eq. 16, Appendix A](https://arxiv.org/html/2601.01014#A1)) reads the component
+    of the state along the unit direction $\hat k = k/\lVert k\rVert$, and replaces a fraction
+    $\beta$ of it by a new value $v$:
 
     $$x' = x + \beta\,(v - \hat k^\top x)\,\hat k.$$
 
@@ -205,7 +207,8 @@ def _():
 
     Edit this cell: explain what happens to a vector $x$ under $A(k, \beta)$ for $\beta = 0$,
     $\beta = 1$ and $\beta = 2$ — what is kept, what is erased, what is reversed — and why the
-    determinant $1 - \beta$ tells you which modes are invertible and which preserve volume.
+    determinant you found in section 2 tells you which modes are invertible and which preserve
+    volume.
 
     *Your answer:*
     """)

@@ -13,6 +13,7 @@ import plotly.graph_objects as go
 from geolab.figures import (
     DASHES,
     SYMBOLS,
+    axis_room,
     end_labels,
     integer_ticks,
     rank_figure,
@@ -151,7 +152,14 @@ def loss_curves(
     fig.update_layout(title=title, xaxis_title="step", yaxis_title=y_title, height=380)
     if len(curves) > 3:
         colors = {n: style["color"] for n, style in (styles or {}).items() if "color" in style}
-        fig.update_layout(annotations=end_labels(curves, 1, colors, span=None), margin={"r": 120})
+        low, high = axis_room(curves)
+        margin = {"r": 120, "t": 100, "b": 80}  # plotly's own top and bottom, set: known px
+        room = (low, high, 380 - margin["t"] - margin["b"])
+        fig.update_layout(
+            annotations=end_labels(curves, 1, colors, span=None, room=room),
+            margin=margin,
+            yaxis_range=[low, high],
+        )
     return fig
 
 

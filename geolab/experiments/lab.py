@@ -122,16 +122,33 @@ def lab_figures(runs: list[dict]) -> dict:
     figs["curves"] = figures.loss_curves(curves, "Training loss per step, every run", styles=styles)
     for run in runs:
         for rule, snaps in run["result"]["beta"].items():
-            n_layer = len(next(iter(snaps.values()))["mean"])
-            figs[f"beta {run['label']} {rule}"] = figures.beta_by_layer(
-                list(range(1, n_layer + 1)),
-                snaps,
-                "mean",
-                f"{run['label'].split()[0]} {rule}: mean β per layer",
-                "E[β]",
-                rule=rule,
+            figs[f"beta {run['label']} {rule}"] = beta_change_figure(
+                snaps, f"{run['label'].split()[0]} {rule}", rule
             )
     return figs
+
+
+def beta_change_figure(snaps: dict, name: str, rule: str):
+    """How far mean β per layer has moved since init, at each later snapshot: E[β] − E[β at
+    "0%"], one line per snapshot, 0 (the init) marked. A short run moves β by 1e-4–1e-2 while
+    β itself is ≈ β₀ = 0.5: drawn as β itself, every snapshot lay on the init line (issue 52).
+    ``snaps``: {"0%"|"25%"|"50%"|"100%": {"mean": [β per layer]}}."""
+    init = snaps["0%"]["mean"]
+    low, high = min(init), max(init)
+    start = f"β₀ = {low:.3g} in every layer" if low == high else f"β {low:.3g}–{high:.3g}"
+    changes = {
+        f"{label} − init": {"mean": [b - a for a, b in zip(init, stats["mean"], strict=True)]}
+        for label, stats in snaps.items()
+        if label != "0%"
+    }
+    return figures.beta_by_layer(
+        list(range(1, len(init) + 1)),
+        changes,
+        "mean",
+        f"{name}: change of mean β per layer since init (at init {start})",
+        "E[β] − E[β at init]",
+        rule=rule,
+    )
 
 
 # Fixed decimals for the token metrics, so a column reads on one scale (rounding to 4

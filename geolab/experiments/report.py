@@ -134,6 +134,24 @@ def evidence_cell(h: dict) -> str:
     return "; ".join(parts) or "untrained"
 
 
+def reach_markdown(result: dict) -> str:
+    """What a result's trained runs reached, claim by claim: how many learned and converged
+    (the verdict rules' words, docs/design.md §8) and the verdict that allows; a closing line
+    says, when no run learned, that its curves show training, not a model that learned."""
+    lines = [
+        f"- **{h['id']}**: {evidence_cell(h)}; verdict *{h['verdict']}*."
+        for h in result["hypotheses"]
+    ]
+    counts = [h["learned"].split("/") for h in result["hypotheses"] if h.get("learned")]
+    if counts and all(int(got) == 0 for got, _ in counts):
+        lines.append(
+            "\nNo run beat its task's best trivial baseline: these curves show what training"
+            " did to the rank of models that had not yet learned the task, not the rank of"
+            " models that had."
+        )
+    return "\n".join(lines)
+
+
 def verdict_rows(results: dict) -> list[dict]:
     """One row per hypothesis: protocol, id, claim, measured, baseline, interval, sizes,
     margins, evidence, verdict, rule, extra, and the rule's own verdict (``rule_verdict``; None

@@ -1,11 +1,13 @@
 """View models of the explorers: slider values -> the numbers and figures a notebook shows.
 
 One module and one function per notebook: ``delta.delta_view`` (01), ``mgt.mgt_view`` (02),
-``cayley.cayley_view`` (03), ``rank.rank_view`` (04), ``streams.streams_view`` (05),
+``cayley.cayley_view`` (03), ``rank.rank_view`` (04), ``streams.spectrum_view`` (05; its
+``streams_view`` drives the Jupyter explorer), ``sinkhorn.sinkhorn_view`` (05b),
 ``gradients.gradient_view`` (08); ``view`` holds the ``View`` they return, ``predict`` the
 notebooks' predict-first questions (answer locked, everything that answers it hidden until
-then). Each view function is pure in its arguments (seeded, no global state except a small
-cache of drawn weights, ``geolab.stack``, and of built models) and returns a ``View``: raw
+then), ``lesson`` the guided path (order, what each lesson teaches, its transfer question).
+Each view function is pure in its arguments (seeded, no global state except a small cache
+of drawn weights, ``geolab.stack``, and of built models) and returns a ``View``: raw
 ``numbers`` (what tests check), a ``readout`` of (LaTeX label, formatted value) rows (what the
 learner reads) and plotly ``figures`` from ``geolab.figures``. The marimo notebooks, the
 Jupyter widgets (``geolab.widgets``), the tests and the latency benchmark all call these same
@@ -13,9 +15,12 @@ functions, so a test that injects slider values exercises exactly the code path 
 slider does.
 
 Operator algebra (01, 03) runs in float64 so the printed invariants (‖QᵀQ − I‖, det) show the
-maths, not float32 rounding; the model-based views (02, 04) and Sinkhorn (05) run in float32, as
-the rules do, except a 04 curve whose state decays out of float32's range, which is recomputed in
-float64 (``rank.rule_profile``).
+maths, not float32 rounding; 05 multiplies its mixers in float64 (mHC's Sinkhorn itself runs in
+float32, as mHC runs it) and 05b runs Sinkhorn in float64, marking float32's rounding floor. The
+model-based views (02, 04, 08) run in float32, as the
+rules do, except 02's Jacobian (float64: ``mgt.token_jacobian``), a 04 curve whose state decays
+out of float32's range (``rank.rule_profile``) and an 08 rule whose Jacobians or gradients do
+(``gradients.rule_gradients``), each recomputed in float64 with the same weights.
 """
 
 from geolab.explore.cayley import cayley_limit_view, cayley_view
@@ -27,7 +32,16 @@ from geolab.explore.gradients import (
     layer_grad_norms,
     output_jacobians,
 )
-from geolab.explore.mgt import MGT_WIDTH, beta0_slider, mgt_view
+from geolab.explore.lesson import (
+    LESSONS,
+    lesson,
+    next_markdown,
+    opening,
+    path_markdown,
+    transfer_question,
+    transfer_shown,
+)
+from geolab.explore.mgt import MGT_WIDTH, beta0_slider, jacobian_why, mgt_view
 from geolab.explore.predict import WAITING, answer_state, asked, question
 from geolab.explore.rank import (
     RANK_DEPTHS,
@@ -44,21 +58,30 @@ from geolab.explore.rank import (
     rule_profile,
     token_plane,
 )
+from geolab.explore.sinkhorn import SINKHORN_PRESETS, sinkhorn_view
 from geolab.explore.streams import (
     FAMILIES,
+    PRESETS,
+    SPECTRUM_FAMILIES,
     mixers,
     sinkhorn_errors,
     spectral_gain_curve,
+    spectrum_view,
     streams_view,
 )
-from geolab.explore.trained import rank_bridge_view, trained_depths
-from geolab.explore.view import View, notebook_cache
+from geolab.explore.trained import RANK_MOVES, rank_bridge_view, rank_move, trained_depths
+from geolab.explore.view import View, notebook_cache, power_text, tex_sci
 
 __all__ = [
     "DirectionDial",
     "MGT_WIDTH",
     "RANK_DEPTHS",
+    "RANK_MOVES",
     "FAMILIES",
+    "PRESETS",
+    "SINKHORN_PRESETS",
+    "SPECTRUM_FAMILIES",
+    "LESSONS",
     "GRADIENT_DEPTHS",
     "REFERENCE",
     "View",
@@ -72,16 +95,23 @@ __all__ = [
     "delta_mode",
     "delta_view",
     "gradient_view",
+    "jacobian_why",
     "layer_grad_norms",
     "layer_profile",
     "layer_states",
+    "lesson",
     "mgt_view",
     "mixers",
+    "next_markdown",
     "notebook_cache",
+    "opening",
     "output_jacobians",
+    "path_markdown",
+    "power_text",
     "question",
     "rank_bridge_view",
     "rank_config",
+    "rank_move",
     "rank_rules",
     "rank_tokens",
     "rank_view",
@@ -89,8 +119,13 @@ __all__ = [
     "rule_fields",
     "rule_profile",
     "sinkhorn_errors",
+    "sinkhorn_view",
     "spectral_gain_curve",
+    "spectrum_view",
     "streams_view",
+    "tex_sci",
     "token_plane",
     "trained_depths",
+    "transfer_question",
+    "transfer_shown",
 ]

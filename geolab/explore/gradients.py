@@ -73,27 +73,62 @@ def layer_grad_norms(model, tokens: torch.Tensor) -> np.ndarray:
     grads = iter(torch.autograd.grad(loss, flat, allow_unused=True))
     norms = []
     for ps in params:
-        sq = sum(float(g.square().sum()) for g in (next(grads) for _ in ps) if g is not None)
+        # squared in float64: a float32 gradient of 1e-25 squares to 0 in float32
+        sq = sum(
+            float(g.double().square().sum()) for g in (next(grads) for _ in ps) if g is not None
+        )
         norms.append(sq**0.5)
     return np.array(norms)
+
+
+def out_of_range(jacobians: list[torch.Tensor], norms: np.ndarray, dtype: torch.dtype) -> bool:
+    """Whether float ``dtype`` has lost the numbers: some J_l whose largest |entry|, or some
+    nonzero gradient norm, is below tiny/eps (2⁻¹⁰³ ≈ 1e-31 in float32), where entries within
+    the float's precision of the largest are subnormal (below 1.18e-38 in float32) or 0, as in
+    04's ``precision_lost``. Pure attention at 100 layers drew σ_max = 1.7e-41 and σ_min = 0
+    in float32: quantised noise, not data."""
+    finfo = torch.finfo(dtype)
+    low = finfo.tiny / finfo.eps
+    tops = [float(j.abs().max()) for j in jacobians]
+    return any(t < low for t in tops) or bool(((norms > 0) & (norms < low)).any())
 
 
 @functools.lru_cache(maxsize=128)
 def rule_gradients(
     rule: str, n_layer: int, d_model: int, seq_len: int, seed: int
-) -> tuple[np.ndarray, np.ndarray]:
+) -> tuple[np.ndarray, np.ndarray, str]:
     """Per-layer gradient norms (n_layer,) and the singular values of every J_l, descending,
-    (n_layer + 1, D), of one rule's model at init (read-only arrays, shared by every caller)."""
+    (n_layer + 1, D), of one rule's model at init (read-only arrays, shared by every caller),
+    and the float they were computed in: float32, as the rules run, or float64 where float32
+    lost them (``out_of_range``; the same weights cast exactly)."""
     with torch.random.fork_rng():  # seeded weights, the caller's RNG left untouched
         torch.manual_seed(seed)
         model = GeoTransformer(rank_config(rule, n_layer, d_model, seq_len)).eval()
     tokens = rank_tokens(seq_len, seed)
-    norms = layer_grad_norms(model, tokens)
-    sv = torch.stack([torch.linalg.svdvals(j) for j in output_jacobians(model, tokens)])
-    sv = sv.double().numpy()
+    for dtype in (torch.float32, torch.float64):
+        model = model.to(dtype)
+        norms = layer_grad_norms(model, tokens)
+        jacobians = output_jacobians(model, tokens)
+        if not out_of_range(jacobians, norms, dtype):
+            break
+    sv = torch.stack([torch.linalg.svdvals(j) for j in jacobians]).double().numpy()
     for array in (norms, sv):
         array.setflags(write=False)
-    return norms, sv
+    return norms, sv, str(dtype).removeprefix("torch.")
+
+
+def resolution(sv: np.ndarray, precision: str) -> np.ndarray:
+    """The smallest singular value an SVD of J_l resolves in ``precision``, per layer:
+    σ_max · D · eps (numpy's ``matrix_rank`` tolerance). Below it σ is rounding, whatever
+    it reads (pure attention's σ_min of 7e-10 beside σ_max = 0.6 at 12 layers, float32).
+    (L + 1,) for an (L + 1, D) array of singular values."""
+    return sv[:, 0] * sv.shape[1] * np.finfo(np.dtype(precision)).eps
+
+
+def sigma_text(value: float, floor: float) -> str:
+    """A singular value as the readout prints it: ``num``, or "< floor" below the SVD's
+    resolution (never 0 or a subnormal's digits)."""
+    return num(value) if value > floor else f"< {num(floor)} (rounding)"
 
 
 def gradient_view(
@@ -111,12 +146,17 @@ def gradient_view(
     d_model = check_int("d_model", d_model, 2, MAX_WIDTH)
     seq_len = check_int("seq_len", seq_len, 2, MAX_WIDTH)  # one token has no rank to lose
     names = list(dict.fromkeys(rules)) + ([REFERENCE] if reference else [])
-    norms, sv = {}, {}
+    norms, sv, precision, floors = {}, {}, {}, {}
     for name in names:
-        norms[name], sv[name] = rule_gradients(name, n_layer, d_model, seq_len, seed)
+        norms[name], sv[name], precision[name] = rule_gradients(
+            name, n_layer, d_model, seq_len, seed
+        )
+        floors[name] = resolution(sv[name], precision[name])
     numbers = {
         "grad_norms": norms,
         "singular_values": sv,
+        "precision": precision,
+        "resolution": floors,
         "input_output": {n: (float(s[0, 0]), float(s[0, -1])) for n, s in sv.items()},
         "grad_ratio": {
             n: float(g[0] / g[-1]) if g[-1] > 0 else float("inf") for n, g in norms.items()
@@ -124,8 +164,9 @@ def gradient_view(
     }
     readout = [
         (
-            rf"{name}: $\sigma_{{max}}$ / $\sigma_{{min}}$ of $\partial y/\partial X_0$",
-            f"{num(hi)} / {num(lo)}",
+            rf"{name}: $\sigma_{{max}}$ / $\sigma_{{min}}$ of $\partial y/\partial X_0$"
+            + (" (float64: float32 underflows)" if precision[name] == "float64" else ""),
+            f"{num(hi)} / {sigma_text(lo, floors[name][0])}",
         )
         for name, (hi, lo) in numbers["input_output"].items()
     ] + [
@@ -139,7 +180,10 @@ def gradient_view(
             norms, title=f"Gradient norm per layer at init ({size})", colors=colors
         ),
         "jacobian": figures.jacobian_figure(
-            sv, title=f"Singular values of ∂y/∂X_l, layer l to the output ({size})", colors=colors
+            sv,
+            title=f"Singular values of ∂y/∂X_l, layer l to the output ({size})",
+            colors=colors,
+            resolution=floors,
         ),
     }
     return View(numbers, readout, figs)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import math
 
 import torch
@@ -58,6 +59,64 @@ def _mgt_rule(lam: float, eps: float, alpha: float, beta0: float, w_scale: float
     return rule.eval(), attn.eval(), x
 
 
+def token_jacobian(rule, attn, token: torch.Tensor, alpha: float | None = None) -> torch.Tensor:
+    """J = ∂x'/∂x of the rule's update on one token (D,), in float64: (D, D).
+
+    A float64 copy of the rule and the attention sublayer (the float32 weights cast exactly),
+    so J − I is not float32 rounding: MGT's J − I can be 1e-4 in size (small β, attention's
+    output a thousandth of the state), where float32's rounding of J (≈ 1e-7) is a tenth of a
+    percent of it. ``alpha`` replaces the rule's α (0: the write alone, no decay).
+    """
+    rule64, attn64 = copy.deepcopy(rule).double(), copy.deepcopy(attn).double()
+    if alpha is not None:
+        with torch.no_grad():
+            rule64.alpha.fill_(alpha)
+
+    def one_token(t: torch.Tensor) -> torch.Tensor:
+        return rule64(t.view(1, 1, -1), attn64).view(-1)
+
+    with torch.enable_grad():
+        return torch.autograd.functional.jacobian(one_token, token.double(), vectorize=True)
+
+
+def rank_off_identity(M: torch.Tensor) -> int:
+    """rank(M − I) of a float64 (D, D) matrix: singular values of M − I above
+    D · eps₆₄ · max(1, ‖M‖₂), what float64 resolves in M's entries (geolab's tolerance, numpy's
+    ``matrix_rank`` rule with ‖M‖ for ‖M − I‖, since the identity is subtracted after
+    rounding). D − rank is the number of independent directions M leaves fixed: eigenvalue 1.
+    """
+    d = M.shape[-1]
+    sv = torch.linalg.svdvals(M - torch.eye(d, dtype=M.dtype))
+    scale = max(1.0, float(torch.linalg.matrix_norm(M, ord=2)))
+    return int((sv > d * torch.finfo(F64).eps * scale).sum())
+
+
+def jacobian_why(numbers: dict) -> str:
+    """02's "why?" for the Jacobian count, from ``mgt_view``'s numbers (markdown, LaTeX).
+
+    J − I = ∂(β ⊙ F(LN x) ⊙ g)/∂x − α ∂(β ⊙ x)/∂x: the write's Jacobian and the decay's. The
+    write alone (α = 0) already has rank ``rank_write``: it reads the whole token through the
+    layer norm, the attention's value map and both gates, and writes on every channel. The
+    Delta operator's write β k (kᵀx) reads one number, kᵀx, so A − I has rank 1.
+    """
+    d = MGT_WIDTH
+    write, rank = numbers["rank_write"], numbers["rank_mgt"]
+    if write == 0 and rank == 0:  # β = 0 on every channel: the block is the identity
+        return r"**Why?** Here $\beta = 0$ on every channel: nothing is written, $J = I$."
+    return (
+        r"**Why?** $J - I = \partial(\beta \odot F(\mathrm{LN}\,x) \odot g)/\partial x"
+        r" - \alpha\,\partial(\beta \odot x)/\partial x$: the write's Jacobian plus the"
+        r" decay's. Even at $\alpha = 0$, with no decay at all, the write's Jacobian has rank"
+        f" {write} of {d}: the write reads the whole token (through the layer norm, the"
+        " attention's value map and both gates) and writes on every channel, so"
+        f" {d - write} of the token's {d} directions stay fixed. With the decay,"
+        rf" $\operatorname{{rank}}(J - I) = {rank}$. The Delta"
+        r" operator's write $\beta\,k\,(k^\top x)$ reads one number, $k^\top x$, so"
+        r" $\operatorname{rank}(A - I) = 1$: the reading *erase along $k$, keep the rest*"
+        " does not carry over to MGT."
+    )
+
+
 def mgt_view(
     lam: float, eps: float, alpha: float, beta0: float, w_scale: float = 1.0, seed: int = 0
 ) -> View:
@@ -68,7 +127,12 @@ def mgt_view(
     (mean, fraction negative), the per-channel retention 1 − αβ of the old state (≈1:
     accumulation, ≈0: erasure, >1: amplification when β < 0), and the Jacobian ∂x'/∂x of the
     update on one token vs the rank-1 Delta operator A(k, β₀): the Delta operator has d−1
-    eigenvalues exactly 1 (J − I has rank 1), the elementwise update has none (rank d).
+    eigenvalues exactly 1 (A − I has rank 1), the elementwise update has none (rank d).
+
+    Precision: J in float64 (``token_jacobian``); "eigenvalues equal to 1" is the nullity of
+    J − I, d − rank(J − I), with ``rank_off_identity``'s one tolerance, so the count and the
+    rank always add up to d. ``rank_write`` is rank(J − I) at α = 0: the write's Jacobian
+    ∂(β ⊙ F(LN x) ⊙ g)/∂x alone (``jacobian_why``).
     """
     lam = check_range("lam", lam, 0.05, 2.0)
     eps = check_range("eps", eps, -0.5, 0.5)
@@ -92,19 +156,14 @@ def mgt_view(
     write = beta[0, 0] * v_raw[0, 0]
     gated = beta[0, 0] * (v_raw[0, 0] * gate[0, 0] - alpha * token)
 
-    def one_token(t: torch.Tensor) -> torch.Tensor:
-        return rule(t.view(1, 1, -1), attn).view(-1)
-
-    J = torch.autograd.functional.jacobian(one_token, token, vectorize=True)
+    J = token_jacobian(rule, attn, token)
+    J_write = token_jacobian(rule, attn, token, alpha=0.0)
     eig_mgt = torch.linalg.eigvals(J)
     k = v_raw[0, 0].double()
     A = delta_operator(k, beta0)
     eig_delta = torch.linalg.eigvalsh(A)
-    eye = torch.eye(MGT_WIDTH, dtype=F64)
-    rank_mgt = int(torch.linalg.matrix_rank(J.double() - eye, atol=1e-5))
-    rank_delta = int(torch.linalg.matrix_rank(A - eye, atol=1e-9))
-    unit_mgt = int((eig_mgt - 1).abs().le(1e-5).sum())
-    unit_delta = int((eig_delta - 1).abs().le(1e-6).sum())
+    rank_mgt, rank_delta = rank_off_identity(J), rank_off_identity(A)
+    rank_write = rank_off_identity(J_write)
     numbers = {
         "beta_low": low,
         "beta_high": high,
@@ -118,10 +177,11 @@ def mgt_view(
         "gate_min": gate.min().item(),
         "gate_max": gate.max().item(),
         "update_error": (x[0, 0] + gated - x_new[0, 0]).abs().max().item(),
-        "unit_eigs_mgt": unit_mgt,
-        "unit_eigs_delta": unit_delta,
+        "unit_eigs_mgt": MGT_WIDTH - rank_mgt,
+        "unit_eigs_delta": MGT_WIDTH - rank_delta,
         "rank_mgt": rank_mgt,
         "rank_delta": rank_delta,
+        "rank_write": rank_write,
         "eig_mgt": eig_mgt.tolist(),
         "eig_delta": eig_delta.tolist(),
     }
@@ -154,6 +214,10 @@ def mgt_view(
         ),
         "jacobian": figures.eigen_distance_figure(
             {"MGT Jacobian ∂x'/∂x": eig_mgt, "Delta operator A(k, β₀)": eig_delta},
+            fixed={
+                "MGT Jacobian ∂x'/∂x": MGT_WIDTH - rank_mgt,
+                "Delta operator A(k, β₀)": MGT_WIDTH - rank_delta,
+            },
             title="How far each eigenvalue sits from 1: elementwise MGT vs rank-1 Delta",
         ),
     }

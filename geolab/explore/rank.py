@@ -12,7 +12,7 @@ import torch
 
 from geolab import disk_cache, figures
 from geolab.config import GeoConfig
-from geolab.explore.view import View, check_int, check_names, num
+from geolab.explore.view import View, check_int, check_names, num, power_text
 from geolab.metrics import effective_rank, rank_collapse_residual
 from geolab.model import GeoTransformer
 from geolab.probe import record
@@ -313,6 +313,24 @@ def not_drawn_note(
     )
 
 
+# Dong's residual of tokens that are equal up to rounding, per float: ‖X − 1x̄ᵀ‖/‖X‖ of a
+# state whose rows differ by a few units in the last place. Measured (tokens equal but for
+# one-ulp noise per token, 20 seeds, S = 32, D = 128): at most 1.7e-7 in float32 and 3.4e-16
+# in float64; pure attention's float32 curve flattens at 1.8e-7–2.1e-7 and a float64 MGT
+# curve at 5.6e-16–8.1e-16 (04's defaults, α₀β₀ = 0.95, 200 layers). Below this line a curve
+# is "all tokens equal" to that float's precision: two curves there are not comparable.
+RESIDUAL_FLOOR = {"float32": 4 * 2.0**-23, "float64": 4 * 2.0**-52}
+
+
+def residual_text(value: float, precision: str) -> str:
+    """Dong's residual as the readout prints it: ``num(value)``, or "< floor (float32
+    rounding: tokens equal)" at or below its precision's ``RESIDUAL_FLOOR``."""
+    floor = RESIDUAL_FLOOR[precision]
+    if value > floor:
+        return num(value)
+    return f"< {floor:.0e} ({precision} rounding: tokens equal)".replace("e-0", "e-")
+
+
 def underflow_note(layer: int) -> str:
     """What a curve cut by ``precision_lost`` at ``layer`` says instead of a number."""
     return f"no number from layer {layer}: the state fell below 1e-292, out of float64's range"
@@ -353,7 +371,7 @@ def rank_view(
     d_model = check_int("d_model", d_model, 2, MAX_WIDTH)
     seq_len = check_int("seq_len", seq_len, 2, MAX_WIDTH)  # one token has no rank to lose
     names = list(dict.fromkeys(rules)) + ([REFERENCE] if reference else [])
-    ranks, residuals, clouds, rejected, lost = {}, {}, {}, {}, {}
+    ranks, residuals, clouds, rejected, lost, precision = {}, {}, {}, {}, {}, {}
     for name in names if progress is None else progress(names):
         fields = rule_fields(name, beta0, lam, alpha0, gamma0)
         try:
@@ -363,6 +381,7 @@ def rank_view(
         except ValueError as err:
             rejected[name] = not_drawn_note(name, err, beta0, lam, alpha0, n_layer)
             continue
+        precision[name] = str(states.dtype).removeprefix("torch.")
         if lost_at is not None:
             lost[name] = lost_at
         if lost_at is None or layer < lost_at:
@@ -378,22 +397,27 @@ def rank_view(
         "clouds": clouds,
         "rejected": rejected,
         "underflow": lost,
+        "precision": precision,
     }
     readout = [
-        (f"{name}: rank / residual at layer {n_layer}", f"{final[name]:.3f} / {num(r[-1])}")
+        (
+            f"{name}: rank / residual at layer {n_layer}",
+            f"{final[name]:.3f} / {residual_text(r[-1], precision[name])}",
+        )
         if name not in lost
         else (f"{name}: rank / residual at layer {n_layer}", underflow_note(lost[name]))
         for name, r in residuals.items()
     ] + [(f"{name}: not drawn", message) for name, message in rejected.items()]
     if "mgt" in ranks or "mgt_ddl" in ranks:
-        memory = (1 - alpha0 * beta0) ** (2 * n_layer)
+        r = 1 - alpha0 * beta0
         readout.append(
             (
                 r"MGT: what is left of the input, $(1-\alpha_0\beta_0)^{2L}$",
-                num(memory),
+                power_text(r, 2 * n_layer),
             )
         )
-        numbers["mgt_memory"] = memory
+        numbers["mgt_memory"] = r ** (2 * n_layer)  # 0.0 where it underflows float64
+        numbers["mgt_memory_log10"] = 2 * n_layer * math.log10(abs(r)) if r else -math.inf
     colors = rule_colors()
     where = "the input (layer 0)" if layer == 0 else f"after layer {layer}"
     figs = {
@@ -405,6 +429,7 @@ def rank_view(
             colors=colors,
             first_layer=0,
             breaks={name: (at, underflow_note(at)) for name, at in lost.items()},
+            residual_floors={p: RESIDUAL_FLOOR[p] for p in sorted(set(precision.values()))},
         ),
         "cloud": figures.token_cloud_figure(
             clouds, title=f"The {seq_len} tokens: {where}, top-2 directions", colors=colors
@@ -465,12 +490,16 @@ def compare_rows(
                     {"rule": name, "effective rank": None, "Dong residual": None, "note": why}
                 )
             else:
+                precision = n["precision"][name]
+                floored = n["final_residual"][name] <= RESIDUAL_FLOOR[precision]
                 rows.append(
                     {
                         "rule": name,
                         "effective rank": float(f"{n['final_rank'][name]:.4g}"),
                         "Dong residual": float(f"{n['final_residual'][name]:.4g}"),
-                        "note": "",
+                        "note": f"residual at {precision} rounding: tokens equal"
+                        if floored
+                        else "",
                     }
                 )
             if bar is not None and work[name]:

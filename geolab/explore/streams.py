@@ -13,7 +13,7 @@ import torch
 
 from geolab import figures
 from geolab.explore.view import F64, View, check_int, check_range, num
-from geolab.metrics import composite_gain_curve
+from geolab.metrics import composite_gain_curve, second_eigenvalue_curve
 from geolab.mixing import birkhoff, permutation_matrices, sinkhorn
 from geolab.operators import cayley, fixed_point_cayley
 from geolab.rules.streams import JPmHC
@@ -252,4 +252,132 @@ def streams_view(iters: int, spread: float, depth: int, seed: int = 0) -> View:
     }
     for name, rule in (("mHC (Sinkhorn)", "mhc"), ("mHC-lite (no iterations)", "mhc_lite")):
         figs["error"].update_traces(line_color=figures.rule_color(rule), selector={"name": name})
+    return View(numbers, readout, figs)
+
+
+# --- notebook 05: the spectrum of the mixer product over depth
+
+SPECTRUM_FAMILIES = ("HC", "mHC", "mHC-lite", "JPmHC")
+SPECTRUM_RULES = {"HC": "hc", "mHC": "mhc", "mHC-lite": "mhc_lite", "JPmHC": "jpmhc"}
+MAX_DEPTH = 200
+# A 4-cycle: stream i hands its content to stream i + 1 (mod 4).
+CYCLE = torch.eye(STREAMS, dtype=F64).roll(1, dims=0)
+# Each preset: the fixed part B of every layer's logits and the spread σ of the random part,
+# G_l = B + σ N_l with N_l ~ N(0, 1) entrywise. The families read the same G_l.
+PRESETS = {
+    "identity-ish": (4.0 * torch.eye(STREAMS, dtype=F64), 0.5),
+    "random": (torch.zeros(STREAMS, STREAMS, dtype=F64), 1.0),
+    "near-permutation": (4.0 * CYCLE, 0.5),
+    "JPmHC rotation": (2.0 * (CYCLE - CYCLE.T), 0.5),
+}
+
+
+def preset_logits(preset: str, depth: int, same: bool, seed: int = 0) -> torch.Tensor:
+    """The logits G_l = B + σ N_l of ``depth`` layers for a preset (``PRESETS``), (depth, n, n)
+    float64; ``same``: one draw N_1 at every layer (one mixer repeated), else a fresh draw per
+    layer (a network whose mixers differ from layer to layer)."""
+    if preset not in PRESETS:
+        raise ValueError(f"preset={preset!r} is not allowed; choose {', '.join(PRESETS)}")
+    bias, spread = PRESETS[preset]
+    gen = torch.Generator().manual_seed(seed)
+    noise = torch.randn(1 if same else depth, STREAMS, STREAMS, generator=gen, dtype=F64)
+    return bias + spread * noise.expand(depth, STREAMS, STREAMS)
+
+
+def family_mixers(family: str, logits: torch.Tensor) -> torch.Tensor:
+    """Each layer's n×n mixer of one family from its logits G, (L, n, n) float64.
+
+    HC (Zhu et al. 2024, arXiv:2409.19606): I + tanh(G), the identity plus an unconstrained
+    bounded update (docs/design.md §3.3). mHC (Xie et al. 2025, arXiv:2512.24880): Sinkhorn(G),
+    20 iterations in float32 as the ``mhc`` rule runs it (§2.5). mHC-lite (Yang & Gao 2026,
+    arXiv:2601.05732): Σ_σ a_σ P_σ with a_σ ∝ exp Σ_i G[i, σ(i)] (``lite_mixer``'s weights).
+    JPmHC (Sengupta et al. 2026, arXiv:2602.18308): the ``jpmhc`` rule's two fixed-point Cayley
+    steps on W_s = G − Gᵀ, a = 0.1 (§3.4), orthogonal up to its truncation error.
+    """
+    if family == "HC":
+        return torch.eye(STREAMS, dtype=F64) + torch.tanh(logits)
+    if family == "mHC":
+        return sinkhorn(logits.float(), iters=20).double()
+    if family == "mHC-lite":
+        perms = permutation_matrices(STREAMS, dtype=F64)
+        return birkhoff(torch.einsum("lij,kij->lk", logits, perms), perms)
+    if family == "JPmHC":
+        skew = logits - logits.transpose(-1, -2)
+        return fixed_point_cayley(skew, JPmHC.CAYLEY_A, JPmHC.CAYLEY_ITERS)
+    raise ValueError(f"family={family!r} is not allowed; choose {', '.join(SPECTRUM_FAMILIES)}")
+
+
+def power_of_ten(log10: float) -> str:
+    """10^``log10`` written as "≈ 5.6e−32" from its logarithm, so a value below float64's range
+    (a |λ₂| of 1e−520) is printed as what it is, never as 0 or inf."""
+    if not math.isfinite(log10):
+        return "0" if log10 < 0 else "inf"
+    exponent = math.floor(log10)
+    mantissa = 10 ** (log10 - exponent)
+    if mantissa >= 9.995:  # 9.996e3 rounds to 10.0e3: write 1.0e4
+        mantissa, exponent = 1.0, exponent + 1
+    if -3 <= exponent < 4:
+        return f"{10**log10:.4g}"
+    return f"≈ {mantissa:.1f}e{exponent}".replace("-", "−")
+
+
+def size(x: float) -> str:
+    """A non-negative number as ``power_of_ten`` writes it (an exact 0 as "0")."""
+    return power_of_ten(math.log10(x)) if x > 0 else "0"
+
+
+def spectrum_view(preset: str, depth: int, same: bool = False, seed: int = 0) -> View:
+    """05: |λ₁| and |λ₂| of the product H_L ⋯ H_1 of L stream mixers, for HC, mHC, mHC-lite
+    and JPmHC on the same logits (``preset_logits``, ``family_mixers``).
+
+    |λ₂| comes from ``metrics.second_eigenvalue_curve`` (exact to float64's relative precision
+    at any depth, as a log₁₀). The overlay is what one-layer eigenvalues predict,
+    Σ_l log₁₀|λ₂(H_l)|: with one mixer repeated (``same``) it is L·log₁₀|λ₂(H)|, i.e. |λ₂|^L,
+    which the product's own |λ₂| equals exactly (the eigenvalues of H^L are λ^L); with a fresh
+    mixer per layer the two differ, because the mixers' eigenvectors differ.
+    Numbers: ``lambda1``, ``lambda2``, ``overlay`` (family -> (depth,) log₁₀ curve), ``final``
+    (family -> (log₁₀|λ₁|, log₁₀|λ₂|) at depth L).
+    """
+    depth = check_int("depth", depth, 1, MAX_DEPTH)
+    if not isinstance(same, bool):
+        raise ValueError(f"same={same!r} is not allowed; expected True or False")
+    logits = preset_logits(preset, depth, same, seed)
+    lambda1, lambda2, overlay, final = {}, {}, {}, {}
+    for family in SPECTRUM_FAMILIES:
+        # one mixer repeated is built once: float32 Sinkhorn on a batch of equal logits can
+        # round each copy differently, and "the same mixer" must be the same bits
+        mats = family_mixers(family, logits[:1] if same else logits).expand(depth, -1, -1)
+        one, two = second_eigenvalue_curve(mats)
+        # one mixer's |λ₂|: its eigenvalues' second largest modulus, all layers in one call
+        single = torch.linalg.eigvals(mats).abs().sort(-1, descending=True).values[:, 1]
+        lambda1[family], lambda2[family] = one.numpy(), two.numpy()
+        overlay[family] = torch.cumsum(torch.log10(single), 0).numpy()
+        final[family] = (one[-1].item(), two[-1].item())
+    depths = np.arange(1, depth + 1)
+    colors = {family: figures.rule_color(rule) for family, rule in SPECTRUM_RULES.items()}
+    panels = {f: (lambda2[f], overlay[f], colors[f]) for f in SPECTRUM_FAMILIES}
+    kind = "one mixer repeated" if same else "a fresh mixer per layer"
+    figs = {
+        "spectrum": figures.second_eigenvalue_figure(
+            depths, panels, title=f"|λ₂| of the product of L mixers ({preset}, {kind})"
+        ),
+        # one panel per family: what a question about one family shows
+        **{
+            family: figures.second_eigenvalue_figure(
+                depths,
+                {family: panels[family]},
+                title=f"|λ₂| of the product of L {family} mixers ({preset}, {kind})",
+            )
+            for family in SPECTRUM_FAMILIES
+        },
+    }
+    readout = [
+        (
+            f"{family}: $\\lvert\\lambda_1\\rvert$ / $\\lvert\\lambda_2\\rvert$ of the product at"
+            f" depth {depth}; $\\lvert\\lambda_2\\rvert^L$ prediction",
+            f"{power_of_ten(one)} / {power_of_ten(two)}; {power_of_ten(overlay[family][-1])}",
+        )
+        for family, (one, two) in final.items()
+    ]
+    numbers = {"lambda1": lambda1, "lambda2": lambda2, "overlay": overlay, "final": final}
     return View(numbers, readout, figs)

@@ -35,9 +35,10 @@ class View:
     readout: list[tuple[str, str]]
     figures: dict[str, go.Figure] = field(default_factory=dict)
 
-    def markdown(self) -> str:
-        """The readout as a two-column markdown table (LaTeX labels render in marimo)."""
-        rows = "\n".join(f"| {label} | {value} |" for label, value in self.readout)
+    def markdown(self, rows: slice = slice(None)) -> str:
+        """The readout (its ``rows``, all by default: a lesson shows only its own idea's rows)
+        as a two-column markdown table (LaTeX labels render in marimo)."""
+        rows = "\n".join(f"| {label} | {value} |" for label, value in self.readout[rows])
         return "| quantity | value |\n|:--|--:|\n" + rows
 
     def html(self) -> str:
@@ -55,6 +56,41 @@ def num(x: float) -> str:
     if x == 0 or 1e-3 <= abs(x) < 1e4:
         return f"{x:.4f}"
     return f"{x:.2e}"
+
+
+def tex_num(x: float) -> str:
+    """``num(x)`` for use inside LaTeX maths: scientific notation as ``4.29 \\times 10^{-3}``.
+
+    Inside ``$…$`` the plain "4.29e-03" reads as 4.29·e − 3 (e, minus, three)."""
+    text = num(x)
+    return text if "e" not in text else tex_sci(x)
+
+
+def tex_sci(x: float, digits: int = 2) -> str:
+    """``x`` in scientific notation for LaTeX maths, ``digits`` decimals: ``4.29 \\times
+    10^{-3}`` (never "4.29e-03", which maths typesets as 4.29·e − 3)."""
+    mantissa, exponent = f"{float(x):.{digits}e}".split("e")
+    return mantissa if int(exponent) == 0 else rf"{mantissa} \times 10^{{{int(exponent)}}}"
+
+
+def power_text(base: float, exponent: int, tex: bool = False) -> str:
+    """|base|^exponent (``exponent`` ≥ 0) without ever printing a positive number as 0:
+    computed in log space, ``"≈ 1.0e-520"`` where the float would underflow to 0 (or overflow),
+    ``num()`` of the float otherwise; ``tex``: the LaTeX relation and value (``\\approx 1.0
+    \\times 10^{-520}``, ``= 0``). Exactly 0 only when ``base`` is 0 and ``exponent`` > 0."""
+    base = abs(float(base))
+    if base == 0 or exponent == 0:
+        value = float(base**exponent)
+        return f"= {value:g}" if tex else num(value)
+    log10 = exponent * math.log10(base)
+    if -300 < log10 < 300:  # a normal float64, printed as it is
+        value = 10.0**log10
+        return rf"\approx {tex_num(value)}" if tex else num(value)
+    power = math.floor(log10)
+    mantissa = 10.0 ** (log10 - power)
+    if tex:
+        return rf"\approx {mantissa:.1f} \times 10^{{{power}}}"
+    return f"≈ {mantissa:.1f}e{power}"
 
 
 def fixed(x: float) -> str:

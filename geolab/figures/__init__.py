@@ -32,6 +32,7 @@ from geolab.figures.operators import (
     unit_image_figure,
     vectors_figure,
 )
+from geolab.figures.streams import second_eigenvalue_figure, sinkhorn_animation_figure
 from geolab.figures.style import (
     DASHES,
     HEIGHT,
@@ -39,6 +40,7 @@ from geolab.figures.style import (
     RULE_COLORS,
     SYMBOLS,
     as_numpy,
+    axis_room,
     end_labels,
     integer_ticks,
     rule_color,
@@ -58,6 +60,7 @@ __all__ = [
     "composite_gain_figure",
     "determinant_figure",
     "eigen_distance_figure",
+    "axis_room",
     "end_labels",
     "gated_write_figure",
     "grad_norm_figure",
@@ -69,6 +72,8 @@ __all__ = [
     "rank_figure",
     "rule_color",
     "rule_colors",
+    "second_eigenvalue_figure",
+    "sinkhorn_animation_figure",
     "spectrum_figure",
     "sweep_figure",
     "tint",

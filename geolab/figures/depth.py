@@ -44,6 +44,7 @@ def rank_figure(
     colors: Mapping[str, str] | None = None,
     first_layer: int = 1,
     breaks: Mapping[str, tuple[int, str]] | None = None,
+    residual_floors: Mapping[str, float] | None = None,
 ) -> go.Figure:
     """Rank-per-layer curves of several rules at once, layer index on x.
 
@@ -55,7 +56,10 @@ def rank_figure(
     start at layer ``first_layer`` (0 when the first value is the input, before any layer).
     ``breaks`` maps a name to (the layer where its curve stops, why): the rank panel labels the
     curve's last point with the reason, so a curve that ends early is not read as one that
-    reached the floor.
+    reached the floor. ``residual_floors`` maps a float's name to the residual of tokens equal
+    up to its rounding (04: float32 for most curves, float64 for one recomputed there): each is
+    a grey dotted line on the residual panel, named at its right end, so two curves below their
+    own floors are read as "both zero to precision", not one collapsing more.
     """
     data = [
         _layer_line(name, values, color_of(name, i, colors), first_layer)
@@ -111,6 +115,10 @@ def rank_figure(
             }
         )
     annotations = []
+    if residuals is not None:
+        shapes, floor_labels = _precision_floors(residual_floors or {})
+        extra["shapes"] = shapes
+        annotations += floor_labels
     for name, (layer, why) in (breaks or {}).items():
         y = floats(ranks[name])
         last = layer - first_layer - 1  # the last value before the break
@@ -130,13 +138,51 @@ def rank_figure(
             }
         )
     if len(ranks) > 3:  # more than three lines: each named at its end, not only in the legend
+        top, bottom = 60, 45  # base_layout's margins
+        panel = (extra.get("height", HEIGHT) - top - bottom) * (0.5 if residuals is not None else 1)
         annotations += end_labels(
-            {n: v for n, v in ranks.items() if n not in (breaks or {})}, first_layer, colors
+            {n: v for n, v in ranks.items() if n not in (breaks or {})},
+            first_layer,
+            colors,
+            room=(0.0, 1.02, panel),
         )
         extra["margin"] = {"r": 110}
     if annotations:
         extra["annotations"] = annotations
     return figure(data, base_layout(title, "layer", "effective rank", **extra))
+
+
+def _precision_floors(floors: Mapping[str, float]) -> tuple[list[dict], list[dict]]:
+    """Grey dotted lines across the residual panel (axes x2/y2), one per float, and their
+    names at the panel's right edge: ``rank_figure``'s ``residual_floors``."""
+    shapes, labels = [], []
+    for precision, y in floors.items():
+        shapes.append(
+            {
+                "type": "line",
+                "xref": "x2 domain",
+                "yref": "y2",
+                "x0": 0,
+                "x1": 1,
+                "y0": y,
+                "y1": y,
+                "line": {"color": "grey", "dash": "dot", "width": 1},
+            }
+        )
+        labels.append(
+            {
+                "x": 1,
+                "y": float(np.log10(y)),
+                "xref": "x2 domain",
+                "yref": "y2",
+                "xanchor": "right",
+                "yanchor": "bottom",
+                "showarrow": False,
+                "text": f"{precision} rounding: below, all tokens equal",
+                "font": {"color": "grey", "size": 10},
+            }
+        )
+    return shapes, labels
 
 
 def token_cloud_figure(
@@ -147,8 +193,10 @@ def token_cloud_figure(
     """Small multiples: one panel per name, the tokens as points in 2-D (an (S, 2) array each).
 
     Traces: one marker trace per panel, mapping order. Every panel has the same scale, so a
-    cloud that shrinks to a point is seen shrinking, and each is centred on its own cloud's
-    mean, so a collapsed cloud is one point in the middle of its panel, not a dot on the edge.
+    cloud that shrinks to a point is seen shrinking, and each draws its points minus its own
+    cloud's mean, so the mean sits at (0, 0) and a collapsed cloud is one point at (0, 0) in the
+    middle of its panel, not a dot on the edge (``token_plane``'s coordinates put that point at
+    (1, 0): the figure, not the data, subtracts the mean, as the axis titles say).
     ``colors`` maps a name to its colour (default: palette by position).
     """
     n, gap = max(len(clouds), 1), 0.03
@@ -163,8 +211,8 @@ def token_cloud_figure(
         data.append(
             {
                 "type": "scatter",
-                "x": p[:, 0],
-                "y": p[:, 1],
+                "x": p[:, 0] - centres[name][0],
+                "y": p[:, 1] - centres[name][1],
                 "mode": "markers",
                 "name": name,
                 "marker": {"color": color_of(name, j, colors), "size": 7},
@@ -174,16 +222,17 @@ def token_cloud_figure(
             }
         )
         x0 = j * (width + gap)
-        cx, cy = centres[name]
         extra["xaxis" + suffix] = {
             "domain": [x0, x0 + width],
             "anchor": "y" + suffix,
-            "range": [cx - half, cx + half],
+            "range": [-half, half],
+            "title": {"text": "direction 1 − mean"},
         }
         extra["yaxis" + suffix] = {
             "anchor": "x" + suffix,
-            "range": [cy - half, cy + half],
+            "range": [-half, half],
             "scaleanchor": "x" + suffix,
+            "title": {"text": "direction 2 − mean" if j == 0 else ""},
         }
         annotations.append(panel_title(name, x0 + width / 2))
     layout = base_layout(title, annotations=annotations, showlegend=False, **extra)

@@ -188,14 +188,18 @@ def note(text: str, x: float, y: float, ax: int = -40, ay: int = 40, **ref) -> d
 
 
 def eigen_distance_figure(
-    eigenvalues: Mapping[str, object], title: str = "Distance of each eigenvalue from 1"
+    eigenvalues: Mapping[str, object],
+    title: str = "Distance of each eigenvalue from 1",
+    fixed: Mapping[str, int] | None = None,
 ) -> go.Figure:
     """|λᵢ − 1| for every eigenvalue, sorted, on a log axis: one marker trace per named set.
 
     A rank-1 update of the identity (the Delta operator, docs/design.md §2.1) shows d−1 points at
     0 (drawn at the 1e-16 floor, labelled "= 1 exactly") and one at |β|; an update that rescales
     every direction shows d points well above the floor. Plotted on a complex plane the same
-    eigenvalues all bunch at 1, which hides exactly this difference.
+    eigenvalues all bunch at 1, which hides exactly this difference. ``fixed`` maps a name to
+    its count of eigenvalues equal to 1 as the caller decided it (02: the nullity of J − I),
+    so the label and the caller's readout give one number; without it, |λ − 1| ≤ 1e-12.
     """
     floor = 1e-16
     data, annotations = [], []
@@ -213,7 +217,7 @@ def eigen_distance_figure(
                 "hovertemplate": "|λ − 1| = %{y:.3e}<extra>" + name + "</extra>",
             }
         )
-        exact = int((dist <= 1e-12).sum())
+        exact = int((dist <= 1e-12).sum()) if fixed is None else int(fixed[name])
         if exact:
             text = f"{name}: {exact} eigenvalues = 1 exactly"
             annotations.append(note(text, (exact + 1) / 2, np.log10(floor), ax=30, ay=-50))

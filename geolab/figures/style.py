@@ -131,6 +131,41 @@ def integer_ticks(n: int) -> dict:
     return {"tick0": 0, "dtick": step, "tickformat": "d"}
 
 
+LABEL_FONT = 11  # px: the size of every line-end label
+LABEL_LINE = 1.4 * LABEL_FONT  # px: the height a label takes on screen, with a little air
+
+
+def spread(ys, gap: float, high: float = np.inf) -> np.ndarray:
+    """Label heights (ascending) moved apart, each at least ``gap`` above the one below and as
+    near its own height as that allows: up from the bottom, then, where the top one passed
+    ``high`` (the axis's top), down from the top. Deterministic: the same heights give the same
+    result. Labels that do not fit between the axis's ends keep apart below its bottom."""
+    y = np.array(ys, dtype=float)
+    for i in range(1, len(y)):
+        y[i] = max(y[i], y[i - 1] + gap)
+    if len(y) and y[-1] > high:
+        y[-1] = high
+        for i in range(len(y) - 2, -1, -1):
+            y[i] = min(y[i], y[i + 1] - gap)
+    return y
+
+
+def axis_room(curves: Mapping[object, object], log: bool = False, pad: float = 0.06) -> list:
+    """An explicit y range [low, high] (log10 units on a log axis) holding every finite
+    (positive, on a log axis) value of ``curves`` with ``pad`` of the span on each side: set on
+    the axis, it fixes where ``end_labels`` sit in pixels (plotly's autorange is computed in
+    the browser)."""
+    values = [floats(v) for v in curves.values()]
+    if log:
+        values = [np.log10(v[v > 0]) for v in values]
+    finite = np.concatenate([v[np.isfinite(v)] for v in values] + [np.zeros(0)])
+    if not len(finite):
+        return [0.0, 1.0]
+    low, high = float(finite.min()), float(finite.max())
+    margin = pad * ((high - low) or 1.0)
+    return [low - margin, high + margin]
+
+
 def end_labels(
     curves: Mapping[str, object],
     first: int,
@@ -140,6 +175,7 @@ def end_labels(
     start: bool = False,
     span: float | None = 1.0,
     xs: Mapping[str, object] | None = None,
+    room: tuple[float, float, float] | None = None,
 ) -> list[dict]:
     """One annotation per curve: its name just right of its last point (of its first with
     ``start``, where curves that meet at the end still differ), in its colour, moved apart
@@ -148,7 +184,10 @@ def end_labels(
     x = ``first``; ``log``: the y axis is logarithmic (plotly places annotations there in log10
     units; zeros are left out). ``xs`` maps a name to its curve's x values where they are not
     ``first``, ``first`` + 1, … (training steps, a few depths).
-    For plots with more than three lines: the name sits on the line, not only in the legend."""
+    For plots with more than three lines: the name sits on the line, not only in the legend.
+    ``room`` = (axis low, axis high, the panel's height in px), the axis range set explicitly:
+    labels are then moved apart by one label's height on screen (``LABEL_LINE``), kept inside
+    the range (``spread``), so they never overlap at the figure's own size."""
     values = [floats(v) for v in curves.values()]
     if log:
         values = [np.log10(np.where(v > 0, v, np.nan)) for v in values]
@@ -161,21 +200,27 @@ def end_labels(
         if len(shown):  # a curve with nothing drawn gets no label
             at = shown[0] if start else shown[-1]
             ends.append((float(v[at]), name, i, int(at)))
-    labels, low = [], -np.inf
-    for y, name, i, at in sorted(ends):
-        y_label = max(y, low + gap * span)
-        low = y_label
+    ends.sort()
+    if room is None:
+        heights = spread([e[0] for e in ends], gap * span)
+    else:
+        low, high, px = room
+        # the label's centre at most half a label below the top: it stays inside the panel
+        gap_y = LABEL_LINE / px * (high - low)
+        heights = spread([e[0] for e in ends], gap_y, high - gap_y / 2)
+    labels = []
+    for y_label, (_, name, i, at) in zip(heights, ends, strict=True):
         labels.append(
             {
                 "x": float(floats(xs[name])[at]) if xs is not None else first + at,
-                "y": y_label,
+                "y": float(y_label),
                 "xref": "x",
                 "yref": "y",
                 "text": name,
                 "showarrow": False,
                 "xanchor": "left",
                 "xshift": 4,
-                "font": {"color": color_of(name, i, colors), "size": 11},
+                "font": {"color": color_of(name, i, colors), "size": LABEL_FONT},
             }
         )
     return labels
