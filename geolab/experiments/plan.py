@@ -25,7 +25,6 @@ time over several GPUs. A plan needs only sizes: the text corpora's vocabulary s
 import json
 from pathlib import Path
 
-
 from geolab.model import param_count
 from geolab.outputs import replace_atomically
 
