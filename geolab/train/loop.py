@@ -282,7 +282,7 @@ def with_new_fields(cls, old: dict) -> tuple[dict, list[str]]:
     defaults = ", ".join(f"{name}={filled[name]!r}" for name in missing)
     note = (
         f"resume: the checkpoint predates {cls.__name__} field(s) {', '.join(missing)} (added "
-        f"to geolab since); it resumes with their defaults {defaults}"
+        f"to geolab since); it resumes with the default(s) {defaults}"
     )
     return {**old, **{name: filled[name] for name in missing}}, [note]
 
