@@ -195,9 +195,8 @@ def prepare(model_cfg: GeoConfig, task: Task, tc: TrainConfig) -> Plan:
         check_space(out, param_count(model_cfg))
     saved = load_checkpoint(out / CKPT) if tc.resume and (out / CKPT).exists() else None
     changed, config, code_changed = {}, None, False
-    record = (
-        task_record(task) if out is not None else {}
-    )  # only a run folder keeps it (hashing takes ≈ 1 s per GB)
+    # only a run folder keeps the task record (hashing the data takes ≈ 1 s per GB)
+    record = task_record(task) if out is not None else {}
     if tc.warmup > tc.steps:
         notes.append(
             f"TrainConfig.warmup={tc.warmup} is longer than TrainConfig.steps={tc.steps}: the "
