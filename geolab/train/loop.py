@@ -232,15 +232,7 @@ def prepare(model_cfg: GeoConfig, task: Task, tc: TrainConfig) -> Plan:
             )
         else:
             check_same_task(config["task"], record, out / CONFIG, not task.stream)
-        if "data" not in (saved.get("task") or (config or {}).get("task") or {}):
-            notes.append(
-                "resume: the run recorded no fingerprint of its data (it was written before "
-                "geolab kept one), so a change in the data cannot be seen; continuing"
-            )
-        code = saved.get("code") or (config or {}).get("code")
-        code_changed = code != code_record()
-        if code_changed:
-            notes.append(code_note(code, saved["step"]))
+        code_changed = record_notes(saved, config, notes)
         old_train, new_fields = with_new_fields(TrainConfig, saved["train_cfg"])
         notes += new_fields
         changed = resume_changes(old_train, tc, saved["step"])
@@ -251,6 +243,23 @@ def prepare(model_cfg: GeoConfig, task: Task, tc: TrainConfig) -> Plan:
         ]
     return Plan(device, out, saved, rank, world, changed, notes, config, record, code_record(),
                 code_changed)  # fmt: skip
+
+
+def record_notes(saved: dict, config: dict | None, notes: list[str]) -> bool:
+    """Append to ``notes`` what a resume cannot check or finds changed in the run's record (the
+    checkpoint's, else config.json's): no data fingerprint kept, other code. True when the code
+    differs from the checkpoint's."""
+    config = config or {}
+    if "data" not in (saved.get("task") or config.get("task") or {}):
+        notes.append(
+            "resume: the run recorded no fingerprint of its data (it was written before "
+            "geolab kept one), so a change in the data cannot be seen; continuing"
+        )
+    code = saved.get("code") or config.get("code")
+    if code == code_record():
+        return False
+    notes.append(code_note(code, saved["step"]))
+    return True
 
 
 def code_note(code: dict | None, step: int) -> str:
