@@ -24,7 +24,9 @@ Text tasks hold one token stream per split; a sample index is a window offset (r
 training, non-overlapping windows in evaluation).
 """
 
+import hashlib
 import inspect
+import json
 import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -84,6 +86,21 @@ class Task:
         if self.stream:
             return self.x[split].numel() - self.seq_len
         return self.x[split].shape[0]
+
+    def fingerprint(self) -> str:
+        """The SHA-256 (hex) of the task's data: every split's x, y and mask (name, dtype, shape
+        and bytes) and a text task's vocabulary. A run records it and a resume compares it, so
+        other data (an edited text file, a generator a code update changed) is never trained on
+        without a word."""
+        digest = hashlib.sha256()
+        for part in ("x", "y", "mask"):
+            for split, t in sorted(getattr(self, part).items()):
+                t = t.detach().cpu().contiguous()
+                digest.update(f"{part}/{split}/{t.dtype}/{tuple(t.shape)}".encode())
+                digest.update(t.reshape(-1).view(torch.uint8).numpy())
+        if "vocab" in self.info:
+            digest.update(json.dumps(self.info["vocab"]).encode())
+        return digest.hexdigest()
 
     def eval_index(self, split: str) -> torch.Tensor:
         """Sample indices of a full deterministic pass: all samples, or non-overlapping windows."""

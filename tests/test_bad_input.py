@@ -956,7 +956,9 @@ def test_resume_after_config_json_was_deleted_writes_it_anew(tmp_path, finished_
     assert main([*TINY, "--out", str(out), "--resume", "--steps", "4"]) == 0
     assert "config.json' is missing or damaged: it is written anew" in capsys.readouterr().err
     config = json.loads((out / "config.json").read_text())
+    data = config["task"].pop("data")  # the sha256 of the task's tensors
     assert config["task"] == {"name": "gyroscope", "seq_len": 255, "n_train": 16, "n_val": 4}
+    assert len(data) == 64 and config["code"]["geolab"]
     assert config["train"]["steps"] == 4 and config["resumes"] == [{"step": 3, "steps": [3, 4]}]
 
 

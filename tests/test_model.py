@@ -7,6 +7,7 @@ import torch
 
 from geolab import RESIDUALS, GeoConfig, GeoTransformer, count_params, match_params
 from geolab.memory import weight_count
+from geolab.model import Layer, param_count
 
 RULES = list(RESIDUALS)
 
@@ -130,6 +131,29 @@ def test_match_params_lands_within_two_percent(spec):
     n = count_params(GeoTransformer(matched))
     assert abs(n - 1_790_000) / 1_790_000 < 0.02, (spec, matched.d_model, n)
     assert matched.n_layer == spec["n_layer"]
+
+
+REFERENCE_RULES = ["preln", "ddl", "edelta", "mhc", "jpmhc"]  # the ones flavor="reference" builds
+
+
+@pytest.mark.parametrize(
+    "rule, kind, flavor",
+    [(r, k, "geolab") for r in RULES for k in ("token", "vector")]
+    + [(r, "vector", "reference") for r in REFERENCE_RULES],
+)
+def test_param_count_is_the_built_models_count(rule, kind, flavor):
+    cfg = small(rule, layers=5, kind=kind, flavor=flavor, pos="learned")
+    with torch.device("meta"):
+        built = count_params(GeoTransformer(cfg))
+    assert param_count(cfg) == built
+
+
+def test_param_count_builds_two_layers_whatever_the_depth(monkeypatch):
+    built = []
+    init = Layer.__init__
+    monkeypatch.setattr(Layer, "__init__", lambda self, cfg: built.append(1) or init(self, cfg))
+    param_count(small("mgt", layers=48))
+    assert len(built) == 2
 
 
 def test_match_params_vary_layers_is_nearest():

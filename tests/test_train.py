@@ -236,7 +236,9 @@ def test_bad_runs_write_nothing(gyro, tmp_path, monkeypatch):
     before = {p.name: p.read_bytes() for p in out.iterdir()}
     with pytest.raises(ValueError, match="already holds a run"):
         train(tiny(gyro), gyro, TrainConfig(**ok))
-    with pytest.raises(ValueError, match=r"model config differs .*'n_layer': 2"):
+    with pytest.raises(
+        ValueError, match=r"GeoConfig.n_layer=2 differs from the checkpoint's n_layer=1"
+    ):
         train(tiny(gyro, n_layer=2), gyro, TrainConfig(**{**ok, "resume": True}))
     assert {p.name: p.read_bytes() for p in out.iterdir()} == before
 

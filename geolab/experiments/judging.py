@@ -30,7 +30,7 @@ import subprocess
 import time
 from pathlib import Path
 
-from geolab.experiments.provenance import git_revision
+from geolab.revision import git_revision
 
 RULE_FILES = (
     "geolab/experiments/verdicts.py",

@@ -51,8 +51,8 @@ from pathlib import Path
 import torch
 
 from geolab.device import describe_device
-from geolab.experiments.provenance import git_revision
 from geolab.outputs import replace_atomically
+from geolab.revision import git_revision
 from geolab.threads import use_threads
 
 # Settings keys that say how a sweep runs or which runs it holds, not what one run computes:

@@ -25,9 +25,7 @@ time over several GPUs. A plan needs only sizes: the text corpora's vocabulary s
 import json
 from pathlib import Path
 
-import torch
-
-from geolab.model import GeoTransformer, count_params
+from geolab.model import param_count
 from geolab.outputs import replace_atomically
 
 THROUGHPUT = "throughput.json"
@@ -42,9 +40,8 @@ ASSUMPTION = (
 
 
 def n_params(cfg) -> int:
-    """Exact trainable parameter count of ``GeoTransformer(cfg)``, built on the meta device."""
-    with torch.device("meta"):
-        return count_params(GeoTransformer(cfg))
+    """Exact trainable parameter count of ``GeoTransformer(cfg)`` (``model.param_count``)."""
+    return param_count(cfg)
 
 
 def train_flops(n: int, cfg, steps: int, batch_size: int) -> int:

@@ -2,33 +2,10 @@
 
 import importlib.metadata
 import platform
-import subprocess
-from pathlib import Path
 
 from geolab.device import describe_device, pick_device
 
 PACKAGES = ("torch", "numpy", "plotly", "marimo", "datasets", "kaleido")
-
-
-def git_revision() -> dict:
-    """{"commit", "dirty"} of the checkout holding geolab, or {"commit": None} outside git."""
-    root = Path(__file__).resolve().parents[2]
-    try:
-        commit = subprocess.run(
-            ["git", "rev-parse", "HEAD"], cwd=root, capture_output=True, text=True, timeout=10
-        )
-        status = subprocess.run(
-            ["git", "status", "--porcelain", "--", "geolab"],
-            cwd=root,
-            capture_output=True,
-            text=True,
-            timeout=10,
-        )
-    except (OSError, subprocess.TimeoutExpired):
-        return {"commit": None, "dirty": None}
-    if commit.returncode:
-        return {"commit": None, "dirty": None}
-    return {"commit": commit.stdout.strip(), "dirty": bool(status.stdout.strip())}
 
 
 def versions() -> dict:

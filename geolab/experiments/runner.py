@@ -42,8 +42,9 @@ import torch.distributed as dist
 
 from geolab.experiments import convergence, get_protocol, judging, pack, plan
 from geolab.experiments.export import save_figures
-from geolab.experiments.provenance import device_name, git_revision, versions
+from geolab.experiments.provenance import device_name, versions
 from geolab.outputs import check_dir, replace_atomically
+from geolab.revision import git_revision
 
 # Reruns: bit-identical on the host that wrote a result (same torch build, deterministic kernels,
 # one thread); on another host (other SIMD, e.g. AVX-512) the curves drift at ≈ 1e-6 relative

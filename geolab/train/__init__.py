@@ -40,8 +40,11 @@ API (notebooks, experiments and outside scripts build on these names)::
     is recorded in ``config.json`` under "resumes". A folder without ``ckpt.pt`` left by a run
     that stopped before its first checkpoint is reused (``resume=True`` restarts it at step 0);
     one whose log shows a checkpoint that is gone is refused. The checkpoint records the task
-    (name, window, both split sizes) so a resume checks it even without ``config.json``, and a
-    checkpoint holding NaN/Inf is neither saved nor resumed. A write that fails (full disk)
+    (name, window, both split sizes, ``Task.fingerprint`` of its data) and the code
+    (``geolab.revision.code_record``) so a resume checks them even without ``config.json``:
+    other data are refused, other code continues with a note, a config field added since takes
+    its default with a note. A checkpoint holding NaN/Inf (weights, moments, or AdamW settings)
+    is neither saved nor resumed. A write that fails (full disk)
     raises ValueError and leaves the last checkpoint and the log whole.
   * ``prepare(model_cfg, task, train_cfg) -> Plan`` runs every check a user's input can fail
     (model vs task, batch vs ranks, the memory estimate of ``geolab.memory``, the run folder, the

@@ -13,6 +13,7 @@ from pathlib import Path
 import torch
 import torch.distributed as dist
 
+from geolab.config import finite_number
 from geolab.outputs import check_dir, replace_atomically
 
 CKPT = "ckpt.pt"
@@ -331,12 +332,44 @@ def check_finite(state: dict, path) -> None:
             )
 
 
+OPTIMIZER_SETTINGS = {  # AdamW's settings a checkpoint restores: the test, and what is allowed
+    "lr": (lambda v: finite_number(v) and v >= 0, "a finite number >= 0"),
+    "eps": (lambda v: finite_number(v) and v > 0, "a finite number > 0"),
+    "weight_decay": (lambda v: finite_number(v) and v >= 0, "a finite number >= 0"),
+    "betas": (
+        lambda v: (
+            isinstance(v, list | tuple)
+            and len(v) == 2
+            and all(finite_number(b) and 0 <= b < 1 for b in v)
+        ),
+        "two numbers in [0, 1)",
+    ),
+}
+
+
+def check_optimizer_settings(state: dict, path) -> None:
+    """ValueError naming the first AdamW setting of checkpoint ``state`` (lr, betas, eps,
+    weight_decay of a parameter group) that is not allowed, NaN or ±Inf among them: loading it
+    would restore that setting and the run would diverge, with no fault of the learning rate."""
+    for i, group in enumerate(state["optimizer"].get("param_groups", [])):
+        for name, (ok, allowed) in OPTIMIZER_SETTINGS.items():
+            value = group.get(name)
+            value = value.tolist() if torch.is_tensor(value) else value
+            if name in group and not ok(value):
+                raise ValueError(
+                    f"checkpoint {str(path)!r} is not allowed: its optimizer {name}={value!r} "
+                    f"(parameter group {i}) must be {allowed}; the file is damaged and the run "
+                    "cannot continue from it (restore a good ckpt.pt, or start a new run in "
+                    "another --out)"
+                )
+
+
 def save_checkpoint(
-    path, raw, opt, data_gen, step, model_cfg, tc, device, world, lead, task=None
+    path, raw, opt, data_gen, step, model_cfg, tc, device, world, lead, task=None, code=None
 ) -> None:
     """Save the state ``load_checkpoint`` reads (atomically, rank 0 only); ``task`` is the
-    run's task record (``loop.task_record``), kept so a resume can check it without
-    config.json."""
+    run's task record (``loop.task_record``) and ``code`` the code that wrote it
+    (``revision.code_record``), kept so a resume can check them without config.json."""
     rng = [rng_state(device)]
     if world > 1:
         rng = [None] * world
@@ -353,5 +386,6 @@ def save_checkpoint(
         "train_cfg": asdict(tc),
         "world_size": world,
         "task": task,
+        "code": code,
     }
     atomic_write(path, lambda p: save_state(state, p))

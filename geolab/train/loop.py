@@ -9,7 +9,7 @@ import os
 import signal
 import threading
 import time
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 
 import torch
@@ -20,6 +20,7 @@ from geolab.config import GeoConfig
 from geolab.device import pick_device
 from geolab.memory import check_fits
 from geolab.model import GeoTransformer, count_params, param_count
+from geolab.revision import code_record, describe
 from geolab.tasks import Task
 from geolab.threads import use_threads
 from geolab.train.checkpoint import (
@@ -30,6 +31,7 @@ from geolab.train.checkpoint import (
     append_line,
     atomic_write,
     check_finite,
+    check_optimizer_settings,
     check_out_dir,
     check_space,
     check_state,
@@ -156,7 +158,8 @@ RESUME_IGNORES = ("out_dir", "resume", "progress")
 class Plan:
     """What ``prepare`` settled: the device, the run folder, the checkpoint to resume from (or
     None), the process's rank among ``world``, what a resume changes ({field: [old, new]}) and
-    notes for the user (a stale folder reused, a setting changed)."""
+    notes for the user (a stale folder reused, a setting changed), the task record the run
+    trains on (``task_record``) and the code that runs (``revision.code_record``)."""
 
     device: torch.device
     out: Path | None
@@ -166,6 +169,9 @@ class Plan:
     changed: dict
     notes: list[str]
     config: dict | None = None  # a resumed run's config.json (None: missing, rewritten)
+    task: dict = field(default_factory=dict)
+    code: dict = field(default_factory=dict)
+    code_changed: bool = False  # a resume runs other code than the checkpoint's
 
 
 def prepare(model_cfg: GeoConfig, task: Task, tc: TrainConfig) -> Plan:
@@ -188,7 +194,9 @@ def prepare(model_cfg: GeoConfig, task: Task, tc: TrainConfig) -> Plan:
     if out is not None and rank == 0:
         check_space(out, param_count(model_cfg))
     saved = load_checkpoint(out / CKPT) if tc.resume and (out / CKPT).exists() else None
-    changed, config = {}, None
+    changed, config, code_changed = {}, None, False
+    # only a run folder keeps the task record (hashing the data takes ≈ 1 s per GB)
+    record = task_record(task) if out is not None else {}
     if tc.warmup > tc.steps:
         notes.append(
             f"TrainConfig.warmup={tc.warmup} is longer than TrainConfig.steps={tc.steps}: the "
@@ -196,9 +204,7 @@ def prepare(model_cfg: GeoConfig, task: Task, tc: TrainConfig) -> Plan:
             f"not TrainConfig.lr={tc.lr:g}"
         )
     if saved is not None:
-        if saved["model_cfg"] != model_cfg.to_dict():
-            diff = {k: v for k, v in model_cfg.to_dict().items() if saved["model_cfg"].get(k) != v}
-            raise ValueError(f"resume: the model config differs from the checkpoint's in {diff}")
+        notes += same_model(saved["model_cfg"], model_cfg)
         if saved["world_size"] != world:
             raise ValueError(
                 f"resume: the checkpoint was written by {saved['world_size']} rank(s), "
@@ -209,9 +215,10 @@ def prepare(model_cfg: GeoConfig, task: Task, tc: TrainConfig) -> Plan:
             meta_opt = torch.optim.AdamW(param_groups(meta_model, tc.weight_decay))
         check_state(saved, meta_model, meta_opt, world, out / CKPT)
         check_finite(saved, out / CKPT)
+        check_optimizer_settings(saved, out / CKPT)
         config = read_run_config(out / CONFIG)
         if isinstance(saved.get("task"), dict):  # the checkpoint's own record decides
-            check_same_task(saved["task"], task, out / CKPT)
+            check_same_task(saved["task"], record, out / CKPT, not task.stream)
         elif config is None:
             raise ValueError(
                 f"resume: {str(out / CONFIG)!r} is missing or damaged and the checkpoint does "
@@ -224,32 +231,132 @@ def prepare(model_cfg: GeoConfig, task: Task, tc: TrainConfig) -> Plan:
                 "checkpoint, whose task and data this run matches"
             )
         else:
-            check_same_task(config["task"], task, out / CONFIG)
-        changed = resume_changes(saved["train_cfg"], tc, saved["step"])
+            check_same_task(config["task"], record, out / CONFIG, not task.stream)
+        code_changed = record_notes(saved, config, notes)
+        old_train, new_fields = with_new_fields(TrainConfig, saved["train_cfg"])
+        notes += new_fields
+        changed = resume_changes(old_train, tc, saved["step"])
         notes += [
             f"resume: TrainConfig.{k} {old!r} -> {new!r} from step {saved['step']} on "
             "(recorded in config.json)"
             for k, (old, new) in changed.items()
         ]
-    return Plan(device, out, saved, rank, world, changed, notes, config)
+    return Plan(device, out, saved, rank, world, changed, notes, config, record, code_record(),
+                code_changed)  # fmt: skip
+
+
+def record_notes(saved: dict, config: dict | None, notes: list[str]) -> bool:
+    """Append to ``notes`` what a resume cannot check or finds changed in the run's record (the
+    checkpoint's, else config.json's): no data fingerprint kept, other code. True when the code
+    differs from the checkpoint's."""
+    config = config or {}
+    if "data" not in (saved.get("task") or config.get("task") or {}):
+        notes.append(
+            "resume: the run recorded no fingerprint of its data (it was written before "
+            "geolab kept one), so a change in the data cannot be seen; continuing"
+        )
+    code = saved.get("code") or config.get("code")
+    if code == code_record():
+        return False
+    notes.append(code_note(code, saved["step"]))
+    return True
+
+
+def code_note(code: dict | None, step: int) -> str:
+    """The note of a resume whose code differs from the checkpoint's record ``code`` (None:
+    written before runs recorded it): it continues, and says how to get one run of one code."""
+    if code is None:
+        what = "the checkpoint records no geolab version or commit (it predates that record)"
+    else:
+        what = (
+            f"the code changed since the checkpoint ({describe(code)} -> {describe(code_record())})"
+        )
+    return (
+        f"resume: {what}: continuing from step {step} with the run's settings and data, the "
+        "steps after it run this code (for a run of one code, start afresh in another --out)"
+    )
+
+
+def with_new_fields(cls, old: dict) -> tuple[dict, list[str]]:
+    """``old``, a record of dataclass ``cls`` written by an earlier geolab, with the fields it
+    lacks as ``cls`` fills them from the rest (their defaults), and a note naming them: a field
+    a code update added is no setting the user changed, so a resume takes its default."""
+    names = [f.name for f in fields(cls)]
+    missing = [name for name in names if name not in old]
+    if not missing:
+        return old, []
+    try:
+        filled = asdict(cls(**{k: v for k, v in old.items() if k in names}))
+    except (TypeError, ValueError):  # a value this geolab refuses: compared (and named) as is
+        return old, []
+    defaults = ", ".join(f"{name}={filled[name]!r}" for name in missing)
+    note = (
+        f"resume: the checkpoint predates {cls.__name__} field(s) {', '.join(missing)} (added "
+        f"to geolab since); it resumes with the default(s) {defaults}"
+    )
+    return {**old, **{name: filled[name] for name in missing}}, [note]
+
+
+def same_model(old: dict, model_cfg: GeoConfig) -> list[str]:
+    """Notes of a resume whose model is the checkpoint's (fields added since take their
+    defaults); ValueError naming the first field that differs."""
+    old, notes = with_new_fields(GeoConfig, old)
+    now = model_cfg.to_dict()
+    for name, new in now.items():
+        if _plain(old.get(name)) != _plain(new):
+            raise ValueError(
+                f"resume: GeoConfig.{name}={new!r} differs from the checkpoint's {name}="
+                f"{old.get(name)!r}; a resumed run keeps its model (pass {old.get(name)!r}, or "
+                "start a new run in another --out)"
+            )
+    gone = sorted(set(old) - set(now))
+    if gone:
+        notes.append(
+            f"resume: the checkpoint's GeoConfig field(s) {', '.join(gone)} are no settings of "
+            "this geolab; they are left out"
+        )
+    return notes
 
 
 def task_record(task: Task) -> dict:
     """What config.json and the checkpoint record of the task a run trains on (and a resume must
-    match): its name, window and the sizes of both splits."""
+    match): its name, window, the sizes of both splits and the fingerprint of its data
+    (``Task.fingerprint``)."""
     return {
         "name": task.name,
         "seq_len": task.seq_len,
         "n_train": task.n_samples("train"),
         "n_val": task.n_samples("val"),
+        "data": task.fingerprint(),
     }
 
 
-def check_same_task(recorded: dict, task: Task, path: Path) -> None:
-    """ValueError when a resume would train on another task, or other data, than the run did
-    (what ``recorded`` holds of ``task_record``: older runs lack n_val)."""
-    now = task_record(task)
-    for key in ("name", "seq_len", "n_train", "n_val"):
+def check_same_task(recorded: dict, now: dict, path: Path, sized: bool) -> None:
+    """ValueError when a resume would train on another task, or other data, than the run did:
+    ``now`` is this task's ``task_record``, ``recorded`` the run's (older runs lack n_val and
+    data). Data that changed are refused, never trained on. ``sized``: the split sizes are
+    settings (--n-train, --n-val of a synthetic task), named as such; a text task's sizes
+    follow its data file."""
+    _same_settings(recorded, now, path, ("name", "seq_len") + ("n_train", "n_val") * sized)
+    if "data" in recorded and recorded["data"] != now["data"]:
+        sizes = "".join(
+            f", {key} {recorded[key]} -> {now[key]}"
+            for key in ("n_train", "n_val")
+            if key in recorded and recorded[key] != now[key]
+        )
+        raise ValueError(
+            f"resume: the data of task {now['name']!r} changed since the checkpoint (sha256 "
+            f"{recorded['data'][:12]}… -> {now['data'][:12]}…{sizes}; {str(path)!r}): the data "
+            "file, a size setting or the code that draws the task differs; a resumed run never "
+            "trains on other data, so nothing was trained: restore the run's data, or start a "
+            "new run in another --out"
+        )
+    _same_settings(recorded, now, path, ("n_train", "n_val"))
+
+
+def _same_settings(recorded: dict, now: dict, path: Path, keys: tuple) -> None:
+    """ValueError naming the first task setting of ``keys`` the run recorded otherwise."""
+    for key in keys:
         flag = "task" if key == "name" else key
         if key in recorded and recorded[key] != now[key]:
             raise ValueError(
@@ -350,17 +457,19 @@ def _run(model_cfg, task, tc, callback, model, plan: Plan) -> TrainResult:
         meta = None
         if saved is None or plan.config is None:
             meta = {
-                "task": task_record(task),
+                "task": plan.task,
+                "code": plan.code if saved is None else saved.get("code"),
                 "model": model_cfg.to_dict(),
                 "train": asdict(tc),
                 "world_size": world,
                 "n_params": count_params(raw),
                 "torch": torch.__version__,
             }
-        if saved is not None and plan.changed:  # applied, so recorded: the settings now and
-            meta = meta or plan.config  # what changed when
+        if saved is not None and (plan.changed or plan.code_changed):  # applied, so recorded:
+            meta = meta or plan.config  # the settings now and what changed when
             meta["train"] = asdict(tc)
-            meta.setdefault("resumes", []).append({"step": saved["step"], **plan.changed})
+            code = {"code": plan.code} if plan.code_changed else {}
+            meta.setdefault("resumes", []).append({"step": saved["step"], **plan.changed, **code})
         if meta is not None:
             atomic_write(out / CONFIG, lambda p: p.write_text(json.dumps(meta, indent=2) + "\n"))
         lines = "".join(json.dumps(row) + "\n" for row in history)
@@ -444,7 +553,7 @@ def _run(model_cfg, task, tc, callback, model, plan: Plan) -> TrainResult:
                     check_weights(raw, done, out / CKPT, last_ckpt)
                     save_checkpoint(
                         out / CKPT, raw, opt, data_gen, done, model_cfg, tc, device, world, lead,
-                        task=task_record(task),
+                        task=plan.task, code=plan.code,
                     )  # fmt: skip
                     last_ckpt = done
                     record["checkpoint"] = True
