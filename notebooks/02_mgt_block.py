@@ -113,32 +113,9 @@ def _(answer, explore, mgt_view, mo):
 
 
 @app.cell
-def _(answer, mo):
+def _(answer, explore, mo):
     mo.stop(answer is None)  # the controls come with the answer: nothing to explore before it
-    lam = mo.ui.slider(
-        0.1, 2.0, step=0.05, value=1.0, label=r"range $\lambda$", show_value=True, full_width=True
-    )
-    eps = mo.ui.slider(
-        -0.5,
-        0.5,
-        step=0.05,
-        value=0.0,
-        label=r"offset $\epsilon$",
-        show_value=True,
-        full_width=True,
-    )
-    alpha = mo.ui.slider(
-        0.0, 2.0, step=0.05, value=0.1, label=r"decay $\alpha$", show_value=True, full_width=True
-    )
-    w_scale = mo.ui.slider(
-        0.0,
-        3.0,
-        step=0.1,
-        value=1.0,
-        label=r"token dependence: scale of $W_\beta$",
-        show_value=True,
-        full_width=True,
-    )
+    lam, eps, alpha, w_scale = explore.mgt_sliders()
     mo.vstack([lam, eps, alpha, w_scale])
     return alpha, eps, lam, w_scale
 
@@ -151,38 +128,16 @@ def _(mo):
 
 
 @app.cell
-def _(eps, explore, get_beta0, lam, mo, set_beta0):
-    _start, _stop, _value = explore.beta0_slider(lam.value, eps.value, get_beta0())
-    beta0 = mo.ui.slider(
-        _start,
-        _stop,
-        step=0.05,
-        value=_value,
-        label=r"initial gate $\beta_0$ ($b_\beta$)",
-        show_value=True,
-        full_width=True,
-        on_change=set_beta0,
-    )
-    _held = (
-        rf"*Your $\beta_0 = {get_beta0():g}$ lies outside"
-        rf" $(-\lambda+\epsilon,\ \lambda+\epsilon) = ({-lam.value + eps.value:g},"
-        rf" {lam.value + eps.value:g})$: the slider holds it at ${_value:g}$ until the range"
-        r" reaches it again.*"
-    )
-    mo.vstack([beta0] + ([mo.md(_held)] if _value != get_beta0() else []))
+def _(eps, explore, get_beta0, lam, set_beta0):
+    beta0 = explore.beta0_control(lam.value, eps.value, get_beta0(), set_beta0)
+    explore.beta0_shown(beta0, lam.value, eps.value, get_beta0())
     return (beta0,)
 
 
 @app.cell(hide_code=True)
-def _(answer, mo):
+def _(answer, explore, mo):
     mo.stop(answer is None)
-    mo.md(r"""
-    $\beta_0$ sets the bias $b_\beta = \operatorname{atanh}((\beta_0 - \epsilon)/\lambda)$, so it
-    must lie inside $(-\lambda + \epsilon, \lambda + \epsilon)$: its slider spans that range and
-    follows $\lambda$ and $\epsilon$. geolab initialises $W_\beta = 0$ (every token starts at
-    $\beta_0$). Here $W_\beta$ is drawn at the scale you choose, as a trained controller would
-    read the token.
-    """)
+    mo.md(explore.BETA0_NOTE)
     return
 
 

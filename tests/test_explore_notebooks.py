@@ -328,6 +328,20 @@ def test_predict_first_no_table_formula_or_text_answers_before_the_answer(name):
     assert [g for g in giveaways if g not in after] == []
 
 
+def test_02_beta0_held_at_an_end_says_so_and_only_then():
+    """02 and 02b share one β₀ control: a wanted β₀ outside (−λ+ε, λ+ε) is held at the nearer
+    end, and the cell says where; inside the range the slider stands alone."""
+    narrow = explore.beta0_control(0.1, 0.0, 0.5, lambda _: None)
+    assert narrow.value == 0.05
+    assert 'holds it at <marimo-tex class="arithmatex">||(0.05||)' in (
+        explore.beta0_shown(narrow, 0.1, 0.0, 0.5).text
+    )
+    wide = explore.beta0_control(1.0, 0.0, 0.5, lambda _: None)
+    assert wide.value == 0.5
+    assert "lies outside" not in explore.beta0_shown(wide, 1.0, 0.0, 0.5).text
+    assert [s.value for s in explore.mgt_sliders()] == [1.0, 0.0, 0.1, 1.0]
+
+
 def test_02_beta0_slider_follows_the_range_so_a_narrow_lambda_keeps_every_plot():
     assert explore.beta0_slider(1.0, 0.0, 0.5) == (-0.95, 0.95, 0.5)
     start, stop, value = explore.beta0_slider(0.1, 0.0, 0.5)  # λ = 0.1 used to empty the page

@@ -41,7 +41,16 @@ from geolab.explore.lesson import (
     transfer_question,
     transfer_shown,
 )
-from geolab.explore.mgt import MGT_WIDTH, beta0_slider, jacobian_why, mgt_view
+from geolab.explore.mgt import (
+    BETA0_NOTE,
+    MGT_WIDTH,
+    beta0_control,
+    beta0_shown,
+    beta0_slider,
+    jacobian_why,
+    mgt_sliders,
+    mgt_view,
+)
 from geolab.explore.predict import WAITING, answer_state, asked, question
 from geolab.explore.rank import (
     RANK_DEPTHS,
@@ -101,6 +110,10 @@ __all__ = [
     "layer_states",
     "lesson",
     "mgt_view",
+    "mgt_sliders",
+    "beta0_control",
+    "beta0_shown",
+    "BETA0_NOTE",
     "mixers",
     "next_markdown",
     "notebook_cache",

@@ -31,6 +31,68 @@ def beta0_slider(lam: float, eps: float, wanted: float) -> tuple[float, float, f
     return start, stop, round(min(max(wanted, start), stop), 2)
 
 
+def mgt_sliders():
+    """02's and 02b's four MGT controls, ``(lam, eps, alpha, w_scale)`` marimo sliders: the
+    range λ and offset ε of β = λ·tanh(·) + ε, the decay α and the scale of W_β (MGT Eq. 6–7, §3;
+    Su & You 2026, arXiv:2601.01014). Each notebook binds them to names in one cell."""
+    import marimo as mo
+
+    def slider(start, stop, step, value, label):
+        return mo.ui.slider(
+            start, stop, step=step, value=value, label=label, show_value=True, full_width=True
+        )
+
+    return (
+        slider(0.1, 2.0, BETA0_STEP, 1.0, r"range $\lambda$"),
+        slider(-0.5, 0.5, BETA0_STEP, 0.0, r"offset $\epsilon$"),
+        slider(0.0, 2.0, 0.05, 0.1, r"decay $\alpha$"),
+        slider(0.0, 3.0, 0.1, 1.0, r"token dependence: scale of $W_\beta$"),
+    )
+
+
+def beta0_control(lam: float, eps: float, wanted: float, on_change):
+    """The β₀ slider over the range λ and ε allow (``beta0_slider``), at ``wanted`` or held at
+    the nearer end; ``on_change`` keeps what the learner asked for."""
+    import marimo as mo
+
+    start, stop, value = beta0_slider(lam, eps, wanted)
+    return mo.ui.slider(
+        start,
+        stop,
+        step=BETA0_STEP,
+        value=value,
+        label=r"initial gate $\beta_0$ ($b_\beta$)",
+        show_value=True,
+        full_width=True,
+        on_change=on_change,
+    )
+
+
+def beta0_shown(slider, lam: float, eps: float, wanted: float):
+    """What the β₀ cell shows: the slider, and a line when ``wanted`` lies outside the range
+    and the slider holds it at an end."""
+    import marimo as mo
+
+    value = beta0_slider(lam, eps, wanted)[2]  # not slider.value: its own cell cannot read it
+    if value == wanted:
+        return mo.vstack([slider])
+    held = (
+        rf"*Your $\beta_0 = {wanted:g}$ lies outside $(-\lambda+\epsilon,\ \lambda+\epsilon) ="
+        rf" ({-lam + eps:g}, {lam + eps:g})$: the slider holds it at ${value:g}$ until the"
+        r" range reaches it again.*"
+    )
+    return mo.vstack([slider, mo.md(held)])
+
+
+BETA0_NOTE = r"""
+$\beta_0$ sets the bias $b_\beta = \operatorname{atanh}((\beta_0 - \epsilon)/\lambda)$, so it
+must lie inside $(-\lambda + \epsilon, \lambda + \epsilon)$: its slider spans that range and
+follows $\lambda$ and $\epsilon$. geolab initialises $W_\beta = 0$ (every token starts at
+$\beta_0$). Here $W_\beta$ is drawn at the scale you choose, as a trained controller would
+read the token.
+"""
+
+
 def _mgt_rule(lam: float, eps: float, alpha: float, beta0: float, w_scale: float, seed: int):
     """geolab's real ``mgt`` rule and a real causal attention sublayer, seeded.
 
