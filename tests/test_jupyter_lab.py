@@ -43,7 +43,10 @@ PROMPTS_JS = """() => Array.from(document.querySelectorAll('.jp-Notebook .jp-Cod
   .map(cell => cell.querySelector('.jp-InputPrompt').innerText.trim())"""
 LOAD_S = 600  # six explorers computing on a busy 2-core machine
 
-pytestmark = pytest.mark.browser
+# slow: six explorers computing at once in a real JupyterLab page take 80 s on an idle 2-core
+# machine and ran past 600 s beside the rest of the suite, so the default run leaves it out;
+# run it with `pytest -m slow tests/test_jupyter_lab.py`
+pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
 
 def expected() -> list[list[int]]:

@@ -63,7 +63,10 @@ def test_a_user_rule_trains_probes_and_shows_in_notebook_04(user_rule):
     profile = rank_profile(model, torch.randint(0, 8, (2, cfg.seq_len)))
     assert profile.shape == (7,) and torch.all((profile > 0) & (profile <= 1))
 
-    outputs, defs = load_app(REPO / "notebooks" / "04_rank_collapse.py").run()
+    # the controls come with an answer to 04's question (any answer)
+    outputs, defs = load_app(REPO / "notebooks" / "04_rank_collapse.py").run(
+        defs={"answer": "exactly 0"}
+    )
     assert "scaled_preln" in defs["rules"].options
 
 
