@@ -23,7 +23,6 @@ cgroups (``cgroup``: as root with bwrap, usually), else by rlimits and polling (
 one line on stderr says which, and why.
 """
 
-import ast
 import math
 import os
 import secrets
@@ -45,7 +44,7 @@ from geolab.assignments.gradebook import (
     totals,
     write_gradebook,
 )
-from geolab.assignments.pasted import pasted
+from geolab.assignments.pasted import parse, pasted
 from geolab.assignments.remote import Session, Stub, SubmissionTimeout
 
 MAX_BYTES = 2 * 2**20  # a notebook larger than this is not a hand-in
@@ -117,7 +116,7 @@ def unparsable(text: str) -> str | None:
     ``not not … 1`` nested some 100,000 deep makes the parser raise MemoryError or
     RecursionError: such a file is graded 0 with this line, before anything runs it."""
     try:
-        ast.parse(text)
+        parse(text)
     except (SyntaxError, ValueError):
         return None
     except (MemoryError, RecursionError) as err:

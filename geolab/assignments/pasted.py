@@ -18,6 +18,7 @@ import difflib
 import importlib
 import inspect
 import textwrap
+import threading
 from functools import cache
 
 from geolab.assignments.catalog import get
@@ -61,6 +62,18 @@ def _resolve(dotted: str):
     raise ImportError(dotted)
 
 
+_PARSING = threading.Lock()
+
+
+def parse(text: str) -> ast.Module:
+    """``ast.parse(text)``, one thread at a time. CPython 3.11 keeps the count of the AST
+    converter's recursion in the interpreter, shared by every thread, so two grading threads
+    parsing at once can unbalance each other's count: the parse then fails with SystemError
+    ("AST constructor recursion depth mismatch") on an honest file."""
+    with _PARSING:
+        return ast.parse(text)
+
+
 @cache
 def references(assignment: str) -> dict[str, list[str]]:
     """{dotted name: structure} of the reference functions ``assignment`` hides, long enough
@@ -68,7 +81,7 @@ def references(assignment: str) -> dict[str, list[str]]:
     found = {}
     for name in get(assignment).hidden:
         source = textwrap.dedent(inspect.getsource(_resolve(name)))
-        tokens = shape(_functions(ast.parse(source))[0])
+        tokens = shape(_functions(parse(source))[0])
         if len(tokens) >= MIN_NODES:
             found[name] = tokens
     return found
@@ -82,7 +95,7 @@ def pasted(text: str, assignment: str) -> list[str]:
     if not refs:
         return []
     try:
-        tree = ast.parse(text)
+        tree = parse(text)
     except (SyntaxError, ValueError, RecursionError, MemoryError):
         return []  # a file nested too deeply to parse is refused by grade.unparsable
     lines = []
