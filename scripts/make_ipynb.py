@@ -24,6 +24,7 @@ import nbformat
 from nbclient import NotebookClient
 from traitlets.config import Config
 
+from geolab import explore
 from geolab.outputs import replace_atomically
 from geolab.terms import term
 
@@ -39,6 +40,8 @@ EXPLORERS = {
     "05_streams": "spectrum_explorer",
     "08_gradients": "gradient_explorer",
 }
+# what makes a cell the notebook's controls: a slider, or the MGT sliders 02 and 02b share
+CONTROLS = ("mo.ui.slider", "explore.mgt_sliders(")
 HEADER = (
     "> Jupyter edition of `notebooks/{name}.py`, built by `make notebooks-ipynb`. The explorer "
     "below has the marimo notebook's sliders, readout and plots. The marimo notebook "
@@ -49,12 +52,20 @@ HEADER = (
 def prose(node: ast.expr) -> str | None:
     """The text of ``mo.md``'s argument when it is literal prose: a string, or strings joined
     with ``+`` to glossary hovers ``term("word"[, "Shown"])`` (``geolab.terms``, the same
-    definitions as the marimo page); None for anything computed (an f-string readout)."""
+    definitions as the marimo page), or a prose constant of ``geolab.explore``; None for anything
+    computed (an f-string readout)."""
     if isinstance(node, ast.Constant) and isinstance(node.value, str):
         return node.value
     if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add):
         left, right = prose(node.left), prose(node.right)
         return None if left is None or right is None else left + right
+    if (  # shared prose, e.g. explore.BETA0_NOTE (02 and 02b)
+        isinstance(node, ast.Attribute)
+        and ast.unparse(node.value) == "explore"
+        and node.attr.isupper()
+        and isinstance(text := getattr(explore, node.attr, None), str)
+    ):
+        return text
     if (
         isinstance(node, ast.Call)
         and ast.unparse(node.func) == "term"
@@ -79,7 +90,7 @@ def cells_of(path: Path) -> list[tuple[str, str]]:
         if not isinstance(node, ast.FunctionDef):
             continue
         source = ast.unparse(node)
-        if "mo.ui.slider" in source and not placed:
+        if any(c in source for c in CONTROLS) and not placed:
             out.append(("explorer", ""))
             placed = True
         for stmt in node.body:
