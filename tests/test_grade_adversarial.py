@@ -999,6 +999,12 @@ def honest_alone(tmp_path_factory) -> tuple:
 
 
 @KERNEL
+@pytest.mark.xfail(
+    reason="open defect (issue 55): while a squatter or fork bomb runs anywhere on the machine "
+    "(another test worker), an honest file's spectrum_and_det stubs can fail with \"can't "
+    'start new thread": its marks alone read 13 of 16 in a clean-clone CI run',
+    strict=False,
+)
 def test_memory_over_the_cgroup_limit_across_processes_is_stopped(tmp_path, honest_alone):
     """Four processes of 0.3 GiB each, each under its 1 GiB address-space rlimit (nothing polls
     them here): the kernel stops them at the submission's 1 GiB, and the student reads why in
