@@ -249,7 +249,9 @@ def test_cayley_and_hybrid_equal_their_guarded_forms(
     if not ok.all():
         cayley_guarded = _patch(cayley_guarded, ok, _cayley_planes, x, u, v, c)
     hybrid_guarded = _hybrid_guarded(x, u, v, k, c, gm, dots)
-    tol = 4 * torch.finfo(dtype).eps * x.abs().amax().item()
+    # G_γ is a mix of two orthogonal maps, so an output entry is bounded by its token's norm,
+    # not by the largest entry of x: rounding scales with ‖x‖
+    tol = 4 * torch.finfo(dtype).eps * x.norm(dim=-1).amax().item()
     for grad in (True, False):
         with torch.set_grad_enabled(grad):
             got = cayley_apply(x, u, v, beta)
