@@ -999,12 +999,6 @@ def honest_alone(tmp_path_factory) -> tuple:
 
 
 @KERNEL
-@pytest.mark.xfail(
-    reason="open defect (issue 55): while a squatter or fork bomb runs anywhere on the machine "
-    "(another test worker), an honest file's spectrum_and_det stubs can fail with \"can't "
-    'start new thread": its marks alone read 13 of 16 in a clean-clone CI run',
-    strict=False,
-)
 def test_memory_over_the_cgroup_limit_across_processes_is_stopped(tmp_path, honest_alone):
     """Four processes of 0.3 GiB each, each under its 1 GiB address-space rlimit (nothing polls
     them here): the kernel stops them at the submission's 1 GiB, and the student reads why in
@@ -1023,12 +1017,6 @@ def test_memory_over_the_cgroup_limit_across_processes_is_stopped(tmp_path, hone
 
 
 @KERNEL
-@pytest.mark.xfail(
-    reason="open defect (issue 55): on a loaded machine (12 busy processes on 2 cores) the "
-    "honest peer's spectrum_and_det stubs fail with \"can't start new thread\" while the "
-    "squatter holds its processes: 13 of 16 marks, 16 when idle",
-    strict=False,
-)
 def test_a_process_squatter_leaves_its_peer_its_processes(tmp_path, honest_alone):
     """A submission that takes every process its cgroup allows and holds them (15 s), graded
     beside an honest file that needs a thread in every stub: the honest file's marks are its
@@ -1039,6 +1027,44 @@ def test_a_process_squatter_leaves_its_peer_its_processes(tmp_path, honest_alone
     assert _marks(rows["honest.py"]) == honest_alone
     assert (rows["squatter.py"]["status"], rows["squatter.py"]["score"]) == ("ok", POINTS)
     assert _my_groups() == []
+
+
+TOGETHER = """
+import functools, threading
+
+def _together(fn):  # an honest file that computes every answer in 16 threads alive at once
+    @functools.wraps(fn)
+    def run(*args):
+        out, gate = [], threading.Barrier(16)
+        def work():
+            gate.wait(timeout=60)
+            out.append(fn(*args))
+        threads = [threading.Thread(target=work) for _ in range(16)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+        return out[0]
+    return run
+
+delta_operator, spectrum_and_det = _together(delta_operator), _together(spectrum_and_det)
+delta_update, mode = _together(delta_update), _together(mode)
+"""
+
+
+@GRADES
+def test_threads_alive_together_keep_their_marks_in_one_gib(tmp_path):
+    """Sixteen threads that compute at once, in a worker limited to 1 GiB of address space:
+    glibc would reserve 64 MiB of address space for each thread's malloc arena (1 GiB for 16
+    with nothing allocated), so the threads could not start; the worker keeps two arenas, and
+    the file gets every mark."""
+    folder = tmp_path / "submissions"
+    folder.mkdir()
+    (folder / "together.py").write_text(at_import(SOLUTION, TOGETHER), encoding="utf-8")
+    limits = sandbox.Limits(memory_gb=1.0)
+    (row,) = grade_dir(folder, "A1", TIMEOUT, TASK_TIMEOUT, limits=limits)
+    failed = [c["message"] for c in row["checks"] if not c["passed"]]
+    assert (row["status"], row["score"]) == ("ok", POINTS), row["error"] or failed
 
 
 KILLS_ITS_WORKER = """

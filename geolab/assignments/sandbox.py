@@ -231,6 +231,11 @@ ENV = {
     "OMP_NUM_THREADS": "1",
     "MKL_NUM_THREADS": "1",
     "OPENBLAS_NUM_THREADS": "1",
+    # RLIMIT_AS counts address space, and glibc reserves 64 MiB of it for each malloc arena it
+    # adds when threads contend for one (up to 8 per CPU, more often under load): an honest file
+    # that computes in threads could reach 1 GiB with 0.3 GiB in use and fail "can't start new
+    # thread". Two arenas keep the address space near the memory a submission uses.
+    "MALLOC_ARENA_MAX": "2",
 }
 
 
