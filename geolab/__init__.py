@@ -6,6 +6,8 @@ The public API (docs/design.md §10): operators, metrics, the residual rules and
 
 import importlib
 
+from geolab import registry
+
 __version__ = "0.1.0"
 
 # name -> the module that defines it. Loaded on first use (PEP 562), not by ``import geolab``:
@@ -43,6 +45,18 @@ _HOMES = {
 }
 
 __all__ = sorted(_HOMES)
+
+
+def _load_rules() -> None:
+    """Import geolab's own rules, which register themselves in ``geolab.registry``.
+
+    The registry runs this before each lookup (``GeoConfig``'s check, ``rule_class``). This
+    package sits above both, so the registry never imports the rules, and ``import
+    geolab.config`` still loads no torch until a config is built."""
+    import geolab.rules  # noqa: F401
+
+
+registry.set_builtin_loader(_load_rules)
 
 
 def __getattr__(name: str):

@@ -9,16 +9,18 @@ Flavors: ``RESIDUALS`` holds geolab's own rules (``GeoConfig.flavor="geolab"``, 
 ``REFERENCE`` holds the E∆ table's models rebuilt as the public E∆ code builds them
 (``flavor="reference"``, ``@register("edelta", flavor="reference")``; docs/design.md §12).
 
-This module imports neither torch nor anything of geolab at its top, and sits below both
-``GeoConfig`` and the rules: ``GeoConfig`` asks it (to validate ``residual`` and let the rule
-check the fields it reads) and the rules (``geolab.rules``, which read configs) fill it. The
-one import upwards is ``rule_class``'s first lookup, which loads geolab's own rules (torch with
-them): ``import geolab`` no longer does, so that the command line starts without torch.
+This module imports neither torch nor anything of geolab, and sits below both ``GeoConfig`` and
+the rules: ``GeoConfig`` asks it (to validate ``residual`` and let the rule check the fields it
+reads) and the rules (``geolab.rules``, which read configs) fill it. It never imports the rules
+(they import it): the package, above them, hands it the loader of geolab's own rules
+(``set_builtin_loader``), which ``rule_class`` runs before each lookup. So ``import geolab`` and
+``import geolab.config`` load no torch, and the command line starts without it.
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:  # torch loads with the rules; the registry's names must not need it
@@ -87,11 +89,23 @@ def unregister(name: str) -> None:
     del RESIDUALS[name]
 
 
+# The loader of geolab's own rules: one, set by the package (geolab/__init__.py) on import,
+# before anything can look a rule up.
+_BUILTIN_LOADER: list[Callable[[], object]] = []
+
+
+def set_builtin_loader(load: Callable[[], object]) -> None:
+    """Have ``rule_class`` call ``load()`` before each lookup, so geolab's own rules are in the
+    tables. geolab/__init__.py passes the import of ``geolab.rules`` (the rules register
+    themselves on import; a repeated import is one dictionary lookup)."""
+    _BUILTIN_LOADER[:] = [load]
+
+
 def rule_class(cfg) -> type[nn.Module]:
     """The rule class ``cfg.residual`` names, in ``cfg.flavor``'s table (geolab's own rules
-    registered first: ``geolab.rules`` fills the tables when it is imported)."""
-    import geolab.rules  # noqa: F401
-
+    registered first, by the loader the package set)."""
+    for load in _BUILTIN_LOADER:
+        load()
     if cfg.flavor not in FLAVORS:
         raise config_error("flavor", cfg.flavor, f"allowed: {', '.join(FLAVORS)}")
     table = RESIDUALS if cfg.flavor == "geolab" else REFERENCE

@@ -2,7 +2,10 @@
 verbatim in docs/reference.md ("The residual rules"), and every paper it cites listed in
 docs/design.md's References."""
 
+import ast
 import re
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -72,3 +75,28 @@ def test_citations_name_papers_not_the_unshipped_seed_documents():
         if seed_ref.search(line)
     ]
     assert len(paths) > 100 and offenders == []
+
+
+def test_the_registry_imports_nothing_of_geolab():
+    """No import circle (config -> registry -> rules -> registry): the rules import the registry,
+    never the reverse; the package hands the registry the loader of geolab's own rules."""
+    tree = ast.parse((REPO / "geolab" / "registry.py").read_text())
+    imported = [
+        node.module if isinstance(node, ast.ImportFrom) else alias.name
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Import | ast.ImportFrom)
+        for alias in node.names
+    ]
+    assert imported and not [name for name in imported if name.startswith("geolab")]
+
+
+def test_a_fresh_config_finds_geolab_s_rules_and_importing_it_loads_no_torch():
+    """``import geolab.config`` loads neither torch nor the rules; the first config loads them."""
+    code = (
+        "import sys\nimport geolab.config\n"
+        "early = [m for m in ('torch', 'geolab.rules') if m in sys.modules]\n"
+        "cfg = geolab.config.GeoConfig(residual='edelta', vocab_size=8)\n"
+        "print(early, cfg.residual, 'geolab.rules' in sys.modules)"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert done.stdout.strip() == "[] edelta True", done
