@@ -1907,12 +1907,19 @@ def test_a_closed_pipe_on_stdout_trains_on_and_saves(tmp_path):
     assert load_checkpoint(tmp_path / "ckpt.pt")["step"] == 3
 
 
-def test_a_tiny_lr_names_both_rates(tmp_path, capsys):
-    """--lr 4.9e-324 is under the default --min-lr: the line names both, not only the one the
-    user never typed."""
-    assert main([*TINY, "--lr", "4.9e-324", "--out", str(tmp_path / "run")]) == 2
+def test_a_small_lr_alone_ends_its_cosine_at_a_tenth_and_says_so(tmp_path, capsys):
+    """--lr under the default --min-lr, without --min-lr: the schedule ends at --lr/10 with a
+    note (it was refused, blaming --min-lr, which the user never typed); --min-lr above a
+    given --lr is still refused, naming both."""
+    assert main([*TINY, "--lr", "5e-5", "--out", str(tmp_path / "run")]) == 0
     err = capsys.readouterr().err
-    assert err.count("\n") == 1 and "--lr 5e-324 with --min-lr 0.0001 is not allowed" in err, err
+    assert "--lr 5e-05 is below --min-lr's default 0.0001: the cosine ends at --lr/10" in err, err
+    assert json.loads((tmp_path / "run" / "config.json").read_text())["train"]["min_lr"] == 5e-6
+    assert main([*TINY, "--lr", "4.9e-324", "--out", str(tmp_path / "tiny")]) == 0
+    capsys.readouterr()
+    assert main([*TINY, "--lr", "5e-5", "--min-lr", "1e-4", "--out", str(tmp_path / "b")]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "--lr 5e-05 with --min-lr 0.0001 is not allowed" in err, err
 
 
 @pytest.mark.parametrize(

@@ -27,7 +27,12 @@ def add_train_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--steps", type=int, default=d.steps, help=f"optimizer steps ({d.steps})")
     parser.add_argument("--batch-size", type=int, default=d.batch_size, help="global batch")
     parser.add_argument("--lr", type=float, default=d.lr, help=f"peak learning rate ({d.lr})")
-    parser.add_argument("--min-lr", type=float, default=d.min_lr, help="final cosine lr")
+    parser.add_argument(
+        "--min-lr",
+        type=float,
+        default=None,
+        help=f"final cosine lr ({d.min_lr}; --lr/10 when --lr is below that)",
+    )
     parser.add_argument(
         "--warmup", type=int, default=None, help=f"linear warm-up steps ({d.warmup}; <= --steps)"
     )
@@ -98,7 +103,7 @@ def _checked_and_trained(args: argparse.Namespace) -> int:
         steps=args.steps,
         batch_size=args.batch_size,
         lr=args.lr,
-        min_lr=args.min_lr,
+        min_lr=final_lr(args.lr, args.min_lr),
         warmup=TrainConfig.warmup if args.warmup is None else args.warmup,
         seed=args.seed,
         device=args.device,
@@ -125,6 +130,20 @@ def _checked_and_trained(args: argparse.Namespace) -> int:
     lock = hold(out, "TrainConfig.out_dir", lambda text: note(flag_names(text, args)))
     with lock if lead else nullcontext():
         return _train(args, cfg, task, tc, out)
+
+
+def final_lr(lr: float, min_lr: float | None) -> float:
+    """The rate the cosine ends at: ``--min-lr`` as given, else its default, or ``lr / 10`` when
+    ``lr`` is below the default (a small ``--lr`` alone is a valid schedule, not an error)."""
+    from geolab.train.config import TrainConfig
+
+    if min_lr is not None:
+        return min_lr
+    if lr < TrainConfig.min_lr:
+        note(f"--lr {lr:g} is below --min-lr's default {TrainConfig.min_lr:g}: the cosine ends at "
+             f"--lr/10 = {lr / 10:g} (pass --min-lr to choose)")  # fmt: skip
+        return lr / 10
+    return TrainConfig.min_lr
 
 
 def note(text: str) -> None:
