@@ -267,8 +267,9 @@ def _current(owner, key, setter):
 
 def _solver_modules() -> list:
     """The loaded modules of the banned solvers' libraries, their private ones included."""
+    inside = tuple(p + "." for p in SOLVER_MODULES)
     return [m for name, m in list(sys.modules.items()) if m is not None
-            and any(name == p or name.startswith(p + ".") for p in SOLVER_MODULES)]  # fmt: skip
+            and (name in SOLVER_MODULES or name.startswith(inside))]  # fmt: skip
 
 
 def observe(obj, probe: str, *args):
@@ -407,10 +408,10 @@ def _forbid(paths: Iterable[str], *student, label: str | None = None):
                 guard()
             targets.setdefault(id(original), (original, guard))
         for kind in dict.fromkeys(k for p in paths if (k := _kind(p))) if not remote else ():
+            named = {lib: _named(paths, kind, lib) for lib in SOLVER_LIBRARIES}
             for owner, name in _entries(kind):  # what the solvers run below their names
                 value, module = getattr(owner, name), owner.__name__
-                path = _named(paths, kind, module.split(".")[0])
-                refuse = _refusal(_called(path, f"as {module}.{name}"))
+                refuse = _refusal(_called(named[module.split(".")[0]], f"as {module}.{name}"))
                 targets.setdefault(id(value), (value, refuse))
         _replace_all(targets, student, patch)
         for memo in _memos() if any(_kind(p) for p in paths) and not remote else ():
