@@ -106,7 +106,8 @@ _IMPORT = importlib.import_module
 _LIBRARY, _DUMP = torch._C._dispatch_library, torch._C._dispatch_dump
 _IMPL, _RESET = torch._C._DispatchModule.impl, torch._C._DispatchModule.reset
 _OVERLOADS = MappingProxyType({op: tuple(getattr(torch.ops.aten, op).overloads())
-                               for ops in ATEN_KINDS.values() for op in ops})  # fmt: skip
+                               for ops in ATEN_KINDS.values() for op in ops
+                               if hasattr(torch.ops.aten, op)})  # fmt: skip
 BACKENDS = ("CPU", "CUDA", "MPS", "XPU")
 GUARD_FILE = "<geolab guard>"  # where the dispatcher says the refusals come from
 GUARD_OFF = (
@@ -243,7 +244,7 @@ def _refuse_ops(ops: dict[str, str]) -> tuple | None:
         warnings.simplefilter("ignore")  # "Overriding a previously registered kernel": the point
         for op, path in ops.items():
             refuse = _refusal(_called(path, f"as aten::{op}"))
-            for overload in _OVERLOADS[op]:
+            for overload in _OVERLOADS.get(op, ()):
                 name = op if overload == "default" else f"{op}.{overload}"
                 names.append(name)
                 for key in BACKENDS:
