@@ -603,6 +603,21 @@ import scipy.linalg as _sl
 def _eig(block):  # scipy's public eigvals: a name no list of A2 bans, the same solver
     return torch.as_tensor(_sl.eigvals(block.numpy()))
 """,
+    # the guard itself undone: scipy's LAPACK module loaded a second time (scipy allows it),
+    # its dgeev put back in place of the refusal, then called by its usual name
+    "scipy_guard_replaced.py": """
+import importlib
+import sys
+
+def _eig(block):
+    module = sys.modules.pop("scipy.linalg._flapack")
+    try:
+        module.dgeev = importlib.import_module("scipy.linalg._flapack").dgeev
+    finally:
+        sys.modules["scipy.linalg._flapack"] = module
+    wr, wi, *_ = module.dgeev(block.numpy())
+    return torch.complex(torch.as_tensor(wr), torch.as_tensor(wi))
+""",
 }
 if importlib.util.find_spec("scipy") is None:  # not a geolab dependency: only where installed
     LAPACK_EIG = {}
@@ -613,13 +628,15 @@ REFUSED = ("your code called", "your code switched off the grader's guard")
 def test_a2_a_banned_solver_behind_a_switched_off_guard_or_in_scipy_lapack_is_refused(name):
     """In place (a notebook): the 2×2-block gap through a banned solver with the dispatch guard
     switched off, or through scipy's LAPACK wrappers, fails every minus_one_gap check, naming the
-    solver. Before, each earned all 3 marks: the guard was a dispatch mode the code could pop,
-    leave behind in its own thread, and scipy's wrappers were refused by no name."""
+    solver, or saying the code switched the guard off. Before, each earned all 3 marks: the guard
+    was a dispatch mode the code could pop or leave behind in its own thread, and scipy's
+    wrappers were refused by no name."""
     namespace = {"torch": torch}
     exec(compile({**GUARD_OFF, **LAPACK_EIG}[name] + BLOCK_GAP, name, "exec"), namespace)
     checks = ASSIGNMENTS["A2"].tasks["minus_one_gap"](namespace["minus_one_gap"], seed=4)
     failed = [c.message for c in checks if not c.passed]
-    assert len(failed) == len(checks) and all(m.startswith(REFUSED) for m in failed), failed
+    refused = REFUSED[1:] if name == "scipy_guard_replaced.py" else REFUSED
+    assert len(failed) == len(checks) and all(m.startswith(refused) for m in failed), failed
 
 
 @GRADES
@@ -642,7 +659,8 @@ def test_a2_the_guard_switched_off_or_scipy_lapack_earn_nothing_beside_an_honest
     got = {name: (row["status"], row["score"]) for name, row in rows.items()}
     assert got == {name: ("ok", score) for name, (_, score) in cases.items()}, failed
     for name in attacks:
-        assert len(failed[name]) == 3 and all(m.startswith(REFUSED) for m in failed[name]), failed
+        refused = REFUSED[1:] if name == "scipy_guard_replaced.py" else REFUSED
+        assert len(failed[name]) == 3 and all(m.startswith(refused) for m in failed[name]), failed
 
 
 # --- in place: the check maths against answers of one kind each (issue 43) --------------------
