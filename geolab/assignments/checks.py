@@ -214,6 +214,7 @@ def _memos() -> list[dict]:
 
 
 def _refill(memo: dict, _key, contents: dict) -> None:
+    """Set a cache's contents (the setter :func:`forbid` restores a cache with)."""
     memo.clear()
     memo.update(contents)
 
@@ -240,15 +241,19 @@ def _refuse_ops(ops: dict[str, str]) -> tuple | None:
     token = secrets.randbelow(2**31 - 1) + 1
     handle = _LIBRARY("IMPL", "aten", "", GUARD_FILE, token)
     names = []
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")  # "Overriding a previously registered kernel": the point
-        for op, path in ops.items():
-            refuse = _refusal(_called(path, f"as aten::{op}"))
-            for overload in _OVERLOADS.get(op, ()):
-                name = op if overload == "default" else f"{op}.{overload}"
-                names.append(name)
-                for key in BACKENDS:
-                    _IMPL(handle, name, key, refuse, False)
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # "Overriding a registered kernel": that is the point
+            for op, path in ops.items():
+                refuse = _refusal(_called(path, f"as aten::{op}"))
+                for overload in _OVERLOADS.get(op, ()):
+                    name = op if overload == "default" else f"{op}.{overload}"
+                    names.append(name)
+                    for key in BACKENDS:
+                        _IMPL(handle, name, key, refuse, False)
+    except BaseException:  # never leave a refusal behind for the grader's own computations
+        _RESET(handle)
+        raise
     return handle, token, names
 
 
@@ -414,7 +419,8 @@ def _forbid(paths: Iterable[str], *student, label: str | None = None):
                 value, module = getattr(owner, name), owner.__name__
                 refuse = _refusal(_called(named[module.split(".")[0]], f"as {module}.{name}"))
                 targets.setdefault(id(value), (value, refuse))
-        _replace_all(targets, student, patch)
+        if targets:
+            _replace_all(targets, student, patch)
         for memo in _memos() if any(_kind(p) for p in paths) and not remote else ():
             patch(memo, None, dict(memo), _refill, {})
         refusal = None if remote else _refuse_ops(_aten_kinds(paths))
