@@ -572,6 +572,26 @@ for _name, _value in {"_aten_kinds": lambda paths: {}, "ATEN_KINDS": {}, "_gufun
 def _eig(block):
     return torch.ops.aten.linalg_eig.default(block)[0]
 """
+# a gufunc or a routine kept in a container before any call (graded only: in place, where the
+# guard replaces names, the kept one still runs; the worker gates them before the file loads)
+KEPT = {
+    "kept_gufunc.py": """
+import numpy.linalg._umath_linalg as _umath
+_kept = {"eigvals": _umath.eigvals}
+
+def _eig(block):
+    return torch.as_tensor(_kept["eigvals"](block.numpy()))
+""",
+}
+if importlib.util.find_spec("scipy") is not None:
+    KEPT["kept_routine.py"] = """
+import scipy.linalg._flapack as _flapack
+_kept = [_flapack.dgeev]
+
+def _eig(block):
+    wr, wi, *_ = _kept[0](block.numpy())
+    return torch.complex(torch.as_tensor(wr), torch.as_tensor(wi))
+"""
 # door 2: scipy's own LAPACK wrappers reach the solver numpy and torch run for eigvals (geev)
 LAPACK_EIG = {
     "scipy_lapack.py": """
@@ -643,10 +663,11 @@ def test_a2_a_banned_solver_behind_a_switched_off_guard_or_in_scipy_lapack_is_re
 def test_a2_the_guard_switched_off_or_scipy_lapack_earn_nothing_beside_an_honest_file(tmp_path):
     """Graded, on A2's solution with minus_one_gap replaced by the 2×2-block gap: each way
     around the guard (modes popped, a thread of its own, the guard's module rewritten when the
-    submission loads) and each scipy LAPACK route loses minus_one_gap's 3 marks and only those;
-    the honest file beside them keeps its 28. Before, each earned 28."""
+    submission loads, a gufunc or LAPACK routine kept in a container) and each scipy LAPACK
+    route loses minus_one_gap's 3 marks and only those; the honest file beside them keeps its
+    28. Before, each earned 28."""
     cases = {"honest.py": (A2_SOLUTION, A2_POINTS)}
-    attacks = {**GUARD_OFF, "patched_guard.py": PATCHED_GUARD, **LAPACK_EIG}
+    attacks = {**GUARD_OFF, "patched_guard.py": PATCHED_GUARD, **KEPT, **LAPACK_EIG}
     for name, code in attacks.items():
         cases[name] = (at_import(A2_SOLUTION, code + BLOCK_GAP), A2_POINTS - GAP_POINTS)
     folder = tmp_path / "submissions"

@@ -115,6 +115,7 @@ GUARD_OFF = (
     "removed or replaced a refusal while it ran); a call that does so fails its check"
 )
 _LOADED: MappingProxyType | None = None  # LIBRARY_MODULES, imported once (see warm)
+_BANNED_NOW: dict[str, dict] = {}  # the kinds the block running now bans (see gate_entries)
 
 
 def big_d(obj) -> int:
@@ -166,6 +167,40 @@ def warm() -> None:
         except ImportError:  # scipy is optional; an ILP64 build only where scipy has one
             continue
     _LOADED = MappingProxyType(loaded)
+
+
+def gate_entries() -> None:
+    """Put a gate in place of every C entry point of every solver kind (numpy's gufuncs, scipy's
+    own C code and its LAPACK and BLAS routines: :func:`_entries`), in its module and wherever
+    the libraries' modules alias it. A gate calls its entry point, or refuses it while a
+    :func:`forbid` block bans its kind. A worker does this before the submission loads, so any
+    reference the submission takes or keeps (in a list, a dict, an object) is a gate."""
+    if _LOADED is None:
+        warm()
+    found = {}  # id of an entry point: (it, its kinds, where it lives)
+    for kind in dict.fromkeys([*ENTRY_KINDS, *ROUTINE_KINDS]):
+        for owner, name in _entries(kind):
+            value = getattr(owner, name)
+            found.setdefault(id(value), (value, set(), f"{owner.__name__}.{name}"))[1].add(kind)
+    gates = {i: _gate(value, frozenset(kinds), where) for i, (value, kinds, where) in found.items()}
+    for owner in _solver_modules():
+        for key, value in list(vars(owner).items()):
+            if id(value) in gates:
+                setattr(owner, key, gates[id(value)])
+    for memo in _memos():  # routines looked up earlier would come back ungated
+        memo.clear()
+
+
+def _gate(entry, kinds: frozenset, where: str) -> Callable:
+    library = where.split(".", 1)[0]
+
+    def gate(*args, **kwargs):
+        for kind in kinds:
+            if (named := _BANNED_NOW.get(kind)) is not None:
+                raise ForbiddenCall(_called(named[library], f"as {where}"))
+        return entry(*args, **kwargs)
+
+    return gate
 
 
 def _kind(path: str) -> str | None:
@@ -413,16 +448,19 @@ def _forbid(paths: Iterable[str], *student, label: str | None = None):
             if any(obj is original for obj in student):  # the stub *is* the reference
                 guard()
             targets.setdefault(id(original), (original, guard))
+        banned_now = {}  # {kind: {library: the path its refusals name}}, also for the gates
         for kind in dict.fromkeys(k for p in paths if (k := _kind(p))) if not remote else ():
-            named = {lib: _named(paths, kind, lib) for lib in SOLVER_LIBRARIES}
+            named = banned_now[kind] = {lib: _named(paths, kind, lib) for lib in SOLVER_LIBRARIES}
             for owner, name in _entries(kind):  # what the solvers run below their names
                 value, module = getattr(owner, name), owner.__name__
                 refuse = _refusal(_called(named[module.split(".")[0]], f"as {module}.{name}"))
                 targets.setdefault(id(value), (value, refuse))
         if targets:
             _replace_all(targets, student, patch)
-        for memo in _memos() if any(_kind(p) for p in paths) and not remote else ():
-            patch(memo, None, dict(memo), _refill, {})
+        if banned_now:
+            for memo in _memos():
+                patch(memo, None, dict(memo), _refill, {})
+            patch(_BANNED_NOW, None, dict(_BANNED_NOW), _refill, {**_BANNED_NOW, **banned_now})
         refusal = None if remote else _refuse_ops(_aten_kinds(paths))
         try:
             yield
@@ -430,6 +468,7 @@ def _forbid(paths: Iterable[str], *student, label: str | None = None):
             switched_off = not _refusals_intact(refusal) or any(
                 guard is not None and _current(owner, key, setter) is not guard
                 for owner, key, _, setter, guard in saved if setter is not _refill)  # fmt: skip
+            switched_off |= bool(banned_now) and _BANNED_NOW != {**_BANNED_NOW, **banned_now}
     except Exception as err:
         if switched_off:
             raise ForbiddenCall(GUARD_OFF) from err

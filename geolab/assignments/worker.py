@@ -246,12 +246,17 @@ def sealed_guard():
     module copied before the submission loads, so a submission that rebinds a name there
     (``_aten_kinds``, ``_resolve``, ``ATEN_KINDS``, ``forbid`` itself) changes nothing the
     guard does. Its tables cannot be changed in place (mapping proxies of tuples), and it holds
-    torch's dispatcher functions and the library modules it guards as taken then (``warm``)."""
+    torch's dispatcher functions and the library modules it guards as taken then (``warm``).
+    It also gates numpy's and scipy's solver entry points (``checks.gate_entries``), with a
+    state of its own the checks module does not hold."""
     from geolab.assignments import checks
 
     own = [n for n, v in vars(checks).items() if isinstance(v, types.FunctionType)]
     names = [n for n in own if vars(checks)[n].__module__ == checks.__name__]
-    return contextmanager(sealed(vars(checks), names)["_forbid"])
+    guard = sealed(vars(checks), names)
+    guard["_forbid"].__globals__["_BANNED_NOW"] = {}
+    guard["gate_entries"]()
+    return contextmanager(guard["_forbid"])
 
 
 def serve_stub(path: Path, stub: str | None, limits: dict, fd_in: int, fd_out: int) -> None:
