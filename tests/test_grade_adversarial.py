@@ -659,6 +659,42 @@ def test_a2_a_banned_solver_behind_a_switched_off_guard_or_in_scipy_lapack_is_re
     assert len(failed) == len(checks) and all(m.startswith(refused) for m in failed), failed
 
 
+# scipy's routes to the other banned kinds, each under a list of A1 or A2 (scipy only)
+SCIPY_KINDS = {
+    "lapack gesv": ("NO_SOLVE", "scipy.linalg.lapack.dgesv(a, b)"),
+    "getrs": ("NO_SOLVE", "get_lapack_funcs(('getrs',), (a,))[0](a, [0, 1, 2], b)"),
+    "scipy solve": ("NO_SOLVE", "scipy.linalg.solve(a, b)"),
+    "spsolve": ("NO_SOLVE", "scipy.sparse.linalg.spsolve(scipy.sparse.csc_matrix(a), b)"),
+    "scipy inv": ("NO_SOLVE", "scipy.linalg.inv(a)"),
+    "scipy expm": ("NO_SOLVE", "scipy.linalg.expm(a)"),
+    "scipy det": ("LINALG", "scipy.linalg.det(a)"),
+    "lapack syevd": ("LINALG", "scipy.linalg.lapack.dsyevd(a + a.T)"),
+}
+
+
+@pytest.mark.skipif(importlib.util.find_spec("scipy") is None, reason="scipy is not installed")
+@pytest.mark.parametrize("case", list(SCIPY_KINDS))
+def test_scipy_routes_to_each_banned_kind_are_refused(case):
+    """Under A2's list of banned solves and A1's banned eigen-solvers and determinants, scipy's
+    own routes to the same kinds are refused with the name of the banned solver."""
+    import numpy as np
+    import scipy.linalg
+    import scipy.sparse
+    import scipy.sparse.linalg
+    from scipy.linalg import get_lapack_funcs
+
+    from geolab.assignments import a1, a2
+    from geolab.assignments.checks import ForbiddenCall, forbid
+
+    listed, call = SCIPY_KINDS[case]
+    banned = {"NO_SOLVE": a2.NO_SOLVE, "LINALG": a1.LINALG}[listed]
+    scope = {"scipy": scipy, "get_lapack_funcs": get_lapack_funcs, "a": np.eye(3) + 0.1,
+             "b": np.ones(3)}  # fmt: skip
+    eval(call, scope)  # outside the block it runs
+    with pytest.raises(ForbiddenCall, match="your code called"), forbid(banned):
+        eval(call, scope)
+
+
 @GRADES
 def test_a2_the_guard_switched_off_or_scipy_lapack_earn_nothing_beside_an_honest_file(tmp_path):
     """Graded, on A2's solution with minus_one_gap replaced by the 2×2-block gap: each way

@@ -56,15 +56,17 @@ ATEN_KINDS = MappingProxyType({
     "det": ("_linalg_det",), "slogdet": ("_linalg_slogdet",),
 })  # fmt: skip
 # A numpy solver runs a gufunc of numpy.linalg._umath_linalg (lstsq also lapack_lite's own
-# wrappers); scipy's solve, inv, det, lu and expm run C code of their own modules.
+# wrappers); scipy's solve, inv, det, lu and expm run C code of their own modules, and its sparse
+# direct solver (SuperLU) solves a dense system as well.
 _UMATH, _BATCHED = "numpy.linalg._umath_linalg", "scipy.linalg._batched_linalg"
+_SUPERLU = "scipy.sparse.linalg._dsolve._superlu"  # spsolve and splu: a direct sparse solver
 ENTRY_KINDS = MappingProxyType({
     "eigvals": ((_UMATH, ("eig", "eigvals")),),
     "eigvalsh": ((_UMATH, ("eigh_lo", "eigh_up", "eigvalsh_lo", "eigvalsh_up")),),
     "svdvals": ((_UMATH, ("svd", "svd_f", "svd_s")),),
-    "solve": ((_UMATH, ("solve", "solve1")), (_BATCHED, ("_solve",))),
+    "solve": ((_UMATH, ("solve", "solve1")), (_BATCHED, ("_solve",)), (_SUPERLU, ("gssv",))),
     "inv": ((_UMATH, ("inv",)), (_BATCHED, ("_inv",))),
-    "lu_factor": (("scipy.linalg._decomp_lu_cython", ("lu_dispatcher",)),),
+    "lu_factor": (("scipy.linalg._decomp_lu_cython", ("lu_dispatcher",)), (_SUPERLU, ("gstrf",))),
     "matrix_exp": (("scipy.linalg._matfuncs_expm", ("pick_pade_structure", "pade_UV_calc")),),
     "lstsq": ((_UMATH, ("lstsq",)), ("numpy.linalg.lapack_lite", ("dgelsd", "zgelsd"))),
     "pinv": ((_UMATH, ("svd", "svd_f", "svd_s")),),
@@ -98,7 +100,8 @@ LIBRARY_MODULES = tuple(dict.fromkeys(
     [m for kinds in ENTRY_KINDS.values() for m, _ in kinds] + list(ROUTINE_MODULES)
     + [m for m, _ in _MEMOS]))  # fmt: skip
 # the private modules that hold the banned solvers under their own names (aliases by identity)
-SOLVER_MODULES = ("torch.linalg", "torch._C._linalg", "numpy.linalg", "scipy.linalg")
+SOLVER_MODULES = ("torch.linalg", "torch._C._linalg", "numpy.linalg", "scipy.linalg",
+                  "scipy.sparse.linalg")  # fmt: skip
 # What the ban on torch's solvers holds: the dispatcher's own registration functions and each
 # banned op's overloads, taken when geolab loads, before a submission can rewrite torch's Python
 # layer (torch.library, torch.ops); every device torch can compute a solver on.
