@@ -232,10 +232,11 @@ if importlib.util.find_spec("scipy") is not None:  # not a geolab dependency: on
     BYPASSES["scipy_linalg.py"] = "import scipy.linalg as _sl\n" + DENSE.format(
         eig="torch.as_tensor(_sl.eigvalsh(A.numpy()))", det="float(_sl.det(A.numpy()))"
     )
-# the solvers the ban by kind refuses whatever name reaches them (ATen ops at the dispatcher,
-# numpy's gufuncs); ctypes into LAPACK and scipy's own wrappers still pass where d is small
+# the solvers the ban by kind refuses whatever name reaches them (ATen ops at torch's backend,
+# numpy's gufuncs, scipy's LAPACK routines); ctypes into LAPACK still passes where d is small
 REFUSED_BY_KIND = {"aten_ops.py", "c_linalg.py", "numpy_umath.py", "closure.py",
-                   "base64_exec.py", "general_eig.py"}  # fmt: skip
+                   "base64_exec.py", "general_eig.py", "scipy_linalg.py"}  # fmt: skip
+REFUSED_BY_KIND &= set(BYPASSES)  # scipy_linalg.py only where scipy is installed
 MEMORY_BOMB = "_hog = bytearray(12 * 2**30)"
 FORK_BOMB = """
 import os
@@ -510,6 +511,213 @@ def test_a2_eig_a_numpy_gate_and_patched_probes_earn_what_is_due(tmp_path):
     measured = "minus_one_gap: from θ alone (d = 50,000 at grading)"
     fails = failed("aten_eig.py", "minus_one_gap")
     assert "allocate" in fails[measured] or "MemoryError" in fails[measured], fails[measured]
+
+
+A2_SOLUTION = (REPO / "assignments" / "instructor" / "A2_cayley.py").read_text(encoding="utf-8")
+A2_POINTS = sum(c.points for c in all_failed("A2", ""))
+GAP_POINTS = 3.0  # minus_one_gap's marks
+# The O(d) route of issue 55: the eigenvalues of Q's 2×2 block in span{u, v} (Q is I elsewhere),
+# by a solver the ban names (`_eig`, defined by each attack). No size check can see an O(d)
+# method: only the ban stops it.
+BLOCK_GAP = """
+def minus_one_gap(u, v, beta):
+    e1 = u / u.norm()
+    w = v - (v @ e1) * e1
+    basis = torch.stack([e1, w / w.norm()])
+    pu, pv = basis @ u, basis @ v
+    a = beta / 2 * (torch.outer(pu, pv) - torch.outer(pv, pu))  # cA restricted to the plane
+    eye = torch.eye(2, dtype=u.dtype)
+    p, m = eye + a, eye - a
+    inv = torch.stack([torch.stack([p[1, 1], -p[0, 1]]), torch.stack([-p[1, 0], p[0, 0]])])
+    block = inv / (p[0, 0] * p[1, 1] - p[0, 1] * p[1, 0]) @ m
+    return (_eig(block) + 1).abs().min().clamp(max=2.0)
+"""
+# door 1: the dispatch guard switched off around the call (each beat the ban before)
+GUARD_OFF = {
+    "modes_popped.py": """
+from torch.utils._python_dispatch import _disable_current_modes
+
+def _eig(block):  # every dispatch mode popped and the Python dispatch key off
+    with _disable_current_modes(), torch._C._DisableTorchDispatch():
+        return torch.ops.aten.linalg_eig.default(block)[0]
+""",
+    "own_thread.py": """
+import threading
+
+def _eig(block):  # a new thread starts with no dispatch mode
+    out = []
+
+    def run():
+        try:
+            out.append(torch.ops.aten.linalg_eig.default(block)[0])
+        except BaseException as err:
+            out.append(err)
+
+    thread = threading.Thread(target=run)
+    thread.start()
+    thread.join()
+    if isinstance(out[0], BaseException):
+        raise out[0]
+    return out[0]
+""",
+}
+# the grader's guard rewritten in the submission's process when it loads (graded only: in
+# place it would rewrite this test process's guard)
+PATCHED_GUARD = """
+import geolab.assignments.checks as _checks
+for _name, _value in {"_aten_kinds": lambda paths: {}, "ATEN_KINDS": {}, "_gufuncs": lambda p: [],
+                      "_entries": lambda kinds: [], "_RefuseKinds": None}.items():
+    setattr(_checks, _name, _value)
+
+def _eig(block):
+    return torch.ops.aten.linalg_eig.default(block)[0]
+"""
+# a gufunc or a routine kept in a container before any call (graded only: in place, where the
+# guard replaces names, the kept one still runs; the worker gates them before the file loads)
+KEPT = {
+    "kept_gufunc.py": """
+import numpy.linalg._umath_linalg as _umath
+_kept = {"eigvals": _umath.eigvals}
+
+def _eig(block):
+    return torch.as_tensor(_kept["eigvals"](block.numpy()))
+""",
+}
+if importlib.util.find_spec("scipy") is not None:
+    KEPT["kept_routine.py"] = """
+import scipy.linalg._flapack as _flapack
+_kept = [_flapack.dgeev]
+
+def _eig(block):
+    wr, wi, *_ = _kept[0](block.numpy())
+    return torch.complex(torch.as_tensor(wr), torch.as_tensor(wi))
+"""
+# door 2: scipy's own LAPACK wrappers reach the solver numpy and torch run for eigvals (geev)
+LAPACK_EIG = {
+    "scipy_lapack.py": """
+import scipy.linalg.lapack as _lapack
+
+def _eig(block):
+    wr, wi, *_ = _lapack.dgeev(block.numpy())
+    return torch.complex(torch.as_tensor(wr), torch.as_tensor(wi))
+""",
+    "scipy_get_lapack_funcs.py": """
+from scipy.linalg import get_lapack_funcs as _get
+
+def _eig(block):
+    a = block.numpy()
+    (geev,) = _get(("geev",), (a,))
+    wr, wi, *_ = geev(a)
+    return torch.complex(torch.as_tensor(wr), torch.as_tensor(wi))
+""",
+    "scipy_flapack.py": """
+from scipy.linalg import _flapack
+
+def _eig(block):
+    wr, wi, *_ = _flapack.dgeev(block.numpy())
+    return torch.complex(torch.as_tensor(wr), torch.as_tensor(wi))
+""",
+    "scipy_eigvals.py": """
+import scipy.linalg as _sl
+
+def _eig(block):  # scipy's public eigvals: a name no list of A2 bans, the same solver
+    return torch.as_tensor(_sl.eigvals(block.numpy()))
+""",
+    # the guard itself undone: scipy's LAPACK module loaded a second time (scipy allows it),
+    # its dgeev put back in place of the refusal, then called by its usual name
+    "scipy_guard_replaced.py": """
+import importlib
+import sys
+
+def _eig(block):
+    module = sys.modules.pop("scipy.linalg._flapack")
+    try:
+        module.dgeev = importlib.import_module("scipy.linalg._flapack").dgeev
+    finally:
+        sys.modules["scipy.linalg._flapack"] = module
+    wr, wi, *_ = module.dgeev(block.numpy())
+    return torch.complex(torch.as_tensor(wr), torch.as_tensor(wi))
+""",
+}
+if importlib.util.find_spec("scipy") is None:  # not a geolab dependency: only where installed
+    LAPACK_EIG = {}
+REFUSED = ("your code called", "your code switched off the grader's guard")
+
+
+@pytest.mark.parametrize("name", sorted({**GUARD_OFF, **LAPACK_EIG}))
+def test_a2_a_banned_solver_behind_a_switched_off_guard_or_in_scipy_lapack_is_refused(name):
+    """In place (a notebook): the 2×2-block gap through a banned solver with the dispatch guard
+    switched off, or through scipy's LAPACK wrappers, fails every minus_one_gap check, naming the
+    solver, or saying the code switched the guard off. Before, each earned all 3 marks: the guard
+    was a dispatch mode the code could pop or leave behind in its own thread, and scipy's
+    wrappers were refused by no name."""
+    namespace = {"torch": torch}
+    exec(compile({**GUARD_OFF, **LAPACK_EIG}[name] + BLOCK_GAP, name, "exec"), namespace)
+    checks = ASSIGNMENTS["A2"].tasks["minus_one_gap"](namespace["minus_one_gap"], seed=4)
+    failed = [c.message for c in checks if not c.passed]
+    refused = REFUSED[1:] if name == "scipy_guard_replaced.py" else REFUSED
+    assert len(failed) == len(checks) and all(m.startswith(refused) for m in failed), failed
+
+
+# scipy's routes to the other banned kinds, each under a list of A1 or A2 (scipy only)
+SCIPY_KINDS = {
+    "lapack gesv": ("NO_SOLVE", "scipy.linalg.lapack.dgesv(a, b)"),
+    "getrs": ("NO_SOLVE", "get_lapack_funcs(('getrs',), (a,))[0](a, [0, 1, 2], b)"),
+    "scipy solve": ("NO_SOLVE", "scipy.linalg.solve(a, b)"),
+    "spsolve": ("NO_SOLVE", "scipy.sparse.linalg.spsolve(scipy.sparse.csc_matrix(a), b)"),
+    "scipy inv": ("NO_SOLVE", "scipy.linalg.inv(a)"),
+    "scipy expm": ("NO_SOLVE", "scipy.linalg.expm(a)"),
+    "scipy det": ("LINALG", "scipy.linalg.det(a)"),
+    "lapack syevd": ("LINALG", "scipy.linalg.lapack.dsyevd(a + a.T)"),
+}
+
+
+@pytest.mark.skipif(importlib.util.find_spec("scipy") is None, reason="scipy is not installed")
+@pytest.mark.parametrize("case", list(SCIPY_KINDS))
+def test_scipy_routes_to_each_banned_kind_are_refused(case):
+    """Under A2's list of banned solves and A1's banned eigen-solvers and determinants, scipy's
+    own routes to the same kinds are refused with the name of the banned solver."""
+    import numpy as np
+    import scipy.linalg
+    import scipy.sparse
+    import scipy.sparse.linalg
+    from scipy.linalg import get_lapack_funcs
+
+    from geolab.assignments import a1, a2
+    from geolab.assignments.checks import ForbiddenCall, forbid
+
+    listed, call = SCIPY_KINDS[case]
+    banned = {"NO_SOLVE": a2.NO_SOLVE, "LINALG": a1.LINALG}[listed]
+    scope = {"scipy": scipy, "get_lapack_funcs": get_lapack_funcs, "a": np.eye(3) + 0.1,
+             "b": np.ones(3)}  # fmt: skip
+    eval(call, scope)  # outside the block it runs
+    with pytest.raises(ForbiddenCall, match="your code called"), forbid(banned):
+        eval(call, scope)
+
+
+@GRADES
+def test_a2_the_guard_switched_off_or_scipy_lapack_earn_nothing_beside_an_honest_file(tmp_path):
+    """Graded, on A2's solution with minus_one_gap replaced by the 2×2-block gap: each way
+    around the guard (modes popped, a thread of its own, the guard's module rewritten when the
+    submission loads, a gufunc or LAPACK routine kept in a container) and each scipy LAPACK
+    route loses minus_one_gap's 3 marks and only those; the honest file beside them keeps its
+    28. Before, each earned 28."""
+    cases = {"honest.py": (A2_SOLUTION, A2_POINTS)}
+    attacks = {**GUARD_OFF, "patched_guard.py": PATCHED_GUARD, **KEPT, **LAPACK_EIG}
+    for name, code in attacks.items():
+        cases[name] = (at_import(A2_SOLUTION, code + BLOCK_GAP), A2_POINTS - GAP_POINTS)
+    folder = tmp_path / "submissions"
+    folder.mkdir()
+    for name, (text, _) in cases.items():
+        (folder / name).write_text(text, encoding="utf-8")
+    rows = {r["submission"]: r for r in grade_dir(folder, "A2", TIMEOUT, 20.0, jobs=2)}
+    failed = {name: [c["message"] for c in row["checks"] if not c["passed"]]
+              for name, row in rows.items()}  # fmt: skip
+    got = {name: (row["status"], row["score"]) for name, row in rows.items()}
+    assert got == {name: ("ok", score) for name, (_, score) in cases.items()}, failed
+    for name in attacks:
+        refused = REFUSED[1:] if name == "scipy_guard_replaced.py" else REFUSED
+        assert len(failed[name]) == 3 and all(m.startswith(refused) for m in failed[name]), failed
 
 
 # --- in place: the check maths against answers of one kind each (issue 43) --------------------

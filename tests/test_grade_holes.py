@@ -178,7 +178,9 @@ def test_a1_log_path_replies_lookup_and_bypasses(tmp_path):
         TO_PIPES.format(payload=b'{"closed": 0}\n'), "    ") + FORGED_CLOSED  # fmt: skip
     cases["forged_closed.py"] = (at_import(release, DELTA_UPDATE + forged + MODE), "ok", 2.0)
     cases["lookup.py"] = (at_import(release, LOOKUP), "ok", 0.0)  # 2 points on fixed inputs
-    # the guard by name switched off: the dense answer still fails "from the formula alone"
+    # the guard by name rebound in the checks module: the worker's guard is a copy sealed before
+    # the submission loads, so the small check still refuses the dense answer by name, and
+    # "from the formula alone" fails it on its own
     dense = DENSE_SPECTRUM.format(extra="", eig="torch.linalg.eigvalsh", det="torch.linalg.det")
     cases["guard_off.py"] = (at_import(release, GUARD_OFF + dense), "ok", 0.0)
     default = DENSE_SPECTRUM.format(extra=", _eig=torch.linalg.eigvalsh, _det=torch.linalg.det",
@@ -201,11 +203,10 @@ def test_a1_log_path_replies_lookup_and_bypasses(tmp_path):
         "spectrum_and_det: from the formula alone (d = 50,000 at grading)",
     }
     measured = "spectrum_and_det: from the formula alone (d = 50,000 at grading)"
-    # the guard by name switched off, the ban by kind (ATen's linalg ops) still refuses the small
-    # check, and the measured one fails on its own
     broken = _broken(rows["guard_off.py"])
     assert set(broken) == {"spectrum_and_det: matches the numerical spectrum and det", measured}
-    assert "(as aten::" in broken["spectrum_and_det: matches the numerical spectrum and det"]
+    small = broken["spectrum_and_det: matches the numerical spectrum and det"]
+    assert small.startswith("your code called torch.linalg.eigvalsh;"), small
     assert "allocate" in broken[measured]
 
 

@@ -14,13 +14,15 @@ comparison with the reference happens where the student's code cannot reach it.
 """
 
 import importlib
+import secrets
 import sys
+import warnings
 from collections.abc import Callable, Iterable
-from contextlib import contextmanager, nullcontext
+from contextlib import contextmanager
 from dataclasses import asdict, dataclass
+from types import MappingProxyType
 
 import torch
-from torch.utils._python_dispatch import TorchDispatchMode
 
 from geolab.assignments.wire import type_name
 
@@ -32,30 +34,91 @@ NOT_IMPLEMENTED = "not implemented yet: replace `raise NotImplementedError` in t
 BIG_D, SMALL_D = 50_000, 1_000
 
 
-# Bans by kind: what a banned solver is below its public name. A torch solver reaches ATen's
-# kernel of its kind whatever entry point calls it (torch.linalg, torch.inverse, torch.ops.aten,
-# torch._C._linalg): the ops seen at the dispatcher, measured with torch 2.x (eigvals and eig both
-# run linalg_eig). A numpy solver runs a gufunc of numpy.linalg._umath_linalg, which its private
-# module (numpy.linalg._linalg) calls through that module.
-ATEN_KINDS = {
-    "eigvals": ("linalg_eig",), "eig": ("linalg_eig",), "eigvalsh": ("_linalg_eigh",),
-    "eigh": ("_linalg_eigh",), "svdvals": ("_linalg_svd",), "svd": ("_linalg_svd",),
-    "solve": ("_linalg_solve_ex",), "solve_ex": ("_linalg_solve_ex",),
-    "inv": ("linalg_inv_ex",), "inv_ex": ("linalg_inv_ex",), "inverse": ("linalg_inv_ex",),
+# Bans by kind: what a banned solver is below its public name. The kind of a banned path of
+# torch, numpy or scipy is its function's name (SAME_KIND joins the names of one solver), and a
+# kind is refused in every library, whichever library's name the assignment lists.
+SOLVER_LIBRARIES = ("torch", "numpy", "scipy")
+SAME_KIND = MappingProxyType({
+    "eig": "eigvals", "eigh": "eigvalsh", "svd": "svdvals", "solve_ex": "solve", "inv_ex": "inv",
+    "inverse": "inv", "expm": "matrix_exp",
+})  # fmt: skip
+# A torch solver reaches ATen's kernel of its kind whatever entry point calls it (torch.linalg,
+# torch.inverse, torch.ops.aten, torch._C._linalg): the ops at the bottom of the dispatcher,
+# measured with torch 2.13 (eigvals runs _linalg_eigvals, or linalg_eig where autograd may
+# follow).
+ATEN_KINDS = MappingProxyType({
+    "eigvals": ("linalg_eig", "linalg_eigvals", "_linalg_eigvals"), "eigvalsh": ("_linalg_eigh",),
+    "svdvals": ("_linalg_svd",), "solve": ("_linalg_solve_ex",), "inv": ("linalg_inv_ex",),
     "lu_factor": ("linalg_lu_factor_ex",), "lu_solve": ("linalg_lu_solve",),
     "solve_triangular": ("linalg_solve_triangular", "triangular_solve"),
     "cholesky_solve": ("cholesky_solve", "_cholesky_solve_helper"),
     "matrix_exp": ("linalg_matrix_exp",), "lstsq": ("linalg_lstsq",), "pinv": ("linalg_pinv",),
     "det": ("_linalg_det",), "slogdet": ("_linalg_slogdet",),
-}  # fmt: skip
-GUFUNC_KINDS = {
-    "eigvals": ("eigvals",), "eig": ("eig",), "eigvalsh": ("eigvalsh_lo", "eigvalsh_up"),
-    "eigh": ("eigh_lo", "eigh_up"), "solve": ("solve", "solve1"), "inv": ("inv",),
-    "lstsq": ("lstsq",), "pinv": ("svd", "svd_f", "svd_s"), "det": ("det",),
-    "slogdet": ("slogdet",),
-}  # fmt: skip
+})  # fmt: skip
+# A numpy solver runs a gufunc of numpy.linalg._umath_linalg (lstsq also lapack_lite's own
+# wrappers); scipy's solve, inv, det, lu and expm run C code of their own modules, and its sparse
+# direct solver (SuperLU) solves a dense system as well.
+_UMATH, _BATCHED = "numpy.linalg._umath_linalg", "scipy.linalg._batched_linalg"
+_SUPERLU = "scipy.sparse.linalg._dsolve._superlu"  # spsolve and splu: a direct sparse solver
+ENTRY_KINDS = MappingProxyType({
+    "eigvals": ((_UMATH, ("eig", "eigvals")),),
+    "eigvalsh": ((_UMATH, ("eigh_lo", "eigh_up", "eigvalsh_lo", "eigvalsh_up")),),
+    "svdvals": ((_UMATH, ("svd", "svd_f", "svd_s")),),
+    "solve": ((_UMATH, ("solve", "solve1")), (_BATCHED, ("_solve",)), (_SUPERLU, ("gssv",))),
+    "inv": ((_UMATH, ("inv",)), (_BATCHED, ("_inv",))),
+    "lu_factor": (("scipy.linalg._decomp_lu_cython", ("lu_dispatcher",)), (_SUPERLU, ("gstrf",))),
+    "matrix_exp": (("scipy.linalg._matfuncs_expm", ("pick_pade_structure", "pade_UV_calc")),),
+    "lstsq": ((_UMATH, ("lstsq",)), ("numpy.linalg.lapack_lite", ("dgelsd", "zgelsd"))),
+    "pinv": ((_UMATH, ("svd", "svd_f", "svd_s")),),
+    "det": ((_UMATH, ("det",)), ("scipy.linalg._cythonized_array_utils", ("find_det_from_lu",))),
+    "slogdet": ((_UMATH, ("slogdet",)),),
+})  # fmt: skip
+# scipy's own LAPACK and BLAS wrappers (scipy.linalg._flapack, _fblas; re-exported by
+# scipy.linalg.lapack and .blas, handed out by get_lapack_funcs): the routines of each kind,
+# each for s, d, c and z. A determinant is an LU factorisation (getrf) and its diagonal.
+ROUTINE_KINDS = MappingProxyType({
+    "eigvals": ("geev", "geevx", "ggev", "gees", "gges"),
+    "eigvalsh": ("syev", "syevd", "syevr", "syevx", "heev", "heevd", "heevr", "heevx", "sygv",
+                 "sygvd", "sygvx", "hegv", "hegvd", "hegvx", "sbev", "sbevd", "sbevx", "hbevd",
+                 "hbevx", "stev", "stevd", "stebz", "stemr", "sterf", "pteqr"),
+    "svdvals": ("gesdd", "gesvd", "gejsv"),
+    "solve": ("gesv", "gesvx", "sysv", "sysvx", "hesv", "hesvx", "posv", "posvx", "ppsv", "gbsv",
+              "gtsv", "gtsvx", "ptsv", "ptsvx", "pbsv", "getrs", "potrs", "sytrs", "hetrs",
+              "gttrs", "pttrs", "pbtrs", "pptrs", "gbtrs"),
+    "inv": ("getri", "potri", "sytri", "hetri", "trtri", "pptri", "pftri"),
+    "lu_factor": ("getrf", "getc2", "gbtrf", "gttrf"), "lu_solve": ("getrs", "gbtrs", "gttrs"),
+    "solve_triangular": ("trtrs", "tbtrs", "tfsm", "trsm", "trsv", "tbsv", "tpsv"),
+    "cholesky_solve": ("potrs", "pbtrs", "pptrs", "pftrs", "pttrs"),
+    "lstsq": ("gels", "gelsd", "gelss", "gelsy", "gglse"), "pinv": ("gesdd", "gesvd", "gejsv"),
+    "det": ("getrf",), "slogdet": ("getrf",),
+})  # fmt: skip
+ROUTINE_MODULES = ("scipy.linalg._flapack", "scipy.linalg._flapack_64", "scipy.linalg._fblas",
+                   "scipy.linalg._fblas_64")  # fmt: skip
+# the modules whose caches hand out routines looked up before a ban (get_lapack_funcs' memo)
+_MEMOS = (("scipy.linalg.lapack", "get_lapack_funcs"), ("scipy.linalg.blas", "get_blas_funcs"))
+LIBRARY_MODULES = tuple(dict.fromkeys(
+    [m for kinds in ENTRY_KINDS.values() for m, _ in kinds] + list(ROUTINE_MODULES)
+    + [m for m, _ in _MEMOS]))  # fmt: skip
 # the private modules that hold the banned solvers under their own names (aliases by identity)
-SOLVER_MODULES = ("torch.linalg", "torch._C._linalg", "numpy.linalg", "scipy.linalg")
+SOLVER_MODULES = ("torch.linalg", "torch._C._linalg", "numpy.linalg", "scipy.linalg",
+                  "scipy.sparse.linalg")  # fmt: skip
+# What the ban on torch's solvers holds: the dispatcher's own registration functions and each
+# banned op's overloads, taken when geolab loads, before a submission can rewrite torch's Python
+# layer (torch.library, torch.ops); every device torch can compute a solver on.
+_IMPORT = importlib.import_module
+_LIBRARY, _DUMP = torch._C._dispatch_library, torch._C._dispatch_dump
+_IMPL, _RESET = torch._C._DispatchModule.impl, torch._C._DispatchModule.reset
+_OVERLOADS = MappingProxyType({op: tuple(getattr(torch.ops.aten, op).overloads())
+                               for ops in ATEN_KINDS.values() for op in ops
+                               if hasattr(torch.ops.aten, op)})  # fmt: skip
+BACKENDS = ("CPU", "CUDA", "MPS", "XPU")
+GUARD_FILE = "<geolab guard>"  # where the dispatcher says the refusals come from
+GUARD_OFF = (
+    "your code switched off the grader's guard against the solvers this exercise bans (it "
+    "removed or replaced a refusal while it ran); a call that does so fails its check"
+)
+_LOADED: MappingProxyType | None = None  # LIBRARY_MODULES, imported once (see warm)
+_BANNED_NOW: dict[str, dict] = {}  # the kinds the block running now bans (see gate_entries)
 
 
 def big_d(obj) -> int:
@@ -94,42 +157,163 @@ class TimeLimit(TaskStopped):
     """A task ran past the grader's per-task time limit."""
 
 
-class _RefuseKinds(TorchDispatchMode):
-    """Raise ForbiddenCall when an ATen op of a banned kind runs (``ops``: {"aten::name": the
-    banned path it stands for}), whichever Python entry point called it."""
+def warm() -> None:
+    """Import the library modules the bans reach into (LIBRARY_MODULES, where installed) and keep
+    them. A worker calls this before any submission loads: the modules guarded are then the real
+    ones, not any a submission puts in ``sys.modules``, and a library the student imports inside
+    a stub is already guarded there."""
+    global _LOADED
+    loaded = {}
+    for name in LIBRARY_MODULES:
+        try:
+            loaded[name] = _IMPORT(name)
+        except ImportError:  # scipy is optional; an ILP64 build only where scipy has one
+            continue
+    _LOADED = MappingProxyType(loaded)
 
-    def __init__(self, ops: dict[str, str]):
-        super().__init__()
-        self.ops = ops
 
-    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
-        if (path := self.ops.get(func._schema.name)) is not None:
-            raise ForbiddenCall(
-                f"your code called {path} (as {func._schema.name}, by whatever name); the point "
-                "of this exercise is to write it yourself (use torch operations instead)"
-            )
-        return func(*args, **(kwargs or {}))
+def gate_entries() -> None:
+    """Put a gate in place of every C entry point of every solver kind (numpy's gufuncs, scipy's
+    own C code and its LAPACK and BLAS routines: :func:`_entries`), in its module and wherever
+    the libraries' modules alias it. A gate calls its entry point, or refuses it while a
+    :func:`forbid` block bans its kind. A worker does this before the submission loads, so any
+    reference the submission takes or keeps (in a list, a dict, an object) is a gate."""
+    if _LOADED is None:
+        warm()
+    found = {}  # id of an entry point: (it, its kinds, where it lives)
+    for kind in dict.fromkeys([*ENTRY_KINDS, *ROUTINE_KINDS]):
+        for owner, name in _entries(kind):
+            value = getattr(owner, name)
+            found.setdefault(id(value), (value, set(), f"{owner.__name__}.{name}"))[1].add(kind)
+    gates = {i: _gate(value, frozenset(kinds), where) for i, (value, kinds, where) in found.items()}
+    for owner in _solver_modules():
+        for key, value in list(vars(owner).items()):
+            if id(value) in gates:
+                setattr(owner, key, gates[id(value)])
+    for memo in _memos():  # routines looked up earlier would come back ungated
+        memo.clear()
+
+
+def _gate(entry, kinds: frozenset, where: str) -> Callable:
+    library = where.split(".", 1)[0]
+
+    def gate(*args, **kwargs):
+        for kind in kinds:
+            if (named := _BANNED_NOW.get(kind)) is not None:
+                raise ForbiddenCall(_called(named[library], f"as {where}"))
+        return entry(*args, **kwargs)
+
+    return gate
+
+
+def _kind(path: str) -> str | None:
+    """The solver kind of a banned path of torch, numpy or scipy ("torch.inverse" -> "inv")."""
+    if path.split(".", 1)[0] not in SOLVER_LIBRARIES:
+        return None
+    name = path.rsplit(".", 1)[1]
+    return SAME_KIND.get(name, name)
+
+
+def _named(paths: list[str], kind: str, library: str) -> str:
+    """The banned path of ``kind`` a refusal names: one of ``library``'s where the list has one."""
+    of_kind = [p for p in paths if _kind(p) == kind]
+    return next((p for p in of_kind if p.startswith(library + ".")), of_kind[0])
 
 
 def _aten_kinds(paths: list[str]) -> dict[str, str]:
-    """{"aten::op": banned path} of the banned torch solvers in ``paths``."""
-    return {f"aten::{op}": path for path in paths if path.startswith("torch.")
-            for op in ATEN_KINDS.get(path.rsplit(".", 1)[1], ())}  # fmt: skip
+    """{ATen op: banned path} of the banned solvers in ``paths``."""
+    kinds = dict.fromkeys(k for p in paths if (k := _kind(p)) is not None)
+    return {op: _named(paths, kind, "torch") for kind in kinds for op in ATEN_KINDS.get(kind, ())}
 
 
-def _gufuncs(path: str) -> list[tuple[object, str]]:
-    """(module, name) of the numpy gufuncs a banned ``numpy.linalg`` solver runs."""
-    if not path.startswith("numpy.linalg.") or "numpy" not in sys.modules:
-        return []
-    module = importlib.import_module("numpy.linalg._umath_linalg")
-    names = GUFUNC_KINDS.get(path.rsplit(".", 1)[1], ())
-    return [(module, name) for name in names if hasattr(module, name)]
+def _entries(kind: str) -> list[tuple[object, str]]:
+    """(module, name) of the C entry points of a solver kind: numpy's gufuncs, scipy's own C
+    code, and scipy's LAPACK and BLAS routines of that kind."""
+    if _LOADED is None:
+        warm()
+    found = [(_LOADED[m], n) for m, names in ENTRY_KINDS.get(kind, ()) if m in _LOADED
+             for n in names]  # fmt: skip
+    for m in ROUTINE_MODULES:
+        if m in _LOADED:
+            found += [(_LOADED[m], p + stem) for stem in ROUTINE_KINDS.get(kind, ())
+                      for p in "sdcz"]  # fmt: skip
+    return [(owner, name) for owner, name in found if hasattr(owner, name)]
+
+
+def _memos() -> list[dict]:
+    """The caches of scipy's get_lapack_funcs and get_blas_funcs, which would hand back a routine
+    looked up before the ban."""
+    found = []
+    for module, name in _MEMOS if _LOADED else ():
+        memo = getattr(vars(_LOADED[module]).get(name), "memo", None) if module in _LOADED else None
+        if isinstance(memo, dict):
+            found.append(memo)
+    return found
+
+
+def _refill(memo: dict, _key, contents: dict) -> None:
+    """Set a cache's contents (the setter :func:`forbid` restores a cache with)."""
+    memo.clear()
+    memo.update(contents)
+
+
+def _refusal(message: str) -> Callable:
+    def refuse(*args, **kwargs):
+        raise ForbiddenCall(message)
+
+    return refuse
+
+
+def _called(path: str, how: str) -> str:
+    return (f"your code called {path} ({how}, by whatever name); the point of this exercise is "
+            "to write it yourself (use torch operations instead)")  # fmt: skip
+
+
+def _refuse_ops(ops: dict[str, str]) -> tuple | None:
+    """Register, for each ATen op of ``ops`` ({op: banned path}) and each of its overloads, a
+    kernel that raises ForbiddenCall on every backend: the bottom of torch's dispatcher, which
+    every route reaches (torch.ops, torch._C, another thread, with dispatch modes popped or the
+    Python key off). (handle, token, names) for :func:`_refusals_intact`; None without ops."""
+    if not ops:
+        return None
+    token = secrets.randbelow(2**31 - 1) + 1
+    handle = _LIBRARY("IMPL", "aten", "", GUARD_FILE, token)
+    names = []
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # "Overriding a registered kernel": that is the point
+            for op, path in ops.items():
+                refuse = _refusal(_called(path, f"as aten::{op}"))
+                for overload in _OVERLOADS.get(op, ()):
+                    name = op if overload == "default" else f"{op}.{overload}"
+                    names.append(name)
+                    for key in BACKENDS:
+                        _IMPL(handle, name, key, refuse, False)
+    except BaseException:  # never leave a refusal behind for the grader's own computations
+        _RESET(handle)
+        raise
+    return handle, token, names
+
+
+def _refusals_intact(refusal: tuple | None) -> bool:
+    """Whether every kernel of :func:`_refuse_ops` is still the one the dispatcher runs."""
+    if refusal is None:
+        return True
+    _, token, names = refusal
+    mark = f"CPU: registered at {GUARD_FILE}:{token} "
+    return all(mark in _DUMP(f"aten::{name}") for name in names)
+
+
+def _current(owner, key, setter):
+    """What ``owner`` holds at ``key`` now (a module, function, cell or namespace)."""
+    return owner.get(key) if setter is dict.__setitem__ else getattr(owner, key, None)
 
 
 def _solver_modules() -> list:
     """The loaded modules of the banned solvers' libraries, their private ones included."""
+    inside = tuple(p + "." for p in SOLVER_MODULES)
     return [m for name, m in list(sys.modules.items()) if m is not None
-            and any(name == p or name.startswith(p + ".") for p in SOLVER_MODULES)]  # fmt: skip
+            and (name in SOLVER_MODULES or name.startswith(inside))]  # fmt: skip
 
 
 def observe(obj, probe: str, *args):
@@ -205,7 +389,7 @@ def _resolve(path: str):
     hides geolab's reference modules, so there is nothing to guard."""
     module_name, attr = path.rsplit(".", 1)
     try:
-        return importlib.import_module(module_name), attr
+        return _IMPORT(module_name), attr
     except ImportError:
         return None
 
@@ -219,35 +403,40 @@ def _globals_of(obj) -> Iterable[dict]:
         yield obj.__globals__
 
 
-@contextmanager
-def forbid(paths: Iterable[str], *student, label: str | None = None):
+def _forbid(paths: Iterable[str], *student, label: str | None = None):
     """Run student code: inside the block, each dotted path (``geolab.operators.delta_operator``,
     ``torch.linalg.solve``) raises :class:`ForbiddenCall` when called — through its module, the
     ``geolab`` package namespace, or any name the ``student`` functions/classes bound to it
-    (``from geolab.operators import delta_operator as d``). Everything is restored on exit.
-    With ``label`` (the call with its inputs, e.g. "skew(u of shape (2, 5), …)") an error
-    raised in the block becomes a Failed that names the input.
+    (``from geolab.operators import delta_operator as d``, a default argument, a closure).
+    Everything is restored on exit. With ``label`` (the call with its inputs, e.g. "skew(u of
+    shape (2, 5), …)") an error raised in the block becomes a Failed that names the input.
 
-    A banned solver is also refused by kind, under names no one bound: a torch solver's ATen ops
-    (:data:`ATEN_KINDS`, whatever entry point calls them: ``torch._C._linalg.linalg_eigvals``,
-    ``torch.ops.aten``), a numpy solver's gufuncs (``numpy.linalg._umath_linalg``), and every
-    alias of its function in the libraries' private modules (``numpy.linalg._linalg``).
+    A banned solver is also refused by kind, under names no one bound, whichever library's name
+    the list holds: a torch solver's ATen ops (:data:`ATEN_KINDS`) at the bottom of the
+    dispatcher, so no entry point (``torch._C._linalg``, ``torch.ops.aten``), popped dispatch
+    mode or other thread reaches them; numpy's gufuncs and scipy's own C code
+    (:data:`ENTRY_KINDS`); scipy's LAPACK and BLAS routines (:data:`ROUTINE_KINDS`, also through
+    ``scipy.linalg.lapack`` and ``get_lapack_funcs``); and every alias of these in the
+    libraries' private modules. A block whose code removed or replaced any of these refusals
+    while it ran fails with :data:`GUARD_OFF`, whatever it returned.
 
     Checks compute their reference values outside the block (the paths are patched in place).
     A proxy for a sandboxed submission gets the paths instead: they are guarded in its process.
     """
     paths = list(paths)
-    saved = []  # (owner, key, original, setter), restored in reverse order
+    saved = []  # (owner, key, original, setter, guard), restored in reverse order
     remote = [obj for obj in student if getattr(obj, "runs_elsewhere", False)]
+    refusal, switched_off = None, False
 
     def patch(owner, key, original, setter, guard):
-        saved.append((owner, key, original, setter))
+        saved.append((owner, key, original, setter, guard))
         setter(owner, key, guard)
 
     try:
-        for obj in remote:
-            saved.append((obj, "banned", obj.banned, setattr))
+        for obj in remote:  # the proxy's list of bans grows; nothing here to switch off
+            saved.append((obj, "banned", obj.banned, setattr, None))
             obj.banned = obj.banned + paths
+        targets = {}  # id of a banned object: (the object, its guard)
         for path in paths if not remote else ():
             if (found := _resolve(path)) is None:
                 continue
@@ -255,48 +444,80 @@ def forbid(paths: Iterable[str], *student, label: str | None = None):
             original = getattr(module, attr, None)
             if original is None:
                 continue
-
-            def guard(*args, _path=path, **kwargs):
-                raise ForbiddenCall(
-                    f"your code called {_path}; the point of this exercise is to write it "
-                    "yourself (use torch operations instead)"
-                )
-
+            guard = _refusal(
+                f"your code called {path}; the point of this exercise is to write it yourself "
+                "(use torch operations instead)"
+            )
             if any(obj is original for obj in student):  # the stub *is* the reference
                 guard()
-
-            patch(module, attr, original, setattr, guard)
-            for owner, name in _gufuncs(path):  # what numpy's solver runs, by any name
-                patch(owner, name, getattr(owner, name), setattr, guard)
-            # every alias: geolab.probe.effective_rank, numpy.linalg._linalg.eigvals, ...
-            for owner in _geolab_modules() + _solver_modules():
-                for key, value in list(vars(owner).items()):
-                    if value is original:
-                        patch(owner, key, value, setattr, guard)
-            for namespace in _globals_of_all(student):
-                for key, value in list(namespace.items()):
-                    if value is original:
-                        patch(namespace, key, value, dict.__setitem__, guard)
-            for fn in _functions_of(student):  # captured as a default: def f(x, _solve=solve)
-                if any(v is original for v in fn.__defaults__ or ()):
-                    new = tuple(guard if v is original else v for v in fn.__defaults__)
-                    patch(fn, "__defaults__", fn.__defaults__, setattr, new)
-                kw = fn.__kwdefaults__ or {}
-                if any(v is original for v in kw.values()):
-                    new = {k: guard if v is original else v for k, v in kw.items()}
-                    patch(fn, "__kwdefaults__", kw, setattr, new)
-        kinds = {} if remote else _aten_kinds(paths)
-        with _RefuseKinds(kinds) if kinds else nullcontext():
+            targets.setdefault(id(original), (original, guard))
+        banned_now = {}  # {kind: {library: the path its refusals name}}, also for the gates
+        for kind in dict.fromkeys(k for p in paths if (k := _kind(p))) if not remote else ():
+            named = banned_now[kind] = {lib: _named(paths, kind, lib) for lib in SOLVER_LIBRARIES}
+            for owner, name in _entries(kind):  # what the solvers run below their names
+                value, module = getattr(owner, name), owner.__name__
+                refuse = _refusal(_called(named[module.split(".")[0]], f"as {module}.{name}"))
+                targets.setdefault(id(value), (value, refuse))
+        if targets:
+            _replace_all(targets, student, patch)
+        if banned_now:
+            for memo in _memos():
+                patch(memo, None, dict(memo), _refill, {})
+            patch(_BANNED_NOW, None, dict(_BANNED_NOW), _refill, {**_BANNED_NOW, **banned_now})
+        refusal = None if remote else _refuse_ops(_aten_kinds(paths))
+        try:
             yield
-    except (Failed, ForbiddenCall, NotImplementedError):
-        raise
+        finally:
+            switched_off = not _refusals_intact(refusal) or any(
+                guard is not None and _current(owner, key, setter) is not guard
+                for owner, key, _, setter, guard in saved if setter is not _refill)  # fmt: skip
+            switched_off |= bool(banned_now) and _BANNED_NOW != {**_BANNED_NOW, **banned_now}
     except Exception as err:
-        if label is None:
+        if switched_off:
+            raise ForbiddenCall(GUARD_OFF) from err
+        if label is None or isinstance(err, (Failed, ForbiddenCall, NotImplementedError)):
             raise
         raise Failed(f"{label} raised {type(err).__name__}: {err}") from err
     finally:
-        for owner, key, value, setter in reversed(saved):
+        if refusal is not None:
+            _RESET(refusal[0])
+        for owner, key, value, setter, _ in reversed(saved):
             setter(owner, key, value)
+    if switched_off:
+        raise ForbiddenCall(GUARD_OFF)
+
+
+forbid = contextmanager(_forbid)
+
+
+def _replace_all(targets: dict[int, tuple], student, patch) -> None:
+    """Put each target's guard (``targets``: {id: (object, guard)}) in place of every alias of
+    the object: in geolab's and the solver libraries' modules (``geolab.probe.effective_rank``,
+    ``numpy.linalg._linalg.eigvals``, ``scipy.linalg.lapack.dgeev``), the student's global
+    names, default arguments (``def f(x, _solve=solve)``) and closures."""
+    for owner in _geolab_modules() + _solver_modules():
+        for key, value in list(vars(owner).items()):
+            if id(value) in targets:
+                patch(owner, key, value, setattr, targets[id(value)][1])
+    for namespace in _globals_of_all(student):
+        for key, value in list(namespace.items()):
+            if id(value) in targets:
+                patch(namespace, key, value, dict.__setitem__, targets[id(value)][1])
+    for fn in _functions_of(student):
+        if any(id(v) in targets for v in fn.__defaults__ or ()):
+            new = tuple(targets[id(v)][1] if id(v) in targets else v for v in fn.__defaults__)
+            patch(fn, "__defaults__", fn.__defaults__, setattr, new)
+        kw = fn.__kwdefaults__ or {}
+        if any(id(v) in targets for v in kw.values()):
+            new = {k: targets[id(v)][1] if id(v) in targets else v for k, v in kw.items()}
+            patch(fn, "__kwdefaults__", kw, setattr, new)
+        for cell in fn.__closure__ or ():
+            try:
+                value = cell.cell_contents
+            except ValueError:  # a cell not yet filled
+                continue
+            if id(value) in targets:
+                patch(cell, "cell_contents", value, setattr, targets[id(value)][1])
 
 
 def _geolab_modules() -> list:

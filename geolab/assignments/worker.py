@@ -36,6 +36,7 @@ import sys
 import time
 import traceback
 import types
+from contextlib import contextmanager
 from pathlib import Path
 
 PR_SET_DUMPABLE, PR_SET_CHILD_SUBREAPER = 4, 36
@@ -240,12 +241,29 @@ def sealed(namespace: dict, names: list[str]) -> dict:
     return copies
 
 
+def sealed_guard():
+    """``checks.forbid`` sealed like the probes (:func:`sealed`): every function of the checks
+    module copied before the submission loads, so a submission that rebinds a name there
+    (``_aten_kinds``, ``_resolve``, ``ATEN_KINDS``, ``forbid`` itself) changes nothing the
+    guard does. Its tables cannot be changed in place (mapping proxies of tuples), and it holds
+    torch's dispatcher functions and the library modules it guards as taken then (``warm``).
+    It also gates numpy's and scipy's solver entry points (``checks.gate_entries``), with a
+    state of its own the checks module does not hold."""
+    from geolab.assignments import checks
+
+    own = [n for n, v in vars(checks).items() if isinstance(v, types.FunctionType)]
+    names = [n for n in own if vars(checks)[n].__module__ == checks.__name__]
+    guard = sealed(vars(checks), names)
+    guard["_forbid"].__globals__["_BANNED_NOW"] = {}
+    guard["gate_entries"]()
+    return contextmanager(guard["_forbid"])
+
+
 def serve_stub(path: Path, stub: str | None, limits: dict, fd_in: int, fd_out: int) -> None:
     """The child: load the submission, then answer calls on ``stub`` (None: load only) through
     the probes and the wire functions sealed before it loads (:func:`sealed`). A probe may ask
     the grader a question mid-call (``probes.ask``: A4's sublayer)."""
     from geolab.assignments import probes, wire
-    from geolab.assignments.checks import forbid
     from geolab.assignments.run_checks import load_submission
 
     def ask(payload):
@@ -261,6 +279,7 @@ def serve_stub(path: Path, stub: str | None, limits: dict, fd_in: int, fd_out: i
                                 "values_at_most", "loads"])  # fmt: skip
     encode, decode, loads = codec["encode"], codec["decode"], codec["loads"]
     own = sealed(globals(), ["_send", "_readline"])
+    forbid = sealed_guard()
     readline = own["_readline"]
 
     def send(fd, message):
@@ -323,7 +342,9 @@ def main(argv: list[str]) -> None:
 
     import geolab.assignments.probes  # noqa: F401
     import geolab.assignments.run_checks  # noqa: F401
+    from geolab.assignments import checks
 
+    checks.warm()  # numpy's and scipy's solver modules, once, before any submission loads
     torch.set_num_threads(1)
     _send(control, {"ready": True})
     while True:
