@@ -237,8 +237,8 @@ def run_case(case: dict, root: Path, timeout: float) -> dict:
             rc = None
         seconds = time.monotonic() - start
     out, err = out.decode(errors="replace"), err.decode(errors="replace")
-    result = {**case, "rc": rc, "seconds": round(seconds, 2), "stdout": out[-800:]}
-    result["stderr"] = err[-1500:]
+    result = {**case, "rc": rc, "seconds": round(seconds, 2), "stdout": out[-2000:]}
+    result["stderr"] = err[:1000] + err[1000:][-9000:]
     result["class"] = classify(rc, out, err, case.get("names", []))
     return result
 
@@ -255,8 +255,20 @@ def error_lines(err: str) -> list[str]:
     return lines
 
 
+# a config field whose flag is named otherwise (geolab.cli.errors.FIELD_FLAGS)
+FIELDS = {"layers": "n_layer", "heads": "n_head", "out": "out_dir"}
+
+
 def names_flag(line: str, names: list[str]) -> bool:
-    return any(re.search(re.escape(n) + r"(?![\w-])", line) for n in names)
+    """Whether ``line`` names the flag as typed (``--d-model``) or as its config field with a
+    value (``d_model=1e+30``, ``batch 7``)."""
+    flags = [n for n in names if n.startswith("-") or n.isupper()]
+    fields = [n.lstrip("-").replace("-", "_") for n in names]
+    fields += [FIELDS[f] for f in fields if f in FIELDS]
+    flags += [f"argument {n}:" for n in names]  # argparse's words for a positional
+    return any(re.search(re.escape(n) + r"(?![\w-])", line) for n in flags) or any(
+        re.search(rf"(?<![\w-]){re.escape(f)}[= ]\S", line) for f in fields
+    )
 
 
 def classify(rc: int | None, out: str, err: str, names: list[str]) -> str:
@@ -310,7 +322,17 @@ def main() -> int:
     parser.add_argument("--timeout", type=float, default=60.0, help="seconds per case")
     parser.add_argument("--out", type=Path, default=Path("build/sweep_bad_input"))
     parser.add_argument("--list", action="store_true", help="print the cases, run none")
+    parser.add_argument(
+        "--reclassify", type=Path, help="classify the cases of an earlier OUT.json again"
+    )
     args = parser.parse_args()
+    if args.reclassify:
+        results = json.loads(args.reclassify.read_text())
+        for r in results:
+            if r["class"] not in ("timeout", "traceback"):  # stdout and stderr are cut
+                r["class"] = classify(r["rc"], r["stdout"], r["stderr"], r.get("names", []))
+        report(results, args.reclassify.with_suffix(""), None)
+        return 0
     root = args.geolab_root.resolve()
     subs = subparsers(root)
     names = args.only or list(subs)
@@ -334,10 +356,16 @@ def main() -> int:
 
     with ThreadPoolExecutor(max_workers=args.jobs) as pool:
         results = list(pool.map(one, cases))
-    wall = time.monotonic() - start
-    write_tables(results, args.out)
+    report(results, args.out, time.monotonic() - start)
+    return 0
+
+
+def report(results: list[dict], out: Path, wall: float | None) -> None:
+    """Write the tables, print the counts per class and the cases to look at."""
+    write_tables(results, out)
     counts = Counter(r["class"] for r in results)
-    print(f"\n{len(results)} cases in {wall / 60:.1f} min; tables {args.out}.json and .csv")
+    took = "" if wall is None else f" in {wall / 60:.1f} min"
+    print(f"\n{len(results)} cases{took}; tables {out}.json and .csv")
     for name in ("one-line", "accepted", "traceback", "nan", "timeout", "other"):
         print(f"  {name:<9} {counts.get(name, 0)}")
     bad = [r for r in results if r["class"] not in ("one-line", "accepted")]
@@ -346,7 +374,6 @@ def main() -> int:
         print("\nto look at:")
         for r in bad:
             print(summary_line(r))
-    return 0
 
 
 if __name__ == "__main__":
