@@ -219,6 +219,12 @@ CASES = [
         "--lr 1e+308 is not allowed; must be a number in (0, 10]",
     ),
     (
+        "train-task-empty",
+        [TINY[0], "--task", "", *TINY[3:], "--out", "{tmp}/never"],
+        None,
+        "--task '' is not allowed; allowed: copy, echo, gyroscope",
+    ),
+    (
         "train-out-is-file",
         [*TINY, "--out", "{tmp}/file"],
         a_file,
@@ -473,6 +479,18 @@ CASES = [
         ["release", "--src", "{tmp}/src", "--out", "{tmp}/src/student"],
         instructor_copy,
         "is the instructor folder",
+    ),
+    (
+        "release-src-missing",
+        ["release", "--src", "{tmp}/nowhere", "--out", "{tmp}/never"],
+        None,
+        "--src '{tmp}/nowhere' is not allowed: it is missing; it must be the folder of the",
+    ),
+    (
+        "release-src-name-too-long",
+        ["release", "--src", "{tmp}/" + "x" * 300, "--out", "{tmp}/never"],
+        None,
+        "is not allowed: File name too long",
     ),
     (
         "release-bad-source-writes-nothing",

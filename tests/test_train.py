@@ -257,7 +257,7 @@ def test_cli_trains_and_writes_its_files(tmp_path, capsys):
 @pytest.mark.parametrize(
     "args, message",
     [
-        (["--task", "nope"], "unknown task 'nope'"),
+        (["--task", "nope"], "--task 'nope' is not allowed; allowed: copy, echo"),
         (["--task", "echo", "--residual", "bogus"], "--residual 'bogus' is not allowed"),
         (["--task", "echo", "--steps", "0"], "--steps 0 is not allowed"),
         (["--task", "echo", "--layers", "0"], "--layers 0 is not allowed"),

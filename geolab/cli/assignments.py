@@ -42,9 +42,26 @@ def _cmd_grade(args) -> int:
         return grade._cmd_grade(args)
 
 
+def check_src(src: str) -> None:
+    """``--src``: a folder holding the instructor notebooks (``*.py``); a one-line ValueError
+    naming the flag otherwise (a missing path, a file, a name too long for the file system)."""
+    path = Path(src)
+    try:
+        found = path.is_dir() and any(path.glob("*.py"))
+    except OSError as err:  # ENAMETOOLONG, EACCES: pathlib does not swallow them
+        raise ValueError(f"--src {src!r} is not allowed: {err.strerror}") from None
+    if not found:
+        what = "holds no *.py" if path.is_dir() else "is a file" if path.exists() else "is missing"
+        raise ValueError(
+            f"--src {src!r} is not allowed: it {what}; it must be the folder of the instructor "
+            "notebooks (*.py), e.g. assignments/instructor"
+        )
+
+
 def _cmd_release(args) -> int:
     from geolab.assignments import release
 
+    check_src(args.src)
     if args.check:  # reads only
         return release._cmd_release(args)
     with hold(args.out, "--out", _note("release")):
