@@ -505,6 +505,12 @@ CASES = [
         "--threads 99999999999 is not allowed; it must be an integer in [1, 1024]",
     ),
     (
+        "bench-only-unknown",
+        ["bench", "--quick", "--only", "abc", "--out", "{tmp}/b"],
+        None,
+        "--only 'abc' is not allowed: no such benchmark; available: operators, rules",
+    ),
+    (
         "reproduce-threads-huge",
         ["reproduce", "ablation", "--threads", "99999999999", "--out", "{tmp}/never"],
         None,
