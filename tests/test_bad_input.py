@@ -30,6 +30,7 @@ from geolab.train import load_checkpoint
 
 REPO = Path(__file__).parents[1]
 TINY = ["train", *TINY_TRAIN]
+TINY_TEXT = ["train", "--task", "shakespeare", *TINY[3:15], *TINY[19:]]  # no sample counts
 SYSFS = Path("/sys/kernel").is_dir()  # a folder even root cannot write in
 MEMINFO = available_bytes(torch.device("cpu")) is not None
 HUGE = pytest.mark.skipif(not MEMINFO, reason="no free-memory reading on this OS: no check")
@@ -223,6 +224,12 @@ CASES = [
         [TINY[0], "--task", "", *TINY[3:], "--out", "{tmp}/never"],
         None,
         "--task '' is not allowed; allowed: copy, echo, gyroscope",
+    ),
+    (
+        "train-data-dir-name-too-long",
+        [*TINY_TEXT, "--data-dir", "{tmp}/" + "x" * 300, "--out", "{tmp}/never"],
+        None,
+        "x' cannot be read (File name too long). Provide the data with --data-dir DIR",
     ),
     (
         "train-out-is-file",
