@@ -229,7 +229,19 @@ CASES = [
         "train-data-dir-name-too-long",
         [*TINY_TEXT, "--data-dir", "{tmp}/" + "x" * 300, "--out", "{tmp}/never"],
         None,
-        "x' cannot be read (File name too long). Provide the data with --data-dir DIR",
+        "--data-dir='{tmp}/xxx",  # the name's length, before the data is looked for
+    ),
+    (
+        "grade-hidden-name-too-long",
+        [*G, "--out", "{tmp}/gb.csv", "--hidden", "{tmp}/" + "x" * 300],
+        submissions,
+        "--hidden='{tmp}/xxx",
+    ),
+    (
+        "grade-hidden-a-file",
+        [*G[:4], "--out", "{tmp}/gb.csv", "--hidden", "{tmp}/file"],  # auto sandbox: root too
+        submissions,
+        "--hidden '{tmp}/file' is not a folder",
     ),
     (
         "train-out-is-file",
@@ -497,7 +509,7 @@ CASES = [
         "release-src-name-too-long",
         ["release", "--src", "{tmp}/" + "x" * 300, "--out", "{tmp}/never"],
         None,
-        "is not allowed: File name too long",
+        "'... is 300 bytes long; this file system allows at most",
     ),
     (
         "release-bad-source-writes-nothing",
@@ -2013,3 +2025,12 @@ def test_the_stack_refuses_bad_tokens_and_depths_in_one_line(tokens, draw_depth,
     cfg = GeoConfig(residual="preln", n_layer=2, d_model=16, n_head=2, vocab_size=32, seq_len=8)
     with pytest.raises(ValueError, match=re.escape(fragment)):
         stack_states(cfg, 0, tokens, draw_depth=draw_depth)
+
+
+def test_a_data_folder_named_too_long_is_one_line(tmp_path, monkeypatch):
+    """GEOLAB_DATA is read where --data-dir is not given: a name longer than the file system
+    allows is a ValueError saying so and how to provide the data, not an OSError."""
+    from geolab.data import local_files
+
+    with pytest.raises(ValueError, match=r"cannot be read \(File name too long\)\. Provide"):
+        local_files("shakespeare", tmp_path / ("x" * 300))
