@@ -232,6 +232,12 @@ CASES = [
         "--data-dir='{tmp}/xxx",  # the name's length, before the data is looked for
     ),
     (
+        "grade-assignment-unknown",
+        [*G[:3], "A9", "--out", "{tmp}/gb.csv"],  # auto sandbox: its limits line comes later
+        submissions,
+        "--assignment 'A9' is not allowed; allowed: A1, A2, A3, A4",
+    ),
+    (
         "grade-hidden-name-too-long",
         [*G, "--out", "{tmp}/gb.csv", "--hidden", "{tmp}/" + "x" * 300],
         submissions,
@@ -241,7 +247,7 @@ CASES = [
         "grade-hidden-a-file",
         [*G[:4], "--out", "{tmp}/gb.csv", "--hidden", "{tmp}/file"],  # auto sandbox: root too
         submissions,
-        "--hidden '{tmp}/file' is not a folder",
+        "--hidden '{tmp}/file' is not allowed: it is not a folder",
     ),
     (
         "train-out-is-file",

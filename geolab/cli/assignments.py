@@ -32,11 +32,28 @@ def check_limits(args) -> None:
         check_seed(args.seed, "--seed")
 
 
+def check_inputs(args) -> None:
+    """--assignment and --hidden, checked before the grader prints its sandbox's limits: a
+    mistake is then the command's one line."""
+    from geolab.assignments.catalog import ASSIGNMENTS
+
+    if args.assignment not in ASSIGNMENTS:
+        raise ValueError(
+            f"--assignment {args.assignment!r} is not allowed; allowed: {', '.join(ASSIGNMENTS)}"
+        )
+    if args.hidden is not None and not Path(args.hidden).is_dir():
+        raise ValueError(
+            f"--hidden {args.hidden!r} is not allowed: it is not a folder (give the folder of "
+            "the instructor-only checks)"
+        )
+
+
 def _cmd_grade(args) -> int:
     from geolab.assignments import grade
     from geolab.assignments.gradebook import check_gradebook
 
     check_limits(args)
+    check_inputs(args)
     check_gradebook(Path(args.out), args.force)  # its paths first, again under the lock
     with hold(Path(args.out).parent, "--out", _note("grade")):  # one grader per gradebook folder
         return grade._cmd_grade(args)
