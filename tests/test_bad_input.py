@@ -250,6 +250,18 @@ CASES = [
         "--hidden '{tmp}/file' is not allowed: it is not a folder",
     ),
     (
+        "train-steps-huge",  # would train until killed
+        [*TINY, "--steps", str(10**30), "--out", "{tmp}/never"],
+        None,
+        f"--steps {10**30} is not allowed; must be an integer >= 1 and <= 1,000,000,000",
+    ),
+    (
+        "reproduce-steps-huge",
+        ["reproduce", "ablation", "--dry-run", "--steps", str(10**30), "--out", "{tmp}/never"],
+        None,
+        f"--steps {10**30} is not allowed; it must be >= 1 and <= 1,000,000,000",
+    ),
+    (
         "train-out-is-file",
         [*TINY, "--out", "{tmp}/file"],
         a_file,

@@ -63,12 +63,15 @@ def budget_options(args: argparse.Namespace, module) -> dict:
     subset of the E∆ table's tasks, its matched-size variant), checked against the scale; {}
     when none is given."""
     from geolab.experiments.runner import scale_settings
+    from geolab.train.config import STEPS_MAX
 
     out = {}
     settings = scale_settings(module, args.scale)
     if args.steps is not None:
-        if isinstance(args.steps, bool) or args.steps < 1:
-            raise ValueError(f"--steps {args.steps} is not allowed; it must be >= 1")
+        if isinstance(args.steps, bool) or not 1 <= args.steps <= STEPS_MAX:
+            raise ValueError(
+                f"--steps {args.steps} is not allowed; it must be >= 1 and <= {STEPS_MAX:,}"
+            )
         out["train"] = {**settings["train"], "steps": args.steps}
     if args.tasks is not None:
         allowed = settings.get("tasks")
