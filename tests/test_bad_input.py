@@ -261,6 +261,13 @@ CASES = [
         None,
         f"--steps {10**30} is not allowed; it must be >= 1 and <= 1,000,000,000",
     ),
+    pytest.param(
+        "train-batch-size-huge",
+        [*TINY, "--batch-size", str(10**30), "--out", "{tmp}/never"],
+        None,
+        f"seq_len=255) at --batch-size {10**30} x 255 positions is not allowed here: training",
+        marks=HUGE,
+    ),
     (
         "train-out-is-file",
         [*TINY, "--out", "{tmp}/file"],
