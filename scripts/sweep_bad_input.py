@@ -161,8 +161,9 @@ def base_of(sub: str, flag: str) -> tuple[list, dict]:
     positionals, flags = BASES[sub]
     if sub == "reproduce" and flag in REAL_FLAGS:
         positionals, flags = REAL_REPRODUCE
-    if sub == "train" and flag in TEXT_TASK_FLAGS:
+    if sub == "train" and flag in TEXT_TASK_FLAGS:  # a text task takes no sample counts
         flags = {**flags, "--task": "shakespeare"}
+        del flags["--n-train"], flags["--n-val"]
     return list(positionals), dict(flags)
 
 
