@@ -555,6 +555,12 @@ CASES = [
         "--only 'abc' is not allowed: no such benchmark; available: operators, rules",
     ),
     (
+        "reproduce-readme-without-results",
+        ["reproduce", "--readme", "--out", "{tmp}/res"],
+        lambda t, f: (t / "res").mkdir(),
+        "--readme is not allowed with --out '{tmp}/res': it holds no NAME-small.json results",
+    ),
+    (
         "reproduce-threads-huge",
         ["reproduce", "ablation", "--threads", "99999999999", "--out", "{tmp}/never"],
         None,

@@ -124,7 +124,10 @@ def run_reproduce_cli(args: argparse.Namespace) -> int:
 
         results = report.load_results(args.out)
         if not results:
-            raise ValueError(f"--out {args.out!r} holds no NAME-small.json results")
+            raise ValueError(
+                f"--readme is not allowed with --out {args.out!r}: it holds no NAME-small.json "
+                "results to write the README from (run a protocol at --scale small first)"
+            )
         if args.data_dir is not None:
             os.environ["GEOLAB_DATA"] = args.data_dir
         with hold(args.out, "--out", note):
