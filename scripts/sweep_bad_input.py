@@ -5,6 +5,7 @@ with a set of bad values, each case one fresh ``python -m geolab`` process, clas
     nice -n 15 .venv/bin/python scripts/sweep_bad_input.py --only train --jobs 2
     git worktree add /tmp/old 5d4cb66      # an older commit, run with this venv:
     nice -n 15 .venv/bin/python scripts/sweep_bad_input.py --geolab-root /tmp/old --out old
+    .venv/bin/python scripts/sweep_bad_input.py --compare old.json build/sweep.json
 
 The cases come from the CLI itself: the script builds geolab's argparse parser
 (``geolab.cli.build_parser``; a lazy subcommand's flags are filled first), so a new flag is
@@ -244,6 +245,8 @@ def run_case(case: dict, root: Path, timeout: float) -> dict:
     return result
 
 
+CLASSES = ("one-line", "accepted", "traceback", "nan", "timeout", "other")
+GOOD = ("one-line", "accepted")
 NAN = re.compile(r"(?<![\w.])[-+]?(nan|inf)(?![\w])", re.IGNORECASE)
 
 
@@ -326,7 +329,13 @@ def main() -> int:
     parser.add_argument(
         "--reclassify", type=Path, help="classify the cases of an earlier OUT.json again"
     )
+    parser.add_argument(
+        "--compare", nargs=2, type=Path, metavar="JSON", help="counts of two earlier tables"
+    )
     args = parser.parse_args()
+    if args.compare:
+        compare(*[json.loads(path.read_text()) for path in args.compare], args.compare)
+        return 0
     if args.reclassify:
         results = json.loads(args.reclassify.read_text())
         for r in results:
@@ -361,15 +370,41 @@ def main() -> int:
     return 0
 
 
+def case_key(r: dict) -> tuple:
+    return r["sub"], r["flag"], json.dumps(r["value"])
+
+
+def compare(old: list[dict], new: list[dict], names: list[Path]) -> None:
+    """Counts per class of two sweeps side by side, per subcommand too, and every case (sub,
+    flag, value) whose class changed."""
+    subs = sorted({r["sub"] for r in old + new})
+    print(f"{'class':<10} {names[0].stem:>16} {names[1].stem:>16}")
+    for name in CLASSES:
+        counts = [sum(r["class"] == name for r in rs) for rs in (old, new)]
+        print(f"{name:<10} {counts[0]:>16} {counts[1]:>16}")
+    print(f"{'cases':<10} {len(old):>16} {len(new):>16}")
+    print("\nper subcommand, not one-line or accepted (before -> after):")
+    for sub in subs:
+        bad = [sum(r["sub"] == sub and r["class"] not in GOOD for r in rs) for rs in (old, new)]
+        print(f"  {sub:<10} {bad[0]:>4} -> {bad[1]}")
+    before = {case_key(r): r for r in old}
+    print("\nchanged:")
+    for r in new:
+        was = before.get(case_key(r))
+        if was is not None and was["class"] != r["class"]:
+            print(f"  {was['class']:>9} -> {r['class']:<9} {r['sub']} {r['flag']} "
+                  f"{shown(r['value'], r['kind'])}")  # fmt: skip
+
+
 def report(results: list[dict], out: Path, wall: float | None) -> None:
     """Write the tables, print the counts per class and the cases to look at."""
     write_tables(results, out)
     counts = Counter(r["class"] for r in results)
     took = "" if wall is None else f" in {wall / 60:.1f} min"
     print(f"\n{len(results)} cases{took}; tables {out}.json and .csv")
-    for name in ("one-line", "accepted", "traceback", "nan", "timeout", "other"):
+    for name in CLASSES:
         print(f"  {name:<9} {counts.get(name, 0)}")
-    bad = [r for r in results if r["class"] not in ("one-line", "accepted")]
+    bad = [r for r in results if r["class"] not in GOOD]
     bad += [r for r in results if r["kind"] == "base" and r["class"] != "accepted"]
     if bad:
         print("\nto look at:")
