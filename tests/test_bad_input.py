@@ -561,6 +561,18 @@ CASES = [
         "--readme is not allowed with --out '{tmp}/res': it holds no NAME-small.json results",
     ),
     (
+        "reproduce-jobs-huge",  # was quietly capped at the number of runs
+        ["reproduce", "ablation", "--jobs", str(10**30), "--out", "{tmp}/never"],
+        None,
+        f"--jobs {10**30} is not allowed; it must be an integer in [1, 1024] (worker processes",
+    ),
+    (
+        "grade-jobs-huge",
+        [*G, "--jobs", str(10**30), "--out", "{tmp}/gb.csv"],
+        submissions,
+        f"--jobs {10**30} is not allowed; it must be an integer in [1, 1024]",
+    ),
+    (
         "reproduce-threads-huge",
         ["reproduce", "ablation", "--threads", "99999999999", "--out", "{tmp}/never"],
         None,

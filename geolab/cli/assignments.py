@@ -7,6 +7,7 @@ from pathlib import Path
 
 from geolab.config import check_seed
 from geolab.lock import hold
+from geolab.threads import check_jobs
 
 # the grader's resource limits: flag, default, what it bounds, the largest value allowed
 # (timers and setrlimit take finite, bounded numbers: inf or 1e300 would overflow them)
@@ -19,15 +20,14 @@ LIMITS = (
 
 def check_limits(args) -> None:
     """ValueError naming the flag for a limit that is not a finite number in (0, its maximum],
-    or a --jobs below 1; checked before anything is read or graded."""
+    or a --jobs outside [1, 1024]; checked before anything is read or graded."""
     for flag, _, _, most in LIMITS:
         value = getattr(args, flag[2:].replace("-", "_"))
         if not (math.isfinite(value) and 0 < value <= most):
             raise ValueError(
                 f"{flag} {value:g} is not allowed; it must be a finite number in (0, {most:g}]"
             )
-    if args.jobs < 1:
-        raise ValueError(f"--jobs {args.jobs} is not allowed; it must be >= 1")
+    check_jobs(args.jobs, "--jobs")
     if args.seed is not None:
         check_seed(args.seed, "--seed")
 

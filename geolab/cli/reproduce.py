@@ -52,7 +52,7 @@ from geolab.experiments import NAMES, get_protocol
 from geolab.lock import hold
 from geolab.registry import FLAVORS
 from geolab.terms import TERMS
-from geolab.threads import thread_count, use_threads
+from geolab.threads import check_jobs, thread_count, use_threads
 
 INCOMPLETE = 3  # exit status when --time-limit left runs out (the finished ones are saved)
 MAX_MINUTES = 1e6  # --time-limit's largest value (≈ 2 years): timers and SLURM take finite ones
@@ -197,9 +197,7 @@ def reproduce(args: argparse.Namespace) -> int:
             )
         options["flavors"] = [args.flavor]
     if args.jobs is not None:
-        if isinstance(args.jobs, bool) or args.jobs < 1:
-            raise ValueError(f"--jobs {args.jobs} is not allowed; it must be >= 1")
-        options["jobs"] = args.jobs
+        options["jobs"] = check_jobs(args.jobs, "--jobs")
     module = get_protocol(args.name)
     options |= budget_options(args, module)
     check_launch_flags(args)
