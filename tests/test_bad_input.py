@@ -491,7 +491,7 @@ CASES = [
         "grade-hand-graded-twice",
         [*G, "--out", "{tmp}/gb.csv", "--hand-graded", "{tmp}/hand.csv"],
         hand_csv("student,points,max\nalice,2,5\nbob,1,5\nalice,4,5\n"),
-        "hand.csv:4: student 'alice' is graded twice (first on line 2)",
+        "--hand-graded {tmp}/hand.csv:4: student 'alice' is graded twice (first on line 2)",
     ),
     (
         "grade-hand-graded-inf",

@@ -47,10 +47,14 @@ def flag_names(message: str, args) -> str:
 
 def _path_flag_names(message: str, args) -> str:
     """``message`` with a path flag's field written as its flag: ``hand_graded='x'`` (the
-    grader's and release's own names) as ``--hand-graded 'x'``, for the flags of this command."""
+    grader's and release's own names) as ``--hand-graded 'x'``, and a message about the file a
+    flag gave (``hand.csv:4: ...``) led by that flag, for the flags of this command."""
     for dest, flag in PATH_FLAGS.items():
         if flag.startswith("--") and dest in vars(args):
             message = re.sub(rf"(?<![\w.-]){dest}=(?=['\"])", f"{flag} ", message)
+            value = getattr(args, dest)
+            if isinstance(value, str) and value and message.startswith(f"{value}:"):
+                message = f"{flag} {message}"
     return message
 
 
