@@ -15,7 +15,6 @@ import importlib
 import json
 import math
 import os
-import pkgutil
 import platform
 import subprocess
 import sys
@@ -27,28 +26,17 @@ import numpy as np
 import torch
 
 from bench.timing import clock_name, seconds, set_clock
-from geolab.cli.bench import add_bench_arguments
+from geolab.cli.bench import add_bench_arguments, check_only, discover
 from geolab.cli.errors import check_path_flags
 from geolab.outputs import check_dir
 from geolab.threads import check_threads
 
 HERE = Path(__file__).resolve().parent
-ORDER = ("operators", "rules", "views", "live", "streams", "train", "memory")
-# Run on their own, with a flag the suite cannot supply: bench_reference needs --reference PATH.
-OPTIONAL = ("reference",)
 ROW_KEYS = ("group", "name", "value", "unit", "target", "met", "notes")
 CLOCK_LINES = {
     "cpu": "process CPU time, so neighbours on a shared machine do not count",
     "wall": "wall-clock time",
 }
-
-
-def discover() -> list[str]:
-    """Names of the benchmark modules (without ``bench_``), in the suite's order."""
-    found = [m.name[6:] for m in pkgutil.iter_modules([str(HERE)]) if m.name.startswith("bench_")]
-    found = [name for name in found if name not in OPTIONAL]
-    known = [name for name in ORDER if name in found]
-    return known + sorted(set(found) - set(ORDER))
 
 
 def _cpu_model() -> str:
@@ -261,14 +249,11 @@ def main(argv: list[str] | None = None) -> int:
     if clock == "auto":
         clock = "wall" if torch.cuda.is_available() else "cpu"
     set_clock(clock)
-    available = discover()
-    wanted = available
-    if args.only:
-        names = [name.removeprefix("bench_") for name in args.only]
-        unknown = [name for name in names if name not in available]
-        if unknown:
-            parser.error(f"unknown benchmark(s) {unknown}; available: {', '.join(available)}")
-        wanted = [name for name in available if name in names]
+    available = discover(HERE)
+    try:
+        wanted = check_only(args.only, available)
+    except ValueError as err:
+        parser.error(str(err))
     out = (HERE if args.out is None else Path(args.out)).resolve()
     try:
         check_path_flags(args)  # --out '' would be the current folder

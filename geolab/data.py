@@ -176,8 +176,12 @@ def local_files(corpus: str, directory: Path) -> dict[str, Path]:
     names = WIKITEXT2_FILES if corpus == "wikitext2" else {"train": SHAKESPEARE_FILE}
     for base in (directory / SUBDIRS[corpus], directory):
         files = {split: base / name for split, name in names.items()}
-        if all(p.is_file() for p in files.values()):
-            return files
+        try:
+            if all(p.is_file() for p in files.values()):
+                return files
+        except OSError as err:  # a name too long for the file system: pathlib raises it
+            why = f"the data directory {str(directory)!r} cannot be read ({err.strerror})"
+            raise DataNotFound(_how_to(corpus, why)) from None
     raise DataNotFound(_how_to(corpus, f"the data directory {str(directory)!r} lacks them"))
 
 

@@ -89,17 +89,25 @@ def _address_space_left() -> int | None:
 
 
 def check_fits(
-    cfg: GeoConfig, batch: int, seq_len: int, device: torch.device, training: bool
+    cfg: GeoConfig,
+    batch: int,
+    seq_len: int,
+    device: torch.device,
+    training: bool,
+    batch_shown: str | None = None,
 ) -> None:
     """ValueError, with the estimate, when the model and a (batch, seq_len) input need more
-    memory than ``device`` has free."""
+    memory than ``device`` has free. ``batch_shown`` is how the message names the batch when it
+    is a setting of the user's (``TrainConfig.batch_size=64 (16 per process)``); else
+    ``batch B``."""
     need, free = estimate_bytes(cfg, batch, seq_len, training), available_bytes(device)
     if free is None or need <= free:
         return
     what = "training" if training else "a forward pass"
+    batch_shown = batch_shown or f"batch {batch}"
     raise ValueError(
         f"GeoConfig(n_layer={cfg.n_layer}, d_model={cfg.d_model}, seq_len={cfg.seq_len}) at "
-        f"batch {batch} x {seq_len} positions is not allowed here: {what} needs at least "
+        f"{batch_shown} x {seq_len} positions is not allowed here: {what} needs at least "
         f"{gib(need)} ({weight_count(cfg):,} weights and more), but {device} has {gib(free)} "
         "free; lower d_model, n_layer, seq_len or the batch"
     )

@@ -44,19 +44,33 @@ def _check_writable(folder: Path, path: Path, what: str) -> None:
         raise ValueError(
             f"{what}={str(path)!r} is not allowed: it lies under the file {str(base)!r}"
         )
-    most = os.pathconf(base, "PC_NAME_MAX")
-    for part in path.absolute().relative_to(base).parts:
-        if len(os.fsencode(part)) > most:
-            raise ValueError(
-                f"{what}={str(path)!r} is not allowed: the name {part[:40]!r}... is "
-                f"{len(os.fsencode(part))} bytes long; this file system allows at most {most}"
-            )
+    _check_names(path, base, what)
     try:
         os.rmdir(tempfile.mkdtemp(prefix=".geolab-probe-", dir=base))
     except OSError as err:
         raise ValueError(
             f"{what}={str(path)!r} is not allowed: cannot write in {str(base)!r} ({err.strerror})"
         ) from None
+
+
+def check_names(path, what: str) -> None:
+    """ValueError when a name in ``path`` (a file or folder to read or write) is longer than its
+    file system allows: pathlib and open() would raise OSError (ENAMETOOLONG) from deep inside."""
+    path = Path(path)
+    base = path.absolute()
+    while not _exists(base):
+        base = base.parent
+    _check_names(path, base, what)
+
+
+def _check_names(path: Path, base: Path, what: str) -> None:
+    most = os.pathconf(base, "PC_NAME_MAX")  # ``base`` exists: the file system's own limit
+    for part in path.absolute().relative_to(base).parts:
+        if len(os.fsencode(part)) > most:
+            raise ValueError(
+                f"{what}={str(path)!r} is not allowed: the name {part[:40]!r}... is "
+                f"{len(os.fsencode(part))} bytes long; this file system allows at most {most}"
+            )
 
 
 def _exists(path: Path) -> bool:

@@ -487,7 +487,8 @@ def get_task(name: str, seed: int = 0, flavor: str = "geolab", **overrides) -> T
     allowed = [p for p in inspect.signature(builder).parameters if p not in fixed]
     unknown = sorted(set(overrides) - set(allowed))
     if unknown:
-        raise ValueError(f"task {name!r} has no option(s) {unknown}; allowed: {allowed}")
+        given = ", ".join(f"{k}={overrides[k]!r}" for k in unknown)  # as set, so a flag's named
+        raise ValueError(f"task {name!r} has no option(s) {given}; allowed: {', '.join(allowed)}")
     if "flavor" in allowed:
         overrides["flavor"] = flavor
     elif flavor not in FLAVORS:

@@ -38,6 +38,18 @@ def check_threads(value, flag: str) -> int:
     return value
 
 
+def check_jobs(value, flag: str) -> int:
+    """``value`` as a count of worker processes (``--jobs``): ValueError naming ``flag`` unless
+    1..MAX_THREADS. Each worker holds its own torch and model, so far more than cores only
+    thrash; 10**30 is a typo, not a plan."""
+    if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= MAX_THREADS:
+        raise ValueError(
+            f"{flag} {value} is not allowed; it must be an integer in [1, {MAX_THREADS}] "
+            f"(worker processes; this machine has {os.cpu_count()} CPUs)"
+        )
+    return value
+
+
 def thread_count() -> int:
     """``GEOLAB_THREADS`` if set (a whole number in 1..MAX_THREADS), else ``DEFAULT``."""
     value = os.environ.get(ENV, "").strip()

@@ -30,6 +30,7 @@ from geolab.train import load_checkpoint
 
 REPO = Path(__file__).parents[1]
 TINY = ["train", *TINY_TRAIN]
+TINY_TEXT = ["train", "--task", "shakespeare", *TINY[3:15], *TINY[19:]]  # no sample counts
 SYSFS = Path("/sys/kernel").is_dir()  # a folder even root cannot write in
 MEMINFO = available_bytes(torch.device("cpu")) is not None
 HUGE = pytest.mark.skipif(not MEMINFO, reason="no free-memory reading on this OS: no check")
@@ -217,6 +218,55 @@ CASES = [
         [*TINY, "--lr", "1e308", "--out", "{tmp}/never"],
         None,
         "--lr 1e+308 is not allowed; must be a number in (0, 10]",
+    ),
+    (
+        "train-task-empty",
+        [TINY[0], "--task", "", *TINY[3:], "--out", "{tmp}/never"],
+        None,
+        "--task '' is not allowed; allowed: copy, echo, gyroscope",
+    ),
+    (
+        "train-data-dir-name-too-long",
+        [*TINY_TEXT, "--data-dir", "{tmp}/" + "x" * 300, "--out", "{tmp}/never"],
+        None,
+        "--data-dir='{tmp}/xxx",  # the name's length, before the data is looked for
+    ),
+    (
+        "grade-assignment-unknown",
+        [*G[:3], "A9", "--out", "{tmp}/gb.csv"],  # auto sandbox: its limits line comes later
+        submissions,
+        "--assignment 'A9' is not allowed; allowed: A1, A2, A3, A4",
+    ),
+    (
+        "grade-hidden-name-too-long",
+        [*G, "--out", "{tmp}/gb.csv", "--hidden", "{tmp}/" + "x" * 300],
+        submissions,
+        "--hidden='{tmp}/xxx",
+    ),
+    (
+        "grade-hidden-a-file",
+        [*G[:4], "--out", "{tmp}/gb.csv", "--hidden", "{tmp}/file"],  # auto sandbox: root too
+        submissions,
+        "--hidden '{tmp}/file' is not allowed: it is not a folder",
+    ),
+    (
+        "train-steps-huge",  # would train until killed
+        [*TINY, "--steps", str(10**30), "--out", "{tmp}/never"],
+        None,
+        f"--steps {10**30} is not allowed; must be an integer >= 1 and <= 1,000,000,000",
+    ),
+    (
+        "reproduce-steps-huge",
+        ["reproduce", "ablation", "--dry-run", "--steps", str(10**30), "--out", "{tmp}/never"],
+        None,
+        f"--steps {10**30} is not allowed; it must be >= 1 and <= 1,000,000,000",
+    ),
+    pytest.param(
+        "train-batch-size-huge",
+        [*TINY, "--batch-size", str(10**30), "--out", "{tmp}/never"],
+        None,
+        f"seq_len=255) at --batch-size {10**30} x 255 positions is not allowed here: training",
+        marks=HUGE,
     ),
     (
         "train-out-is-file",
@@ -441,7 +491,7 @@ CASES = [
         "grade-hand-graded-twice",
         [*G, "--out", "{tmp}/gb.csv", "--hand-graded", "{tmp}/hand.csv"],
         hand_csv("student,points,max\nalice,2,5\nbob,1,5\nalice,4,5\n"),
-        "hand.csv:4: student 'alice' is graded twice (first on line 2)",
+        "--hand-graded {tmp}/hand.csv:4: student 'alice' is graded twice (first on line 2)",
     ),
     (
         "grade-hand-graded-inf",
@@ -475,6 +525,18 @@ CASES = [
         "is the instructor folder",
     ),
     (
+        "release-src-missing",
+        ["release", "--src", "{tmp}/nowhere", "--out", "{tmp}/never"],
+        None,
+        "--src '{tmp}/nowhere' is not allowed: it is missing; it must be the folder of the",
+    ),
+    (
+        "release-src-name-too-long",
+        ["release", "--src", "{tmp}/" + "x" * 300, "--out", "{tmp}/never"],
+        None,
+        "'... is 300 bytes long; this file system allows at most",
+    ),
+    (
         "release-bad-source-writes-nothing",
         ["release", "--src", "{tmp}/src", "--out", "{tmp}/release"],
         bad_second_source,
@@ -485,6 +547,30 @@ CASES = [
         ["bench", "--quick", "--only", "rules", "--threads", "99999999999", "--out", "{tmp}/b"],
         None,
         "--threads 99999999999 is not allowed; it must be an integer in [1, 1024]",
+    ),
+    (
+        "bench-only-unknown",
+        ["bench", "--quick", "--only", "abc", "--out", "{tmp}/b"],
+        None,
+        "--only 'abc' is not allowed: no such benchmark; available: operators, rules",
+    ),
+    (
+        "reproduce-readme-without-results",
+        ["reproduce", "--readme", "--out", "{tmp}/res"],
+        lambda t, f: (t / "res").mkdir(),
+        "--readme is not allowed with --out '{tmp}/res': it holds no NAME-small.json results",
+    ),
+    (
+        "reproduce-jobs-huge",  # was quietly capped at the number of runs
+        ["reproduce", "ablation", "--jobs", str(10**30), "--out", "{tmp}/never"],
+        None,
+        f"--jobs {10**30} is not allowed; it must be an integer in [1, 1024] (worker processes",
+    ),
+    (
+        "grade-jobs-huge",
+        [*G, "--jobs", str(10**30), "--out", "{tmp}/gb.csv"],
+        submissions,
+        f"--jobs {10**30} is not allowed; it must be an integer in [1, 1024]",
     ),
     (
         "reproduce-threads-huge",
@@ -1989,3 +2075,12 @@ def test_the_stack_refuses_bad_tokens_and_depths_in_one_line(tokens, draw_depth,
     cfg = GeoConfig(residual="preln", n_layer=2, d_model=16, n_head=2, vocab_size=32, seq_len=8)
     with pytest.raises(ValueError, match=re.escape(fragment)):
         stack_states(cfg, 0, tokens, draw_depth=draw_depth)
+
+
+def test_a_data_folder_named_too_long_is_one_line(tmp_path, monkeypatch):
+    """GEOLAB_DATA is read where --data-dir is not given: a name longer than the file system
+    allows is a ValueError saying so and how to provide the data, not an OSError."""
+    from geolab.data import local_files
+
+    with pytest.raises(ValueError, match=r"cannot be read \(File name too long\)\. Provide"):
+        local_files("shakespeare", tmp_path / ("x" * 300))

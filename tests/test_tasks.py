@@ -195,7 +195,7 @@ def test_rotate_in_planes_matches_repeated_dense_rotation(dim, theta, steps, see
     "call, match",
     [
         (lambda: get_task("nope"), "unknown task 'nope'; allowed: copy, echo"),
-        (lambda: get_task("echo", n_trian=3), r"no option\(s\) \['n_trian'\]"),
+        (lambda: get_task("echo", n_trian=3), r"no option\(s\) n_trian=3; allowed: dim, steps"),
         (lambda: get_task("echo", n_train=0), "n_train=0 must be a positive integer"),
         (lambda: get_task("gyroscope", steps=1), "steps >= 2"),
         (lambda: get_task("near_pi", mode="triple"), "mode='triple'"),

@@ -257,12 +257,12 @@ def test_cli_trains_and_writes_its_files(tmp_path, capsys):
 @pytest.mark.parametrize(
     "args, message",
     [
-        (["--task", "nope"], "unknown task 'nope'"),
+        (["--task", "nope"], "--task 'nope' is not allowed; allowed: copy, echo"),
         (["--task", "echo", "--residual", "bogus"], "--residual 'bogus' is not allowed"),
         (["--task", "echo", "--steps", "0"], "--steps 0 is not allowed"),
         (["--task", "echo", "--layers", "0"], "--layers 0 is not allowed"),
         (["--task", "wikitext2", "--data-dir", "/nonexistent"], "GEOLAB_DATA"),
-        (["--task", "wikitext2", "--n-train", "5"], "no option(s) ['n_train']"),
+        (["--task", "wikitext2", "--n-train", "5"], "'wikitext2' has no option(s) n_train=5;"),
     ],
 )
 def test_cli_bad_input_exits_cleanly(args, message, tmp_path, capsys, monkeypatch):

@@ -7,6 +7,7 @@ from pathlib import Path
 
 from geolab.config import check_seed
 from geolab.lock import hold
+from geolab.threads import check_jobs
 
 # the grader's resource limits: flag, default, what it bounds, the largest value allowed
 # (timers and setrlimit take finite, bounded numbers: inf or 1e300 would overflow them)
@@ -19,17 +20,32 @@ LIMITS = (
 
 def check_limits(args) -> None:
     """ValueError naming the flag for a limit that is not a finite number in (0, its maximum],
-    or a --jobs below 1; checked before anything is read or graded."""
+    or a --jobs outside [1, 1024]; checked before anything is read or graded."""
     for flag, _, _, most in LIMITS:
         value = getattr(args, flag[2:].replace("-", "_"))
         if not (math.isfinite(value) and 0 < value <= most):
             raise ValueError(
                 f"{flag} {value:g} is not allowed; it must be a finite number in (0, {most:g}]"
             )
-    if args.jobs < 1:
-        raise ValueError(f"--jobs {args.jobs} is not allowed; it must be >= 1")
+    check_jobs(args.jobs, "--jobs")
     if args.seed is not None:
         check_seed(args.seed, "--seed")
+
+
+def check_inputs(args) -> None:
+    """--assignment and --hidden, checked before the grader prints its sandbox's limits: a
+    mistake is then the command's one line."""
+    from geolab.assignments.catalog import ASSIGNMENTS
+
+    if args.assignment not in ASSIGNMENTS:
+        raise ValueError(
+            f"--assignment {args.assignment!r} is not allowed; allowed: {', '.join(ASSIGNMENTS)}"
+        )
+    if args.hidden is not None and not Path(args.hidden).is_dir():
+        raise ValueError(
+            f"--hidden {args.hidden!r} is not allowed: it is not a folder (give the folder of "
+            "the instructor-only checks)"
+        )
 
 
 def _cmd_grade(args) -> int:
@@ -37,14 +53,32 @@ def _cmd_grade(args) -> int:
     from geolab.assignments.gradebook import check_gradebook
 
     check_limits(args)
+    check_inputs(args)
     check_gradebook(Path(args.out), args.force)  # its paths first, again under the lock
     with hold(Path(args.out).parent, "--out", _note("grade")):  # one grader per gradebook folder
         return grade._cmd_grade(args)
 
 
+def check_src(src: str) -> None:
+    """``--src``: a folder holding the instructor notebooks (``*.py``); a one-line ValueError
+    naming the flag otherwise (a missing path, a file, a name too long for the file system)."""
+    path = Path(src)
+    try:
+        found = path.is_dir() and any(path.glob("*.py"))
+    except OSError as err:  # ENAMETOOLONG, EACCES: pathlib does not swallow them
+        raise ValueError(f"--src {src!r} is not allowed: {err.strerror}") from None
+    if not found:
+        what = "holds no *.py" if path.is_dir() else "is a file" if path.exists() else "is missing"
+        raise ValueError(
+            f"--src {src!r} is not allowed: it {what}; it must be the folder of the instructor "
+            "notebooks (*.py), e.g. assignments/instructor"
+        )
+
+
 def _cmd_release(args) -> int:
     from geolab.assignments import release
 
+    check_src(args.src)
     if args.check:  # reads only
         return release._cmd_release(args)
     with hold(args.out, "--out", _note("release")):

@@ -52,7 +52,7 @@ from geolab.experiments import NAMES, get_protocol
 from geolab.lock import hold
 from geolab.registry import FLAVORS
 from geolab.terms import TERMS
-from geolab.threads import thread_count, use_threads
+from geolab.threads import check_jobs, thread_count, use_threads
 
 INCOMPLETE = 3  # exit status when --time-limit left runs out (the finished ones are saved)
 MAX_MINUTES = 1e6  # --time-limit's largest value (≈ 2 years): timers and SLURM take finite ones
@@ -63,12 +63,15 @@ def budget_options(args: argparse.Namespace, module) -> dict:
     subset of the E∆ table's tasks, its matched-size variant), checked against the scale; {}
     when none is given."""
     from geolab.experiments.runner import scale_settings
+    from geolab.train.config import STEPS_MAX
 
     out = {}
     settings = scale_settings(module, args.scale)
     if args.steps is not None:
-        if isinstance(args.steps, bool) or args.steps < 1:
-            raise ValueError(f"--steps {args.steps} is not allowed; it must be >= 1")
+        if isinstance(args.steps, bool) or not 1 <= args.steps <= STEPS_MAX:
+            raise ValueError(
+                f"--steps {args.steps} is not allowed; it must be >= 1 and <= {STEPS_MAX:,}"
+            )
         out["train"] = {**settings["train"], "steps": args.steps}
     if args.tasks is not None:
         allowed = settings.get("tasks")
@@ -121,7 +124,10 @@ def run_reproduce_cli(args: argparse.Namespace) -> int:
 
         results = report.load_results(args.out)
         if not results:
-            raise ValueError(f"--out {args.out!r} holds no NAME-small.json results")
+            raise ValueError(
+                f"--readme is not allowed with --out {args.out!r}: it holds no NAME-small.json "
+                "results to write the README from (run a protocol at --scale small first)"
+            )
         if args.data_dir is not None:
             os.environ["GEOLAB_DATA"] = args.data_dir
         with hold(args.out, "--out", note):
@@ -191,9 +197,7 @@ def reproduce(args: argparse.Namespace) -> int:
             )
         options["flavors"] = [args.flavor]
     if args.jobs is not None:
-        if isinstance(args.jobs, bool) or args.jobs < 1:
-            raise ValueError(f"--jobs {args.jobs} is not allowed; it must be >= 1")
-        options["jobs"] = args.jobs
+        options["jobs"] = check_jobs(args.jobs, "--jobs")
     module = get_protocol(args.name)
     options |= budget_options(args, module)
     check_launch_flags(args)

@@ -85,9 +85,11 @@ def _checked_and_trained(args: argparse.Namespace) -> int:
     # never pay for them
     from geolab.data import bundled_dir
     from geolab.rules import RESIDUALS
-    from geolab.tasks import get_task
+    from geolab.tasks import TASKS, get_task
     from geolab.train.config import TrainConfig
 
+    if args.task not in TASKS:
+        raise ValueError(f"--task {args.task!r} is not allowed; allowed: {', '.join(TASKS)}")
     if args.residual not in RESIDUALS:
         raise ValueError(
             f"--residual {args.residual!r} is not allowed; allowed: {', '.join(RESIDUALS)}"

@@ -17,6 +17,10 @@ REFERENCE_EVAL_BATCHES = 100  # the public Eâˆ† trainer's final estimate_loss(â€
 # AdamW moves each weight by about lr per step, so an lr above 10 only diverges (the protocols
 # use 1e-3); far above it the first step overflows float32 inside the optimizer.
 LR_MAX = 10.0
+# The most optimizer steps a run may ask for: a billion is weeks at 1000 steps/s, far past any
+# protocol here (paper scale: 64,000). A larger number is a typo, and a run asking for 10**30
+# would train until it is killed instead of answering.
+STEPS_MAX = 10**9
 
 
 @dataclass
@@ -71,8 +75,8 @@ class TrainConfig:
             _bad("flavor", self.flavor, f"allowed: {', '.join(FLAVORS)}")
         if self.betas is None:
             self.betas = (0.9, 0.95) if self.flavor == "reference" else (0.9, 0.999)
-        for name in ("steps", "batch_size"):
-            check_int(name, getattr(self, name), low=1)
+        check_int("steps", self.steps, low=1, high=STEPS_MAX)
+        check_int("batch_size", self.batch_size, low=1)
         for name in ("warmup", "eval_every", "ckpt_every"):
             check_int(name, getattr(self, name), low=0)
         check_seed(self.seed, "TrainConfig.seed")
@@ -116,9 +120,13 @@ def _bad(name, value, allowed):
     raise ValueError(f"TrainConfig.{name}={value!r} is not allowed; {allowed}")
 
 
-def check_int(name, value, low):
+def check_int(name, value, low, high=None):
+    """An integer in [low, high] (no upper bound for None); a bool is not one."""
+    allowed = f"must be an integer >= {low}" + ("" if high is None else f" and <= {high:,}")
     if isinstance(value, bool) or not isinstance(value, int) or value < low:
-        _bad(name, value, f"must be an integer >= {low}")
+        _bad(name, value, allowed)
+    if high is not None and value > high:  # an int by now: the comparison is exact
+        _bad(name, value, allowed)
 
 
 def lr_at(step: int, cfg: TrainConfig) -> float:

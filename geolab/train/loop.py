@@ -188,7 +188,9 @@ def prepare(model_cfg: GeoConfig, task: Task, tc: TrainConfig) -> Plan:
             f"{world} ranks of this torchrun job"
         )
     device = pick_device(tc.device, local_rank)
-    check_fits(model_cfg, tc.batch_size // world, task.seq_len, device, training=True)
+    per = f" ({tc.batch_size // world} per process)" if world > 1 else ""
+    shown = f"TrainConfig.batch_size={tc.batch_size}{per}"  # the command line names its flag
+    check_fits(model_cfg, tc.batch_size // world, task.seq_len, device, True, shown)
     out = Path(tc.out_dir) if tc.out_dir is not None else None
     notes = check_out_dir(out, tc.resume)
     if out is not None and rank == 0:
