@@ -7,6 +7,7 @@ One tiny matched sweep (near-π only, five runs of two steps: seconds) stands in
 """
 
 import json
+import re
 import shutil
 from pathlib import Path
 
@@ -188,7 +189,8 @@ def test_the_readme_shows_the_matched_rows_beside_the_published_ones(tiny_out, t
     assert "--scale paper --match-sizes --flavor geolab" in fix and "≈ 0.012 GPU-hours" in fix
     # its sections: E∆ table and sizes, judging, findings, wall time, reductions
     assert "## E∆ table, matched sizes" in text and "| geolab | near_pi | 2,912 (MLP 32) |" in text
-    assert text.count(f"**{LABEL}**") == 3 and text.count(f"| {LABEL} | 0.0 min |") == 1
+    assert text.count(f"**{LABEL}**") == 3  # its wall-time row: a tiny run, however loaded
+    assert len(re.findall(rf"\| {re.escape(LABEL)} \| \d+\.\d min \|", text)) == 1, text
     # the CPU plan no longer offers to train it
     assert not any(r["matched"] for r in decide.cpu_plan(results))
     assert "--match-sizes" not in report.cpu_plan_markdown(results)

@@ -5,7 +5,10 @@ wires them together. ``args`` holds the shared model flags and the one GeoConfig
 """
 
 import argparse
+import signal
 import sys
+import threading
+from contextlib import contextmanager
 
 from geolab.cli.args import LazyParser
 from geolab.cli.assignments import add_grade_cli, add_release_cli
@@ -61,12 +64,35 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+@contextmanager
+def interrupts_noted():
+    """Yield a list that is non-empty once Ctrl-C came during the block, even where the
+    KeyboardInterrupt it raises was lost: raised inside a finalizer (``__del__``, a weakref
+    callback) while torch loads, it is printed as "Exception ignored" and the import goes on."""
+    came: list[int] = []
+    if threading.current_thread() is not threading.main_thread():
+        yield came  # only the main thread may set a handler; there Ctrl-C is not ours
+        return
+
+    def note_and_raise(number, frame):
+        came.append(number)
+        raise KeyboardInterrupt
+
+    before = signal.signal(signal.SIGINT, note_and_raise)
+    try:
+        yield came
+    except KeyboardInterrupt:
+        came.append(signal.SIGINT)  # raised here, or by the handler above: either way, noted
+    finally:
+        signal.signal(signal.SIGINT, before)
+
+
 def main(argv: list[str] | None = None) -> int:
     console_safe()
     parser = build_parser()
-    try:  # a subcommand's flags may load torch (seconds), so Ctrl-C can land here
+    with interrupts_noted() as came:  # a subcommand's flags may load torch (seconds)
         args, unknown = parser.parse_known_args(argv)
-    except KeyboardInterrupt:
+    if came:
         words = sys.argv[1:] if argv is None else argv
         command = next((w for w in words if w in parser.commands), None)
         prog = f"geolab {command}" if command else "geolab"
