@@ -111,7 +111,7 @@ def test_release_refuses_to_write_into_the_instructor_folder(tmp_path, capsys):
     for out in (src, src / "release", src / "." / "sub" / ".."):
         assert main(["release", "--src", str(src), "--out", str(out)]) == 2
         err = capsys.readouterr().err.strip()
-        assert len(err.splitlines()) == 1 and "out=" in err and "inside" in err
+        assert len(err.splitlines()) == 1 and "--out " in err and "inside" in err
     assert notebook.read_text(encoding="utf-8") == before and sorted(src.iterdir()) == [notebook]
 
 
