@@ -30,22 +30,21 @@ MAX_THREADS = 1024
 
 def check_threads(value, flag: str) -> int:
     """``value`` as a torch thread count: ValueError naming ``flag`` unless 1..MAX_THREADS."""
-    if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= MAX_THREADS:
-        raise ValueError(
-            f"{flag} {value} is not allowed; it must be an integer in [1, {MAX_THREADS}] "
-            f"(this machine has {os.cpu_count()} CPUs)"
-        )
-    return value
+    return _check_count(value, flag, "")
 
 
 def check_jobs(value, flag: str) -> int:
     """``value`` as a count of worker processes (``--jobs``): ValueError naming ``flag`` unless
     1..MAX_THREADS. Each worker holds its own torch and model, so far more than cores only
     thrash; 10**30 is a typo, not a plan."""
+    return _check_count(value, flag, "worker processes; ")
+
+
+def _check_count(value, flag: str, what: str) -> int:
     if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= MAX_THREADS:
         raise ValueError(
             f"{flag} {value} is not allowed; it must be an integer in [1, {MAX_THREADS}] "
-            f"(worker processes; this machine has {os.cpu_count()} CPUs)"
+            f"({what}this machine has {os.cpu_count()} CPUs)"
         )
     return value
 

@@ -123,9 +123,9 @@ def _bad(name, value, allowed):
 def check_int(name, value, low, high=None):
     """An integer in [low, high] (no upper bound for None); a bool is not one."""
     allowed = f"must be an integer >= {low}" + ("" if high is None else f" and <= {high:,}")
-    if isinstance(value, bool) or not isinstance(value, int) or value < low:
+    if isinstance(value, bool) or not isinstance(value, int):
         _bad(name, value, allowed)
-    if high is not None and value > high:  # an int by now: the comparison is exact
+    if value < low or (high is not None and value > high):
         _bad(name, value, allowed)
 
 
